@@ -1,0 +1,1 @@
+"""Thin typer layer: parse -> call the library -> render. One module per command group."""

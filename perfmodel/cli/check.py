@@ -1,0 +1,8 @@
+"""perfmodel CLI: check commands (stub, to be filled in)."""
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,71 @@
+"""One error family for everything a user can get wrong.
+
+Every error carries where it happened (file:line:col, and for simulation errors the thread and block).
+The CLI catches ``PerfmodelError`` once, prints ``str(err)`` as one paragraph and exits with code 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file or "<unknown>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.col is not None:
+                parts.append(str(self.col))
+        return ":".join(parts)
+
+
+class PerfmodelError(Exception):
+    """Base class: a problem with the user's input (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, location: Location | None = None,
+                 thread: tuple[int, ...] | None = None, block: tuple[int, ...] | None = None):
+        self.message = message
+        self.location = location
+        self.thread = thread
+        self.block = block
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.location is not None and str(self.location) not in text:
+            text = f"{self.location}: {text}"
+        return text
+
+
+class DeviceError(PerfmodelError):
+    """A device profile is missing, malformed or inconsistent."""
+
+
+class OccupancyError(PerfmodelError):
+    """An impossible launch configuration (too many threads, registers or shared memory)."""
+
+
+class SpecError(PerfmodelError):
+    """A kernel spec is missing, malformed, or one of its expressions is invalid."""
+
+
+class FrontendError(PerfmodelError):
+    """The CUDA C source uses an unsupported construct or does not parse."""
+
+
+class SimulationError(PerfmodelError):
+    """Execution failed: out-of-bounds access, barrier divergence, runaway loop, ..."""
+
+
+class BudgetError(PerfmodelError):
+    """A `perfmodel check` budget or baseline file is invalid."""
+
+
+class GpuError(PerfmodelError):
+    """A real-GPU run could not be made (no CuPy, no device, launch failure)."""

@@ -1,0 +1,1 @@
+"""Renderers: rich terminal output and json / csv / markdown / junit writers. No model code here."""
