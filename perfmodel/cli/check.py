@@ -1,8 +1,99 @@
-"""perfmodel CLI: check commands (stub, to be filled in)."""
+"""perfmodel CLI: `perfmodel check BUDGET` - fail CI when modelled performance gets worse.
+
+Exit codes: 0 every entry passed; 1 a threshold, a baseline comparison or a launch failed; 2 the budget, the
+baseline, a kernel spec or a device profile is invalid (raised as a ``PerfmodelError``, printed by main).
+"""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from perfmodel.cli.common import DefineOption, JsonOption, console, err_console, parse_defines
+
+
+def check(
+    budget: Annotated[Path, typer.Argument(help="The budget YAML (e.g. perf-budget.yaml).", show_default=False)],
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", help="Baseline JSON to compare with (default: the budget's 'baseline:' key, else "
+                           "BUDGET_STEM.baseline.json beside the budget, compared when it exists).")] = None,
+    update_baseline: Annotated[bool, typer.Option(
+        "--update-baseline", help="Write every entry's current metrics to the baseline file instead of "
+                                  "comparing with it (thresholds are still checked).")] = False,
+    no_baseline: Annotated[bool, typer.Option(
+        "--no-baseline", help="Check thresholds only, even if a baseline file exists.")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(
+        "--markdown", help="Write a Markdown summary (for a pull-request comment) here.")] = None,
+    defines: DefineOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Analyze every budget entry on its devices; fail (exit 1) on a broken threshold or a regression
+    against the baseline; exit 2 on invalid input."""
+    from perfmodel.check import (
+        CheckInputError,
+        apply_overrides,
+        baseline_from,
+        load_baseline,
+        load_budget,
+        run_check,
+        validate_references,
+        write_baseline,
+    )
+
+    if no_baseline and (baseline is not None or update_baseline):
+        raise CheckInputError("--no-baseline cannot be combined with --baseline or --update-baseline")
+    plan = load_budget(budget)
+    plan = apply_overrides(plan, parse_defines(defines))
+    validate_references(plan)
+
+    baseline_path = baseline if baseline is not None else plan.default_baseline_path()
+    declared = baseline is not None or plan.baseline is not None
+    reference = None
+    notes = []
+    if not update_baseline and not no_baseline:
+        if declared or baseline_path.exists():
+            reference = load_baseline(baseline_path)  # a declared baseline that is missing is an error
+        else:
+            notes.append(f"no baseline at {baseline_path}: thresholds only "
+                         "(record one with --update-baseline)")
+
+    show_progress = not json_output and err_console.is_terminal
+    if show_progress:
+        with err_console.status("analyzing") as status:
+            result = run_check(plan, baseline=reference,
+                               progress=lambda what: status.update(f"analyzing {what}"))
+    else:
+        result = run_check(plan, baseline=reference)
+    result.notes.extend(notes)
+    if reference is not None:
+        result.baseline = str(baseline_path)
+    if update_baseline:
+        write_baseline(baseline_from(result, plan), baseline_path)
+        result.baseline, result.baseline_written = str(baseline_path), True
+        skipped = [case.name for case in result.cases if case.error is not None]
+        result.notes.append(f"baseline written to {baseline_path}"
+                            + (f" (without {', '.join(skipped)}: no metrics)" if skipped else ""))
+
+    if junit is not None:
+        from perfmodel.report.junit import write_junit
+
+        write_junit(result, junit)
+    if markdown is not None:
+        from perfmodel.report.markdown import write_markdown
+
+        write_markdown(result, markdown)
+    if json_output:
+        from perfmodel.report.jsonout import print_json
+
+        print_json(result.to_json())
+    else:
+        from perfmodel.report.check_view import render_check
+
+        render_check(result, console)
+    raise typer.Exit(result.exit_code)
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("check", no_args_is_help=True)(check)

@@ -1,0 +1,65 @@
+"""Markdown summary of a `perfmodel check` result, ready to post as a pull-request comment."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfmodel.check.budget import format_value
+from perfmodel.check.runner import CheckResult
+from perfmodel.report.check_view import change_text
+
+_ICON = {"fail": ":x: fail", "improved": ":arrow_up: improved", "new": ":new: new",
+         "pass": ":white_check_mark: pass"}
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(rows, header: bool = True) -> list[str]:
+    lines = ["| entry | device | metric | value | limit or baseline | change | result |",
+             "|---|---|---|---:|---|---:|---|"] if header else []
+    for case, item in rows:
+        value = "-" if item.kind == "launch" else format_value(item.value)
+        limit = item.expected if item.kind != "baseline" else f"baseline {item.expected}"
+        lines.append("| " + " | ".join(_cell(c) for c in (case.entry, case.device, f"`{item.metric}`", value,
+                                                          limit, change_text(item), _ICON[item.status])) + " |")
+    return lines
+
+
+def check_markdown(result: CheckResult) -> str:
+    summary = result.summary()
+    lines: list[str] = []
+    if result.passed:
+        lines.append(f"### :white_check_mark: perfmodel check passed: {summary['cases']} cases, "
+                     f"{summary['checks']} checks")
+    else:
+        lines.append(f"### :x: perfmodel check failed: {summary['failed_cases']} of {summary['cases']} cases "
+                     f"({summary['failed_checks']} of {summary['checks']} checks)")
+    source = f"Budget `{result.budget}`"
+    if result.baseline_compared and result.baseline:
+        source += f", baseline `{result.baseline}`"
+    elif result.baseline_written and result.baseline:
+        source += f"; baseline written to `{result.baseline}`"
+    lines += ["", source + ".", ""]
+
+    failed = [(case, item) for case, item in result.rows() if item.status == "fail"]
+    if failed:
+        lines += ["**What moved:**", ""]
+        lines += [f"- **{_cell(case.name)}**: {_cell(item.message)}" for case, item in failed]
+        lines += [""] + _table(failed) + [""]
+    notable = [(case, item) for case, item in result.rows() if item.status in ("improved", "new")]
+    if notable:
+        lines += [f"{summary['improved']} improved and {summary['new']} new metrics "
+                  "(run `perfmodel check BUDGET --update-baseline` to record them):", ""]
+        lines += _table(notable) + [""]
+    notes = [f"{case.name}: {note}" for case in result.cases for note in case.notes] + result.notes
+    if notes:
+        lines += ["Notes:", ""] + [f"- {_cell(note)}" for note in notes] + [""]
+    lines += ["<details><summary>All checks</summary>", ""] + _table(result.rows()) + ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+def write_markdown(result: CheckResult, path: Path | str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(check_markdown(result), encoding="utf-8")
