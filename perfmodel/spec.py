@@ -1,0 +1,977 @@
+"""Kernel specs: ``kernels_spec/NAME.yaml`` beside ``NAME.cu`` - what to launch, with which inputs, checked how.
+
+A spec names the CUDA C source and its entry kernel, the params (problem sizes and tunable ``#define``\\ s) with
+defaults, the launch geometry as expressions over the params, the kernel's args in order with their
+initialisers, the initial values of ``__constant__`` symbols, and the outputs to check against a named numpy
+reference. See ``docs/kernel_spec.md`` for the format; a minimal example::
+
+    name: vec_add
+    description: "C = A + B, one thread per element, with a bounds check"
+    source: vec_add.cu
+    entry: VecAdd
+    params: {N: 1000, BLOCK_SIZE: 256}
+    grid: [cdiv(N, BLOCK_SIZE)]
+    block: [BLOCK_SIZE]
+    args:
+      - {name: A, dtype: float32, length: N, init: {random: {seed: 1}}}
+      - {name: B, dtype: float32, length: N, init: {random: {seed: 2}}}
+      - {name: C, dtype: float32, length: N, init: zeros}
+      - {name: N, dtype: int32, value: N}
+    outputs:
+      - {arg: C, reference: vec_add, rtol: 1e-6, atol: 1e-6}
+
+Usage::
+
+    spec = load_spec("matmul_tiled")                   # shipped name, or a path to a .yaml
+    launch = spec.instantiate({"TILE_WIDTH": 32, "Width": 256})
+    args = launch.arg_values()                         # fresh copies; the simulator mutates the arrays
+    ... simulate(program, launch.grid, launch.block, args, launch.constants) ...
+    check = launch.check_outputs(args)                 # OutputCheck(correct, outputs, message)
+
+A param whose name matches a ``#define`` of the source overrides it (``launch.defines``, passed to the
+frontend), so ``-D TILE_WIDTH=32`` really rebuilds the kernel. Param defaults may be expressions over earlier
+params (``TILE_SIZE: BLOCK_SIZE``), so overriding ``BLOCK_SIZE`` moves ``TILE_SIZE`` with it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator, \
+    model_validator
+
+from perfmodel import expr as _expr
+from perfmodel import generators as _generators
+from perfmodel import references as _references
+from perfmodel.errors import SpecError
+from perfmodel.paths import shipped_dir
+
+__all__ = [
+    "KernelSpec", "Launch", "ArgValue", "OutputSpec", "OutputResult", "OutputCheck", "RunResult",
+    "load_spec", "list_specs", "spec_search_path", "evaluate", "run", "check_outputs", "DTYPES",
+]
+
+evaluate = _expr.evaluate
+
+SPEC_PATH_ENV = "PERFMODEL_KERNEL_PATH"
+
+# dtype spellings accepted in specs (numpy names and the C names the kernels use)
+DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32), "float": np.dtype(np.float32), "f32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64), "double": np.dtype(np.float64), "f64": np.dtype(np.float64),
+    "int32": np.dtype(np.int32), "int": np.dtype(np.int32), "i32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32), "unsigned": np.dtype(np.uint32), "unsigned int": np.dtype(np.uint32),
+    "u32": np.dtype(np.uint32),
+    "int64": np.dtype(np.int64), "long long": np.dtype(np.int64),
+    "uint64": np.dtype(np.uint64),
+    "int16": np.dtype(np.int16), "short": np.dtype(np.int16),
+    "int8": np.dtype(np.int8), "char": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
+    "bool": np.dtype(np.bool_),
+}
+
+Expr = StrictInt | StrictFloat | str
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?![(A-Za-z0-9_])", re.MULTILINE)
+
+
+# ==============================================================================================================
+# The file schema (pydantic). Field names are the YAML keys.
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParamSpec(_Strict):
+    default: Expr
+    help: str | None = None
+
+
+class ConstraintSpec(_Strict):
+    expr: str
+    message: str | None = None
+
+
+class InitSpec(_Strict):
+    """One initialiser. YAML forms: ``zeros``, ``arange``, ``{arange: {start, step}}``,
+    ``{random: {seed, low, high}}``, ``{constant: EXPR}``, ``{values: [..]}``,
+    ``{generator: {name: NAME, field: F, ...kwargs}}``."""
+
+    kind: Literal["zeros", "arange", "random", "constant", "values", "generator"]
+    seed: StrictInt = 0
+    low: Expr = 0
+    high: Expr = 1
+    start: Expr = 0
+    step: Expr = 1
+    value: Expr = 0
+    values: list[StrictInt | StrictFloat] = Field(default_factory=list)
+    generator: str | None = None
+    field: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_yaml(cls, data: Any) -> Any:
+        forms = "zeros | arange | {arange: {start, step}} | {random: {seed, low, high}} | {constant: EXPR} | " \
+                "{values: [...]} | {generator: {name, field, ...}}"
+        if isinstance(data, InitSpec):
+            return data
+        if isinstance(data, str):
+            if data in ("zeros", "arange", "random"):
+                return {"kind": data}
+            raise ValueError(f"unknown initialiser {data!r}; expected {forms}")
+        if isinstance(data, dict) and "kind" in data:
+            return data
+        if not isinstance(data, dict) or len(data) != 1:
+            raise ValueError(f"expected one initialiser, {forms}; got {data!r}")
+        (kind, options), = data.items()
+        if kind in ("zeros",):
+            if options not in (None, {}):
+                raise ValueError("zeros takes no options")
+            return {"kind": "zeros"}
+        if kind in ("arange", "random"):
+            options = options or {}
+            if not isinstance(options, dict):
+                raise ValueError(f"{kind}: expected a mapping of options, got {options!r}")
+            allowed = {"arange": {"start", "step"}, "random": {"seed", "low", "high"}}[kind]
+            unknown = set(options) - allowed
+            if unknown:
+                raise ValueError(f"{kind}: unknown option(s) {', '.join(sorted(unknown))} "
+                                 f"(allowed: {', '.join(sorted(allowed))})")
+            return {"kind": kind, **options}
+        if kind == "constant":
+            return {"kind": "constant", "value": options}
+        if kind == "values":
+            return {"kind": "values", "values": options}
+        if kind == "generator":
+            if not isinstance(options, dict) or "name" not in options:
+                raise ValueError("generator: expected {name: NAME, ...arguments}")
+            options = dict(options)
+            name = options.pop("name")
+            field_name = options.pop("field", None)
+            return {"kind": "generator", "generator": name, "field": field_name, "kwargs": options}
+        raise ValueError(f"unknown initialiser {kind!r}; expected {forms}")
+
+
+class ArgSpec(_Strict):
+    """A kernel argument: an array (``length`` or ``shape``, ``init``) or a scalar (``value``)."""
+
+    name: str
+    dtype: str
+    kind: Literal["array", "scalar"] | None = None
+    length: Expr | None = None
+    shape: list[Expr] | None = None
+    init: InitSpec | None = None
+    value: Expr | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENT.match(value):
+            raise ValueError(f"expected a C identifier, got {value!r}")
+        return value
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _shape_of_arg(self) -> ArgSpec:
+        is_scalar = self.value is not None
+        kind = self.kind or ("scalar" if is_scalar else "array")
+        if kind == "scalar":
+            if not is_scalar:
+                raise ValueError("a scalar arg needs value: EXPR")
+            if self.length is not None or self.shape is not None or self.init is not None:
+                raise ValueError("a scalar arg takes value only (no length, shape or init)")
+        else:
+            if is_scalar:
+                raise ValueError("an array arg takes length/shape and init, not value")
+            if self.length is not None and self.shape is not None:
+                raise ValueError("give length or shape, not both")
+            init_kind = self.init.kind if self.init else "zeros"
+            if self.length is None and self.shape is None and init_kind not in ("values", "generator"):
+                raise ValueError("an array arg needs length: EXPR (or shape: [..])")
+        object.__setattr__(self, "kind", kind)
+        return self
+
+
+class ConstantSpec(_Strict):
+    """Initial value of a ``__constant__`` symbol (what the host's ``cudaMemcpyToSymbol`` would copy)."""
+
+    dtype: str = "float32"
+    length: Expr | None = None
+    shape: list[Expr] | None = None
+    init: InitSpec
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        return ArgSpec._dtype(value)
+
+    @model_validator(mode="after")
+    def _size(self) -> ConstantSpec:
+        if self.length is not None and self.shape is not None:
+            raise ValueError("give length or shape, not both")
+        if self.length is None and self.shape is None and self.init.kind not in ("values", "generator"):
+            raise ValueError("a constant needs length: EXPR (or shape: [..])")
+        return self
+
+
+class OutputSpec(_Strict):
+    """An output arg checked against a named numpy reference with ``numpy.allclose(rtol, atol)``."""
+
+    arg: str
+    reference: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_form(cls, data: Any) -> Any:
+        # reference: NAME  or  reference: {name: NAME, option: value, ...}
+        if isinstance(data, dict) and isinstance(data.get("reference"), dict):
+            data = dict(data)
+            options = dict(data["reference"])
+            if "name" not in options:
+                raise ValueError("reference: expected NAME or {name: NAME, ...options}")
+            data["reference"] = options.pop("name")
+            data["options"] = {**options, **data.get("options", {})}
+        return data
+
+
+class SpecModel(_Strict):
+    name: str
+    description: str
+    source: str
+    entry: str
+    params: dict[str, Expr | ParamSpec] = Field(default_factory=dict)
+    constraints: list[ConstraintSpec] = Field(default_factory=list)
+    grid: list[Expr] = Field(min_length=1, max_length=3)
+    block: list[Expr] = Field(min_length=1, max_length=3)
+    dynamic_shared_memory: Expr | None = None
+    args: list[ArgSpec] = Field(default_factory=list)
+    constants: dict[str, ConstantSpec] = Field(default_factory=dict)
+    outputs: list[OutputSpec] = Field(default_factory=list)
+    registers: dict[str, StrictInt] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    notes: str | None = None
+
+    @field_validator("name", "entry")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENT.match(value):
+            raise ValueError(f"expected an identifier, got {value!r}")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        value = value.strip()
+        if not value or "\n" in value:
+            raise ValueError("expected one non-empty line")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, value: dict) -> dict:
+        for name in value:
+            if not _IDENT.match(name):
+                raise ValueError(f"param name {name!r} is not an identifier")
+            if name in _expr.FUNCTIONS:
+                raise ValueError(f"param name {name!r} clashes with the expression function {name}()")
+        return value
+
+    @field_validator("registers")
+    @classmethod
+    def _registers(cls, value: dict) -> dict:
+        for cc, count in value.items():
+            if not re.match(r"^\d+\.\d+$", str(cc)):
+                raise ValueError(f"expected compute capabilities like '9.0' as keys, got {cc!r}")
+            if not 1 <= count <= 255:
+                raise ValueError(f"registers per thread for {cc} must be in 1..255, got {count}")
+        return value
+
+
+# ==============================================================================================================
+# Launch: one instantiation of a spec
+
+@dataclass(frozen=True)
+class ArgValue:
+    name: str
+    kind: str                  # "array" | "scalar"
+    dtype: np.dtype
+    value: Any                 # np.ndarray (initial contents) or a Python int/float
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": str(self.dtype)}
+        if self.kind == "array":
+            out["length"] = int(self.value.size)
+        else:
+            out["value"] = self.value
+        return out
+
+
+class OutputResult(NamedTuple):
+    name: str
+    max_abs_error: float
+    max_rel_error: float
+    ok: bool
+    reference: str = ""
+    checked_elements: int = 0
+
+    def to_json(self) -> dict:
+        return self._asdict()
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    correct: bool
+    outputs: list[OutputResult]
+    message: str
+
+    def to_json(self) -> dict:
+        return {"correct": self.correct, "outputs": [o.to_json() for o in self.outputs], "message": self.message}
+
+
+@dataclass(frozen=True, eq=False)
+class Launch:
+    spec: KernelSpec
+    params: dict[str, int | float]
+    defines: dict[str, int | float]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    args: list[ArgValue]
+    constants: dict[str, np.ndarray]
+    outputs: list[OutputSpec]
+    registers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def source_path(self) -> Path:
+        return self.spec.source_path
+
+    @property
+    def entry(self) -> str:
+        return self.spec.entry
+
+    @property
+    def total_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def total_threads(self) -> int:
+        return self.total_blocks * self.threads_per_block
+
+    def arg(self, name: str) -> ArgValue:
+        for arg in self.args:
+            if arg.name == name:
+                return arg
+        raise SpecError(f"{self.spec.path}: no arg named {name!r} (args: {', '.join(a.name for a in self.args)})")
+
+    def arg_values(self) -> list[Any]:
+        """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars."""
+        return [arg.value.copy() if arg.kind == "array" else arg.value for arg in self.args]
+
+    def constant_values(self) -> dict[str, np.ndarray]:
+        """Fresh copies of the ``__constant__`` initial values."""
+        return {name: value.copy() for name, value in self.constants.items()}
+
+    def registers_for(self, compute_capability: str) -> int | None:
+        return self.registers.get(compute_capability)
+
+    @cached_property
+    def _context(self) -> dict[str, Any]:
+        args = {}
+        for arg in self.args:
+            if arg.kind == "array":
+                view = arg.value.view()
+                view.flags.writeable = False
+                args[arg.name] = view
+            else:
+                args[arg.name] = arg.value
+        return args
+
+    def expected(self, output: str) -> np.ndarray:
+        """The reference values of output arg ``output`` (flattened, float64 or int64), computed once."""
+        cache = self.__dict__.setdefault("_expected_cache", {})
+        if output not in cache:
+            spec_output = next((o for o in self.outputs if o.arg == output), None)
+            if spec_output is None:
+                raise SpecError(f"{self.spec.path}: {output!r} is not a checked output "
+                                f"(outputs: {', '.join(o.arg for o in self.outputs)})")
+            ref = _references.get_reference(spec_output.reference)
+            context = _references.ReferenceContext(self._context, self.constants, self.params, output)
+            try:
+                values = ref.function(context, **spec_output.options)
+            except SpecError as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): {err.message}") from None
+            except TypeError as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                f"{spec_output.reference!r} rejected its options: {err}") from None
+            cache[output] = np.asarray(values).reshape(-1)
+        return cache[output]
+
+    def check_outputs(self, args_after_run: Sequence[Any] | Mapping[str, Any],
+                      elements: Mapping[str, Any] | None = None) -> OutputCheck:
+        """Compare the output args after a run with the references.
+
+        ``args_after_run``: the list given to the simulator (in arg order) or a dict name -> array.
+        ``elements`` (optional): output name -> index array or boolean mask of the elements to check (e.g. the
+        elements written by the sampled blocks of a sampled run); others are ignored."""
+        if isinstance(args_after_run, Mapping):
+            by_name = dict(args_after_run)
+        else:
+            if len(args_after_run) != len(self.args):
+                raise SpecError(f"{self.spec.path}: check_outputs got {len(args_after_run)} args, "
+                                f"the kernel takes {len(self.args)}")
+            by_name = {arg.name: value for arg, value in zip(self.args, args_after_run)}
+        results: list[OutputResult] = []
+        problems: list[str] = []
+        for output in self.outputs:
+            if output.arg not in by_name:
+                raise SpecError(f"{self.spec.path}: check_outputs is missing output {output.arg!r}")
+            actual = np.asarray(by_name[output.arg]).reshape(-1)
+            expected = self.expected(output.arg)
+            if actual.size != expected.size:
+                problems.append(f"{output.arg}: {actual.size} elements, reference has {expected.size}")
+                results.append(OutputResult(output.arg, math.inf, math.inf, False, output.reference, 0))
+                continue
+            if elements is not None and output.arg in elements:
+                selector = np.asarray(elements[output.arg])
+                actual, expected = actual[selector], expected[selector]
+            actual64 = actual.astype(np.float64)
+            expected64 = expected.astype(np.float64)
+            diff = np.abs(actual64 - expected64)
+            finite = bool(np.all(np.isfinite(actual64)))
+            max_abs = float(diff.max()) if diff.size else 0.0
+            nonzero = np.abs(expected64) > 0
+            max_rel = float((diff[nonzero] / np.abs(expected64[nonzero])).max()) if nonzero.any() else (
+                0.0 if max_abs == 0 else math.inf)
+            ok = finite and bool(np.allclose(actual64, expected64, rtol=output.rtol, atol=output.atol))
+            if not ok:
+                bad = ~np.isclose(actual64, expected64, rtol=output.rtol, atol=output.atol)
+                first = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+                problems.append(
+                    f"{output.arg}: {int(bad.sum())} of {actual.size} elements differ from reference "
+                    f"{output.reference!r} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at "
+                    f"[{first}]: got {actual64[first]:.7g}, expected {expected64[first]:.7g}; "
+                    f"rtol={output.rtol:g}, atol={output.atol:g})")
+            results.append(OutputResult(output.arg, max_abs, max_rel, ok, output.reference, int(actual.size)))
+        correct = not problems
+        if correct:
+            message = "outputs match the reference" + ("s" if len(results) != 1 else "") + ": " + ", ".join(
+                f"{r.name} (max abs error {r.max_abs_error:.3g})" for r in results)
+        else:
+            message = "; ".join(problems)
+        return OutputCheck(correct, results, message)
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.spec.name,
+            "entry": self.spec.entry,
+            "source": str(self.spec.source_path),
+            "params": dict(self.params),
+            "defines": dict(self.defines),
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "total_blocks": self.total_blocks,
+            "threads_per_block": self.threads_per_block,
+            "dynamic_shared_bytes": self.dynamic_shared_bytes,
+            "args": [a.to_json() for a in self.args],
+            "constants": {name: {"dtype": str(v.dtype), "length": int(v.size)} for name, v in self.constants.items()},
+            "registers": dict(self.registers),
+        }
+
+
+def check_outputs(launch: Launch, args_after_run: Sequence[Any] | Mapping[str, Any]) -> OutputCheck:
+    """Function form of :meth:`Launch.check_outputs`."""
+    return launch.check_outputs(args_after_run)
+
+
+# ==============================================================================================================
+# KernelSpec: a validated spec file
+
+class KernelSpec:
+    """A loaded, validated kernel spec. ``instantiate(overrides)`` makes a :class:`Launch`."""
+
+    def __init__(self, model: SpecModel, path: Path):
+        self.model = model
+        self.path = path
+        self.source_path = (path.parent / model.source).resolve()
+        self._param_exprs: dict[str, Expr] = {}
+        self.param_help: dict[str, str] = {}
+        for name, value in model.params.items():
+            if isinstance(value, ParamSpec):
+                self._param_exprs[name] = value.default
+                if value.help:
+                    self.param_help[name] = value.help
+            else:
+                self._param_exprs[name] = value
+        self.source_defines: tuple[str, ...] = tuple(dict.fromkeys(_DEFINE.findall(self.source_text)))
+        self._check()
+        self.params: dict[str, int | float] = self._resolve({})
+
+    # --- simple attributes -------------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def description(self) -> str:
+        return self.model.description
+
+    @property
+    def entry(self) -> str:
+        return self.model.entry
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.model.tags)
+
+    @property
+    def notes(self) -> str | None:
+        return self.model.notes
+
+    @property
+    def registers(self) -> dict[str, int]:
+        return dict(self.model.registers)
+
+    @property
+    def outputs(self) -> list[OutputSpec]:
+        return list(self.model.outputs)
+
+    @cached_property
+    def source_text(self) -> str:
+        try:
+            return self.source_path.read_text()
+        except OSError as err:
+            raise SpecError(f"{self.path}: field 'source': cannot read {self.source_path} ({err.strerror})") from None
+
+    def __repr__(self) -> str:
+        return f"KernelSpec({self.name!r}, path={str(self.path)!r})"
+
+    def where(self, field_name: str) -> tuple[str, str]:
+        return str(self.path), field_name
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": str(self.path),
+            "source": str(self.source_path),
+            "entry": self.entry,
+            "params": dict(self.params),
+            "param_help": dict(self.param_help),
+            "defines": [name for name in self._param_exprs if name in self.source_defines],
+            "grid": list(self.model.grid),
+            "block": list(self.model.block),
+            "tags": self.tags,
+            "registers": self.registers,
+            "notes": self.notes,
+        }
+
+    # --- load-time checks --------------------------------------------------------------------------------------
+    def _check(self) -> None:
+        file = str(self.path)
+        model = self.model
+        # the entry kernel must be in the source
+        if not re.search(rf"\b{re.escape(model.entry)}\s*\(", self.source_text):
+            raise SpecError(f"{file}: field 'entry': no function {model.entry!r} in {self.source_path.name}")
+        # params: each default may use only earlier params
+        seen: set[str] = set()
+        for name, value in self._param_exprs.items():
+            field_name = f"params.{name}"
+            _expr.check_syntax(value, file=file, field=field_name)
+            self._check_names(value, seen, field_name, "earlier params")
+            seen.add(name)
+        known = set(self._param_exprs) | set(self.source_defines)
+        for i, constraint in enumerate(model.constraints):
+            field_name = f"constraints[{i}].expr"
+            _expr.check_syntax(constraint.expr, file=file, field=field_name)
+            self._check_names(constraint.expr, known, field_name)
+        for axis, exprs in (("grid", model.grid), ("block", model.block)):
+            for i, value in enumerate(exprs):
+                _expr.check_syntax(value, file=file, field=f"{axis}[{i}]")
+                self._check_names(value, known, f"{axis}[{i}]")
+        if model.dynamic_shared_memory is not None:
+            _expr.check_syntax(model.dynamic_shared_memory, file=file, field="dynamic_shared_memory")
+            self._check_names(model.dynamic_shared_memory, known, "dynamic_shared_memory")
+        names = [arg.name for arg in model.args]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise SpecError(f"{file}: field 'args': duplicate arg name(s) {', '.join(sorted(duplicates))}")
+        for i, arg in enumerate(model.args):
+            base = f"args[{i}]"
+            self._check_sized(arg.length, arg.shape, arg.init, base, known)
+            if arg.value is not None:
+                _expr.check_syntax(arg.value, file=file, field=f"{base}.value")
+                self._check_names(arg.value, known, f"{base}.value")
+        for name, constant in model.constants.items():
+            if not _IDENT.match(name):
+                raise SpecError(f"{file}: field 'constants': {name!r} is not an identifier")
+            self._check_sized(constant.length, constant.shape, constant.init, f"constants.{name}", known)
+        arrays = {arg.name for arg in model.args if arg.kind == "array"}
+        for i, output in enumerate(model.outputs):
+            if output.arg not in arrays:
+                raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg "
+                                f"(array args: {', '.join(sorted(arrays)) or 'none'})")
+            try:
+                ref = _references.get_reference(output.reference)
+            except SpecError as err:
+                raise SpecError(f"{file}: field 'outputs[{i}].reference': {err.message}") from None
+            unknown = set(output.options) - set(ref.options)
+            if unknown:
+                raise SpecError(f"{file}: field 'outputs[{i}].reference': reference {ref.name!r} has no option(s) "
+                                f"{', '.join(sorted(unknown))} (options: {', '.join(ref.options) or 'none'})")
+
+    def _check_names(self, value: Expr | None, known: set[str], field_name: str, what: str = "params") -> None:
+        unknown = _expr.names_in(value) - known if isinstance(value, str) else set()
+        if unknown:
+            raise SpecError(f"{self.path}: field '{field_name}': unknown name(s) {', '.join(sorted(unknown))} in "
+                            f"expression {value!r} (known {what}: {', '.join(sorted(known)) or 'none'})")
+
+    def _check_sized(self, length, shape, init: InitSpec | None, base: str, known: set[str]) -> None:
+        file = str(self.path)
+        if length is not None:
+            _expr.check_syntax(length, file=file, field=f"{base}.length")
+            self._check_names(length, known, f"{base}.length")
+        for j, value in enumerate(shape or []):
+            _expr.check_syntax(value, file=file, field=f"{base}.shape[{j}]")
+            self._check_names(value, known, f"{base}.shape[{j}]")
+        if init is None:
+            return
+        for key in ("low", "high", "start", "step", "value"):
+            value = getattr(init, key)
+            _expr.check_syntax(value, file=file, field=f"{base}.init.{key}")
+            self._check_names(value, known, f"{base}.init.{key}")
+        if init.kind == "generator":
+            try:
+                gen = _generators.get_generator(init.generator or "")
+            except SpecError as err:
+                raise SpecError(f"{file}: field '{base}.init.generator': {err.message}") from None
+            unknown = set(init.kwargs) - set(gen.kinds)
+            if unknown:
+                raise SpecError(f"{file}: field '{base}.init.generator': generator {gen.name!r} has no argument(s) "
+                                f"{', '.join(sorted(unknown))} (it takes: {', '.join(gen.kinds) or 'none'})")
+            missing = gen.required - set(init.kwargs)
+            if missing:
+                raise SpecError(f"{file}: field '{base}.init.generator': generator {gen.name!r} needs "
+                                f"argument(s) {', '.join(sorted(missing))}")
+            if gen.fields and init.field not in gen.fields:
+                raise SpecError(f"{file}: field '{base}.init.generator.field': generator {gen.name!r} makes "
+                                f"several arrays; pick one with field: {' | '.join(gen.fields)}")
+            if not gen.fields and init.field is not None:
+                raise SpecError(f"{file}: field '{base}.init.generator.field': generator {gen.name!r} makes one "
+                                "array; remove field")
+            for key, value in init.kwargs.items():
+                if gen.kinds[key] == "expr":
+                    _expr.check_syntax(value, file=file, field=f"{base}.init.generator.{key}")
+                    self._check_names(value, known, f"{base}.init.generator.{key}")
+
+    # --- instantiation -----------------------------------------------------------------------------------------
+    @property
+    def known_names(self) -> list[str]:
+        return list(self._param_exprs) + [d for d in self.source_defines if d not in self._param_exprs]
+
+    def _resolve(self, overrides: Mapping[str, Any]) -> dict[str, int | float]:
+        file = str(self.path)
+        known = self.known_names
+        unknown = [name for name in overrides if name not in known]
+        if unknown:
+            raise SpecError(f"{file}: unknown param(s) {', '.join(unknown)} for kernel {self.name!r} "
+                            f"(known: {', '.join(known) or 'none'})")
+        resolved: dict[str, int | float] = {}
+        for name, value in self._param_exprs.items():
+            if name in overrides:
+                resolved[name] = self._override_value(name, overrides[name], value)
+            else:
+                result = _expr.evaluate(value, resolved, file=file, field=f"params.{name}")
+                resolved[name] = _normalise_number(result, file, f"params.{name}")
+        for name in overrides:
+            if name not in resolved:  # a source #define the spec does not declare as a param
+                resolved[name] = self._override_value(name, overrides[name], None)
+        return resolved
+
+    def _override_value(self, name: str, value: Any, default: Expr | None) -> int | float:
+        file = str(self.path)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise SpecError(f"{file}: param {name}: expected a number, got {value!r}")
+        value = value.item() if isinstance(value, np.generic) else value
+        default_is_int = isinstance(self.params.get(name), int) if hasattr(self, "params") else isinstance(default, int)
+        if isinstance(value, float) and value.is_integer() and default_is_int:
+            value = int(value)
+        if isinstance(value, float) and default_is_int:
+            raise SpecError(f"{file}: param {name}: expected an integer, got {value!r}")
+        return value
+
+    def instantiate(self, overrides: Mapping[str, Any] | None = None) -> Launch:
+        """Resolve the params (defaults + ``overrides``), check the constraints, evaluate the launch geometry and
+        build the initial args and constants. Unknown param names raise a SpecError listing the known ones."""
+        file = str(self.path)
+        model = self.model
+        params = self._resolve(dict(overrides or {}))
+        for i, constraint in enumerate(model.constraints):
+            ok = _expr.evaluate(constraint.expr, params, file=file, field=f"constraints[{i}].expr")
+            if not ok:
+                used = sorted(_expr.names_in(constraint.expr))
+                values = ", ".join(f"{n}={params[n]}" for n in used if n in params)
+                message = f" ({constraint.message})" if constraint.message else ""
+                raise SpecError(f"{file}: constraint {constraint.expr!r} does not hold for {values}{message}")
+        defines = {name: params[name] for name in params if name in self.source_defines}
+        grid = self._dims(model.grid, params, "grid")
+        block = self._dims(model.block, params, "block")
+        dynamic = 0
+        if model.dynamic_shared_memory is not None:
+            dynamic = _expr.evaluate_int(model.dynamic_shared_memory, params, file=file,
+                                         field="dynamic_shared_memory", minimum=0)
+        cache: dict = {}
+        args: list[ArgValue] = []
+        for i, arg in enumerate(model.args):
+            dtype = DTYPES[arg.dtype]
+            if arg.kind == "scalar":
+                value = _expr.evaluate(arg.value, params, file=file, field=f"args[{i}].value")
+                args.append(ArgValue(arg.name, "scalar", dtype, _scalar(value, dtype, file, f"args[{i}].value")))
+            else:
+                array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache)
+                args.append(ArgValue(arg.name, "array", dtype, array))
+        constants = {}
+        for name, constant in model.constants.items():
+            constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
+                                          params, f"constants.{name}", cache)
+        return Launch(self, params, defines, grid, block, dynamic, args, constants, list(model.outputs),
+                      dict(model.registers))
+
+    def _dims(self, exprs: list[Expr], params: Mapping[str, Any], axis: str) -> tuple[int, int, int]:
+        dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)
+                for i, value in enumerate(exprs)]
+        return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def _array(self, length, shape, init: InitSpec | None, dtype: np.dtype, params: Mapping[str, Any],
+               base: str, cache: dict) -> np.ndarray:
+        file = str(self.path)
+        size: int | None = None
+        if length is not None:
+            size = _expr.evaluate_int(length, params, file=file, field=f"{base}.length", minimum=0)
+        elif shape is not None:
+            size = 1
+            for j, value in enumerate(shape):
+                size *= _expr.evaluate_int(value, params, file=file, field=f"{base}.shape[{j}]", minimum=0)
+        init = init or InitSpec(kind="zeros")
+        where = f"{file}: field '{base}.init'"
+        if init.kind == "zeros":
+            return np.zeros(size, dtype=dtype)
+        if init.kind == "arange":
+            start = _expr.evaluate(init.start, params, file=file, field=f"{base}.init.start")
+            step = _expr.evaluate(init.step, params, file=file, field=f"{base}.init.step")
+            return (start + step * np.arange(size)).astype(dtype)
+        if init.kind == "constant":
+            value = _expr.evaluate(init.value, params, file=file, field=f"{base}.init.constant")
+            return np.full(size, value, dtype=dtype)
+        if init.kind == "random":
+            low = _expr.evaluate(init.low, params, file=file, field=f"{base}.init.low")
+            high = _expr.evaluate(init.high, params, file=file, field=f"{base}.init.high")
+            if not high > low:
+                raise SpecError(f"{where}: random needs high > low, got low={low}, high={high}")
+            rng = np.random.default_rng(init.seed)
+            if dtype.kind in "iu":
+                return rng.integers(int(low), int(high), size=size).astype(dtype)
+            if dtype.kind == "b":
+                return rng.random(size) < 0.5
+            return rng.uniform(low, high, size=size).astype(dtype)
+        if init.kind == "values":
+            array = np.asarray(init.values, dtype=dtype)
+            if size is not None and array.size != size:
+                raise SpecError(f"{where}: values has {array.size} elements but the length is {size}")
+            return array
+        # generator
+        kwargs = {}
+        gen = _generators.get_generator(init.generator or "")
+        for key, value in init.kwargs.items():
+            if gen.kinds.get(key) == "expr":
+                kwargs[key] = _expr.evaluate(value, params, file=file, field=f"{base}.init.generator.{key}")
+            else:
+                kwargs[key] = value
+        array = _generators.call(gen.name, kwargs, length=size, field_name=init.field, cache=cache, where=where)
+        return array.astype(dtype)
+
+
+def _normalise_number(value: Any, file: str, field_name: str) -> int | float:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    raise SpecError(f"{file}: field '{field_name}': expected a number, got {value!r}")
+
+
+def _scalar(value: Any, dtype: np.dtype, file: str, field_name: str) -> int | float:
+    if dtype.kind in "iu":
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise SpecError(f"{file}: field '{field_name}': {dtype} scalar got non-integer {value!r}")
+            value = int(value)
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise SpecError(f"{file}: field '{field_name}': {value} does not fit in {dtype}")
+        return int(value)
+    if dtype.kind == "b":
+        return bool(value)
+    return float(value)
+
+
+# ==============================================================================================================
+# Loading
+
+_CACHE: dict[tuple[str, int, int], KernelSpec] = {}
+
+
+def spec_search_path() -> list[Path]:
+    """Folders searched for a spec name: ``$PERFMODEL_KERNEL_PATH`` (os.pathsep-separated), then the shipped
+    ``kernels_spec/``."""
+    folders = [Path(p) for p in os.environ.get(SPEC_PATH_ENV, "").split(os.pathsep) if p]
+    try:
+        folders.append(shipped_dir("kernels_spec"))
+    except FileNotFoundError:
+        pass
+    return folders
+
+
+def _format_loc(loc: tuple) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif text:
+            text += f".{part}"
+        else:
+            text = str(part)
+    return text
+
+
+def _validation_error(path: Path, err: ValidationError) -> SpecError:
+    problems = []
+    for item in err.errors():
+        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and (
+            p.startswith("function-") or p in ("int", "float", "str", "ParamSpec", "StrictInt", "StrictFloat"))))
+        message = item["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif item["type"] == "missing":
+            message = "required field is missing"
+        given = item.get("input")
+        shown = "" if item["type"] in ("missing", "extra_forbidden") or isinstance(given, (dict, list)) else \
+            f" (got {given!r})"
+        problems.append(f"field '{_format_loc(loc)}': {message}{shown}")
+    # a union (number | expression | {default, help}) reports one problem per alternative: keep each field once
+    unique = list(dict.fromkeys(problems))
+    return SpecError(f"{path}: " + "; ".join(unique))
+
+
+def _load_file(path: Path) -> KernelSpec:
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise SpecError(f"{path}: cannot read kernel spec ({err.strerror})") from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key in _CACHE:
+        return _CACHE[key]
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err)
+        raise SpecError(f"{where}: malformed YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a YAML mapping with name, source, entry, params, grid, block, args, ...")
+    try:
+        model = SpecModel.model_validate(data)
+    except ValidationError as err:
+        raise _validation_error(path, err) from None
+    spec = KernelSpec(model, path.resolve())
+    _CACHE[key] = spec
+    return spec
+
+
+def _candidates() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for folder in spec_search_path():
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.y*ml")):
+            if path.suffix in (".yaml", ".yml"):
+                found.setdefault(path.stem, path)
+    return found
+
+
+def load_spec(name_or_path: str | os.PathLike | KernelSpec) -> KernelSpec:
+    """A shipped spec by name (``"matmul_tiled"``), a spec on ``$PERFMODEL_KERNEL_PATH``, or a ``.yaml`` path."""
+    if isinstance(name_or_path, KernelSpec):
+        return name_or_path
+    text = str(name_or_path)
+    path = Path(text)
+    if text.endswith((".yaml", ".yml")) or os.sep in text or path.is_file():
+        if not path.is_file():
+            raise SpecError(f"{text}: no such kernel spec file")
+        return _load_file(path)
+    candidates = _candidates()
+    if text in candidates:
+        return _load_file(candidates[text])
+    raise SpecError(f"unknown kernel {text!r} (available: {', '.join(sorted(candidates)) or 'none'}); "
+                    "give a shipped name or a path to a spec .yaml")
+
+
+def list_specs() -> list[KernelSpec]:
+    """Every spec on the search path (shipped ones included), sorted by name."""
+    return [_load_file(path) for _, path in sorted(_candidates().items())]
+
+
+# ==============================================================================================================
+# One call: spec -> launch -> compile -> simulate -> check
+
+class RunResult(NamedTuple):
+    launch: Launch
+    program: Any          # perfmodel.frontend.KernelProgram
+    result: Any           # perfmodel.sim.SimResult
+    check: OutputCheck | None   # None for a sampled run (block_ids given): outputs are only partly written
+    args: list[Any]       # the args after the run
+
+
+def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] | None = None, *,
+        block_ids: Any = None, **simulate_kwargs: Any) -> RunResult:
+    """Instantiate a spec, compile its kernel with the param ``#define``\\ s, simulate it and check the outputs.
+
+    ``block_ids`` (optional) simulates only those linear block ids (sampled mode); the outputs are then not
+    checked (``check`` is None). Other keyword arguments go to :func:`perfmodel.sim.simulate`."""
+    from perfmodel.frontend import compile_kernel
+    from perfmodel.sim import simulate
+
+    spec = load_spec(spec_or_name)
+    launch = spec.instantiate(params)
+    program = compile_kernel(launch.source_path, launch.entry, launch.defines)
+    args = launch.arg_values()
+    result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
+                      dynamic_shared_bytes=launch.dynamic_shared_bytes, block_ids=block_ids, **simulate_kwargs)
+    check = launch.check_outputs(args) if block_ids is None else None
+    return RunResult(launch, program, result, check, args)
