@@ -1,0 +1,158 @@
+"""Rendering for ``perfmodel validate`` (one real-GPU run) and ``perfmodel accuracy`` (model vs measurement)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from perfmodel.gpu.accuracy import GLOBAL_COUNTS, AccuracyReport, CaseAccuracy, fmt_error
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{int(round(value)):,}"
+
+
+def render_validate(console: Console, document: dict[str, Any]) -> None:
+    device = document.get("device", {})
+    for case in document.get("cases", []):
+        t = case.get("time") or {}
+        cold, warm = t.get("cold") or {}, t.get("warm") or {}
+        ok = {True: "[green]correct[/green]", False: "[red]WRONG[/red]", None: "not checked"}[case.get("correct")]
+        console.print(f"[bold]{case['kernel']}[/bold] {case.get('overrides') or ''} on {device.get('name')} "
+                      f"(CC {device.get('compute_capability')}): {ok}, {_time(case.get('time_s'))} (cold median)")
+        table = Table(show_header=False, box=None, pad_edge=False)
+        fn = case.get("function", {})
+        rows = [
+            ("launch", f"grid {tuple(case['grid'])} x block {tuple(case['block'])}, "
+                       f"{case.get('dynamic_shared_bytes', 0)} B dynamic shared"),
+            ("registers / thread", str(fn.get("num_regs"))),
+            ("static shared / block", f"{fn.get('shared_size_bytes')} B"),
+            ("blocks / SM (occupancy API)", str((case.get("occupancy_api") or {}).get("blocks_per_sm"))),
+            ("time cold (L2 flushed)", f"median {_time(cold.get('median_s'))}, p10 {_time(cold.get('p10_s'))}, "
+                                       f"p90 {_time(cold.get('p90_s'))}, n={cold.get('repeats')}"),
+            ("time warm", f"median {_time(warm.get('median_s'))}, batched mean "
+                          f"{_time(t.get('warm_batched_mean_s'))}"),
+        ]
+        if case.get("check", {}).get("message"):
+            rows.append(("check", str(case["check"]["message"])))
+        for key, value in sorted((case.get("ncu") or {}).items()):
+            if not key.startswith("ncu_"):
+                rows.append((f"ncu {key}", f"{value:,}" if isinstance(value, (int, float)) else str(value)))
+        for key, value in rows:
+            table.add_row(f"[dim]{key}[/dim]", value)
+        console.print(table)
+
+
+def _flag(value: bool | None) -> str:
+    return {True: "[green]=[/green]", False: "[red]x[/red]", None: "[dim]?[/dim]"}[value]
+
+
+def _err_style(case: CaseAccuracy) -> str:
+    factor = case.time_factor
+    if factor is None:
+        return "dim"
+    if factor > 2:
+        return "red"
+    if abs(case.time_error) > 0.25:
+        return "yellow"
+    return "green"
+
+
+def render_accuracy(console: Console, report: AccuracyReport) -> None:
+    s = report.summary()
+    console.print(f"[bold]perfmodel accuracy[/bold]: {report.dataset} - model profile {report.device!r} vs "
+                  f"measurements on {report.measured_on}")
+    table = Table(header_style="bold")
+    for col in ("case", "regs", "blocks/SM ours|API", "measured", "predicted", "error", "bound",
+                "gld req", "gld sect", "gst req", "gst sect", "L2 hit", "DRAM GB/s"):
+        table.add_column(col, justify="left" if col in ("case", "bound") else "right")
+    for case in report.cases:
+        if case.error:
+            table.add_row(case.id, str(case.registers), "", _time(case.measured_time_s), "[red]error[/red]",
+                          "", case.error[:60], *[""] * 6)
+            continue
+        flags = {m.name: m for m in case.global_counts}
+        cells = []
+        for ours, _ in GLOBAL_COUNTS:
+            m = flags.get(ours)
+            cells.append(_flag(m.match if m else None) + ("" if not m or m.match or m.ratio is None
+                                                           else f" {m.ratio:.2f}x"))
+        hw = case.hardware
+        style = _err_style(case)
+        table.add_row(
+            case.id, str(case.registers),
+            f"{case.blocks_per_sm_ours}|{case.blocks_per_sm_api} {_flag(case.occupancy_match)}",
+            _time(case.measured_time_s), _time(case.predicted_time_s), f"[{style}]{fmt_error(case.time_error)}[/{style}]",
+            case.bound or "-", *cells,
+            "-" if hw.get("l2_hit_rate_pct") is None else f"{hw['l2_hit_rate_pct']:.0f}%",
+            "-" if hw.get("achieved_dram_gb_per_s") is None else f"{hw['achieved_dram_gb_per_s']:.0f}",
+        )
+    console.print(table)
+    _render_summary(console, s)
+
+
+def _summary_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    if s.get("median_abs_time_error") is not None:
+        lines.append(f"time: median |error| {s['median_abs_time_error'] * 100:.1f}%, max |error| "
+                     f"{s['max_abs_time_error'] * 100:.1f}% (worst factor {s['max_time_factor']:.2f}x); "
+                     f"{s['within_25pct']}/{s['timed']} within 25%, {s['within_2x']}/{s['timed']} within 2x")
+    lines.append(f"blocks per SM equal to the CUDA occupancy API: {s['occupancy_agree']}/{s['occupancy_compared']}")
+    for name, g in s["global_counts"].items():
+        lines.append(f"{name}: equal to ncu in {g['agree']}/{g['compared']} cases "
+                     f"(source-level kernels: {g['source_level_agree']}/{g['source_level_compared']})")
+    if s.get("failed"):
+        lines.append(f"not analysed: {', '.join(s['failed'])}")
+    return lines
+
+
+def _render_summary(console: Console, s: dict[str, Any]) -> None:
+    console.print("[bold]summary[/bold]")
+    for line in _summary_lines(s):
+        console.print(f"  {line}", highlight=False)
+
+
+def to_markdown(report: AccuracyReport) -> str:
+    s = report.summary()
+    out = [f"# Model accuracy: `{report.device}` profile vs {report.measured_on}", "",
+           f"Dataset: `{report.dataset}`, {s['cases']} cases.", ""]
+    out += [f"- {line}" for line in _summary_lines(s)]
+    out += ["", "| case | regs | blocks/SM ours / API | measured | predicted | error | bound | "
+                "gld req | gld sect | gst req | gst sect | L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
+            "|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|"]
+    for case in report.cases:
+        hw = case.hardware
+        flags = {m.name: m for m in case.global_counts}
+        cells = []
+        for ours, _ in GLOBAL_COUNTS:
+            m = flags.get(ours)
+            if m is None or m.match is None:
+                cells.append("?")
+            else:
+                cells.append("=" if m.match else f"x ({_count(m.ours)} vs {_count(m.measured)})")
+
+        def pct(key):
+            return "-" if hw.get(key) is None else f"{hw[key]:.0f}%"
+
+        bandwidth = hw.get("achieved_dram_gb_per_s")
+
+        out.append(
+            f"| {case.id} | {case.registers} | {case.blocks_per_sm_ours} / {case.blocks_per_sm_api} | "
+            f"{_time(case.measured_time_s)} | {_time(case.predicted_time_s) if not case.error else 'error'} | "
+            f"{fmt_error(case.time_error)} | {case.bound or '-'} | {' | '.join(cells)} | {pct('l1_hit_rate_pct')} | "
+            f"{pct('l2_hit_rate_pct')} | "
+            f"{'-' if bandwidth is None else f'{bandwidth:.0f}'} | "
+            f"{pct('achieved_occupancy_pct')} |")
+    if report.excluded:
+        out += ["", "Kernels not held to exact global counts:"]
+        out += [f"- `{k}`: {why}" for k, why in report.excluded.items()]
+    return "\n".join(out) + "\n"

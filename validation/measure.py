@@ -1,0 +1,119 @@
+"""Measure every shipped kernel over a grid of sizes and tile/block widths on the GPU at hand, with Nsight
+Compute counters; write one JSON document (merged into ``validation/h100.json`` by ``validation/merge.py``).
+
+    python validation/measure.py OUT_DIR [--only KERNEL[,KERNEL...]] [--no-ncu] [--list]
+
+Each case: one spec instance (``kernel`` + param overrides). Timed by :func:`perfmodel.gpu.runner.run_kernel`
+(cold = L2 flushed before each launch, the headline; warm; median of repeats after warm-up), then all cases are
+profiled together in one ``ncu`` run (:func:`perfmodel.gpu.ncu.collect`), one launch each.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _grid(kernel, **axes):
+    """Cartesian product of param values -> cases."""
+    import itertools
+
+    names = list(axes)
+    return [{"kernel": kernel, "overrides": dict(zip(names, values))}
+            for values in itertools.product(*(axes[n] for n in names))]
+
+
+def cases() -> list[dict]:
+    result = []
+    # The matmuls: W = 256..4096, several block/tile widths (issue 7: "W=256..4096 for the matmuls").
+    result += _grid("matmul_naive", Width=[256, 512, 1024, 2048, 4096], BLOCK_WIDTH=[16, 32])
+    result += _grid("matmul_naive", Width=[1024], BLOCK_WIDTH=[8])
+    result += _grid("matmul_tiled", Width=[256, 512, 1024, 2048, 4096], TILE_WIDTH=[16, 32])
+    result += _grid("matmul_tiled", Width=[512, 2048], TILE_WIDTH=[8])
+    # The one-block seed matmuls (int): one SM does all the work.
+    result += _grid("matmul_rowwise", ha=[256], wa=[256], wb=[256])
+    result += _grid("matmul_rowwise", ha=[1024], wa=[64], wb=[64])
+    result += _grid("matmul_colwise", ha=[256], wa=[256], wb=[256])
+    result += _grid("matmul_colwise", ha=[64], wa=[64], wb=[1024])
+    result += _grid("matmul_elementwise", ha=[32], wa=[1024], wb=[32])
+    result += _grid("matmul_elementwise", ha=[16], wa=[4096], wb=[64])
+    return result
+
+
+def main(argv: list[str]) -> int:
+    if "--list" in argv:
+        for case in cases():
+            print(case)
+        print(len(cases()), "cases")
+        return 0
+    out_dir = Path(argv[0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    only = set(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else None
+    use_ncu = "--no-ncu" not in argv
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.gpu.accuracy import case_id
+    from perfmodel.gpu.env import clocks, device_properties, require_cupy, versions
+    from perfmodel.gpu.runner import run_kernel
+    from perfmodel.spec import load_spec
+
+    cp = require_cupy()
+    todo = [c for c in cases() if only is None or c["kernel"] in only]
+    document = {"device": device_properties(cp, 0), "versions": versions(cp), "clocks_before": clocks(0),
+                "measured_at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": [],
+                "skipped": []}
+    out_file = out_dir / "measure.json"
+    started = time.time()
+    for case in todo:
+        cid = case_id(case)
+        try:
+            load_spec(case["kernel"])
+        except PerfmodelError as err:
+            document["skipped"].append({"id": cid, "reason": str(err)})
+            print(f"SKIP {cid}: {err}", flush=True)
+            continue
+        t0 = time.time()
+        try:
+            run = run_kernel(case["kernel"], case["overrides"])
+        except Exception as err:  # noqa: BLE001 - record and go on
+            document["skipped"].append({"id": cid, "reason": f"{type(err).__name__}: {err}"})
+            print(f"FAIL {cid}: {type(err).__name__}: {err}", flush=True)
+            traceback.print_exc()
+            continue
+        record = {"id": cid, **run.to_json()}
+        document["cases"].append(record)
+        print(f"{time.time() - started:6.1f}s {cid:48s} ok={run.correct} regs={run.function.get('num_regs')} "
+              f"smem={run.function.get('shared_size_bytes')} bps={run.occupancy_api['blocks_per_sm']} "
+              f"cold={run.time_cold.median_s * 1e3:.4f}ms warm={run.time_warm.median_s * 1e3:.4f}ms "
+              f"({time.time() - t0:.1f}s)", flush=True)
+        out_file.write_text(json.dumps(document))
+    if use_ncu and document["cases"]:
+        from perfmodel.gpu import ncu
+
+        t0 = time.time()
+        try:
+            metrics, info = ncu.collect([{"kernel": c["kernel"], "overrides": c["overrides"]}
+                                         for c in document["cases"]], workdir="/tmp/perfmodel_ncu_work")
+            document["ncu_info"] = info
+            for record, found in zip(document["cases"], metrics):
+                if found is not None:
+                    record["ncu"] = found
+                    grid = "(" + ", ".join(str(g) for g in record["grid"]) + ")"
+                    if found.get("ncu_grid_size") and found["ncu_grid_size"] != grid:
+                        record["ncu_mapping_warning"] = f"ncu grid {found['ncu_grid_size']} != {grid}"
+            print(f"ncu: {info.get('profiled_kernels')} kernels in {time.time() - t0:.1f}s "
+                  f"{info.get('warning', '')}", flush=True)
+        except Exception as err:  # noqa: BLE001
+            document["ncu_error"] = f"{type(err).__name__}: {err}"
+            print("NCU FAILED", document["ncu_error"][-2000:], flush=True)
+    document["clocks_after"] = clocks(0)
+    out_file.write_text(json.dumps(document))
+    print(f"{len(document['cases'])} cases, {len(document['skipped'])} skipped, {time.time() - started:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
