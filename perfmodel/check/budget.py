@@ -222,8 +222,9 @@ class Tolerance(BaseModel):
             parts.append(f"{self.relative * 100:g}%")
         if self.absolute:
             parts.append(f"{format_value(self.absolute)}")
-        amount = " or ".join(parts) if parts else "0"
-        return f"{self.better} is better, tolerance {amount}"
+        if not parts:
+            return f"{self.better} is better, exact"
+        return f"{self.better} is better, tolerance {' or '.join(parts)}"
 
 
 #: Baseline rules for well-known metrics of the analyze JSON. A budget overrides any of them per metric
