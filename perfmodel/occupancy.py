@@ -22,6 +22,8 @@ and is never named a limiter. Impossible launches raise :class:`~perfmodel.error
 """
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 
 from perfmodel.devices import Device, load_device
@@ -310,3 +312,15 @@ def sweep_shared_memory(device: Device | str, threads_per_block: int, registers_
             for s in range(0, device.shared_memory_per_block_optin + 1, step)]
 
 
+
+
+# ``perfmodel.occupancy(...)`` is public API, but importing this module makes ``perfmodel.occupancy`` the module
+# itself (the import system sets the package attribute), hiding the lazy function export in
+# ``perfmodel/__init__.py``. Calling the module calls :func:`occupancy`, so both spellings keep working whatever
+# was imported first.
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args, **kwargs) -> Occupancy:
+        return occupancy(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,174 @@
+"""Device profiles: every shipped profile loads and sources every value; the G80 profile reproduces the seed
+figures; malformed profiles give errors that name the file and the field; the search path."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfmodel.devices import (PSEUDO_SOURCES, THROUGHPUT_DEFAULTS, Device, check_device_file,
+                               list_devices, load_device)
+from perfmodel.errors import DeviceError
+from perfmodel.paths import shipped_dir
+
+SHIPPED = ["g80", "fermi", "kepler_gk110", "v100", "a100", "h100", "h200"]
+G80_TEXT = (shipped_dir("devices") / "g80.yaml").read_text()
+
+
+def test_every_shipped_profile_loads():
+    devices = {d.id: d for d in list_devices()}
+    assert set(SHIPPED) <= set(devices)
+    for name in SHIPPED:
+        device = load_device(name)
+        assert device.id == name == Path(device.source_file).stem
+        assert device.occupancy_rules in ("OCC7.0", "OCC13")
+        assert device.max_warps_per_sm * device.warp_size == device.max_threads_per_sm
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_value_names_its_source(name):
+    path = shipped_dir("devices") / f"{name}.yaml"
+    raw = yaml.safe_load(path.read_text())
+    sources = raw["sources"]
+    fields = {k: v for k, v in raw.items() if k not in ("sources", "notes", "measured", "id", "format_version",
+                                                        "throughput")}
+    fields.update({f"throughput.{k}": v for k, v in raw.get("throughput", {}).items()})
+    assert set(raw.get("throughput", {})) == set(THROUGHPUT_DEFAULTS) - {"l1_hit_latency_cycles"}
+    missing = [k for k, v in fields.items() if not (isinstance(v, dict) and v.get("source"))]
+    assert not missing, f"{name}: values without a source: {missing}"
+    device = load_device(name)
+    for key in fields:
+        keys = device.source_of(key).keys()
+        assert keys and all(k in sources or k in PSEUDO_SOURCES for k in keys), (key, keys)
+        if set(keys) & {"estimate", "computed"}:
+            assert device.source_of(key).note, f"{name}: {key} is {keys} but gives no reasoning"
+    # every declared source is used
+    used = {k for key in fields for k in device.source_of(key).keys()}
+    assert set(sources) <= used, f"{name}: sources never cited: {set(sources) - used}"
+
+
+def test_g80_reproduces_the_seed_figures():
+    g80 = load_device("g80")
+    assert g80.name == "GeForce 8800 GTX"
+    assert g80.cc == (1, 0)
+    assert g80.dram_bandwidth_bytes_per_s == 86.4e9
+    assert g80.peak_fp32_flops == 346.5e9
+    assert "345.6" in g80.source_of("peak_fp32_flops").note and "518.4" in g80.source_of("peak_fp32_flops").note
+    assert g80.shared_memory_per_sm == 16 * 1024
+    assert g80.registers_per_sm == 8192
+    assert g80.max_threads_per_sm == 768
+    assert g80.max_blocks_per_sm == 8
+    assert g80.max_threads_per_block == 512
+    assert g80.clock_hz == 1.35e9
+    assert g80.kernel_params_in_shared_memory and g80.shared_memory_system_bytes == 16
+
+
+def test_clock_and_peak_agree_within_rounding():
+    for device in list_devices():
+        computed = device.sm_count * device.fp32_lanes_per_sm * 2 * device.clock_hz
+        assert device.peak_fp32_flops == pytest.approx(computed, rel=0.01), device.id
+
+
+def test_device_is_frozen_and_hashable():
+    g80 = load_device("g80")
+    assert load_device("g80") is g80  # cached
+    assert {g80: 1}[load_device("g80")] == 1
+    with pytest.raises(Exception):
+        g80.sm_count = 3
+
+
+def _write(tmp_path: Path, text: str, name: str = "bad.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _replace(pattern: str, new: str) -> str:
+    text, count = re.subn(pattern, new, G80_TEXT, count=1, flags=re.M)
+    assert count == 1, pattern
+    return text
+
+
+@pytest.mark.parametrize("pattern, replacement, message", [
+    (r"^registers_per_sm:.*$", "registers_per_sm: lots",
+     "bad.yaml: field 'registers_per_sm': expected a positive integer, got 'lots'"),
+    (r"^registers_per_sm:.*$", "registers_per_sm: {value: -5, source: PG3.2}",
+     "bad.yaml: field 'registers_per_sm': expected a positive integer, got -5"),
+    (r"^shared_memory_per_sm:.*$", "shared_memory_per_sm: 16 parsecs",
+     "bad.yaml: field 'shared_memory_per_sm': expected a positive size such as \"16 KiB\" or 16384, got '16 parsecs'"),
+    (r"^dram_bandwidth_bytes_per_s:.*$", "dram_bandwidth_bytes_per_s: 86.4 GHz",
+     "bad.yaml: field 'dram_bandwidth_bytes_per_s': expected a bandwidth such as \"86.4 GB/s\", got '86.4 GHz'"),
+    (r"^sm_count:.*$", "", "bad.yaml: field 'sm_count': expected a value (this field is required)"),
+    (r"^sm_count:.*$", "sm_count: 16\nsm_cuont: 16", "bad.yaml: field 'sm_cuont': no such field"),
+    (r"^register_allocation:.*$", "register_allocation: thread",
+     "bad.yaml: field 'register_allocation': expected 'block' or 'warp', got 'thread'"),
+    (r"^max_warps_per_sm:.*$", "max_warps_per_sm: 25",
+     "bad.yaml: field 'max_warps_per_sm': expected max_warps_per_sm x warp_size = max_threads_per_sm"),
+    (r"^sfu_per_sm:.*$", "sfu_per_sm: {value: 2, source: PG9.9}",
+     "bad.yaml: field 'sfu_per_sm': expected source 'PG9.9' to be a key of 'sources:'"),
+    (r"^max_block_dim:.*$", "max_block_dim: [512, 512]",
+     "bad.yaml: field 'max_block_dim': expected three integers [x, y, z], got [512, 512]"),
+    (r"^compute_capability:.*$", "compute_capability: sm_10",
+     "bad.yaml: field 'compute_capability': expected a version such as \"9.0\", got 'sm_10'"),
+    (r"^sm_count:.*$", "sm_count: [16", "bad.yaml:"),  # YAML syntax error
+    (r"^sm_count:.*$", "sm_count: {value: 16, sauce: TH-G80}", "bad.yaml: field 'sm_count': expected only value"),
+])
+def test_malformed_profiles_name_file_and_field(tmp_path, monkeypatch, pattern, replacement, message):
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, _replace(pattern, replacement))
+    with pytest.raises(DeviceError) as info:
+        load_device("bad.yaml")
+    assert message in str(info.value)
+    device, problems = check_device_file(path)
+    assert device is None and problems
+
+
+def test_all_problems_are_listed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = _replace(r"^sm_count:.*$", "sm_count: many").replace("sfu_per_sm:", "sfu_per_sm_typo:")
+    _, problems = check_device_file(_write(tmp_path, text))
+    assert len(problems) == 3  # sm_count invalid, sfu_per_sm missing, sfu_per_sm_typo unknown
+    assert all(p.startswith("bad.yaml: field ") for p in problems)
+
+
+def test_not_a_mapping(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DeviceError, match="bad.yaml: expected a mapping"):
+        load_device(_write(tmp_path, "- just\n- a list\n"))
+
+
+def test_minimal_user_profile_gets_throughput_defaults(tmp_path):
+    raw = yaml.safe_load(G80_TEXT)
+    for key in ("throughput", "sources", "notes", "measured", "max_warps_per_sm", "max_registers_per_block",
+                "shared_memory_per_block_optin", "shared_memory_carveouts", "register_allocation_unit_overrides"):
+        raw.pop(key, None)
+    plain = {k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in raw.items()}
+    plain["id"] = "mine"
+    device = load_device(_write(tmp_path, yaml.safe_dump(plain), "mine.yaml"))
+    assert device.max_warps_per_sm == 24
+    assert device.shared_memory_carveouts == (16384,)
+    assert device.throughput.shared_bandwidth_bytes_per_clock == 16 * 4
+    assert device.throughput.lsu_requests_per_clock == 8 / 32
+    assert device.throughput.warp_instructions_per_clock == 0.25
+    assert device.throughput.l2_bandwidth_bytes_per_s == 86.4e9  # no L2: the DRAM bandwidth
+    assert device.source_of("throughput.global_latency_cycles").source == "default"
+
+
+def test_search_path_and_unknown_names(tmp_path, monkeypatch):
+    _write(tmp_path, G80_TEXT.replace("id: g80", "id: mygpu"), "mygpu.yaml")
+    monkeypatch.setenv("PERFMODEL_DEVICE_PATH", str(tmp_path))
+    assert load_device("mygpu").id == "mygpu"
+    assert "mygpu" in {d.id for d in list_devices()}
+    assert load_device(str(tmp_path / "mygpu.yaml")).id == "mygpu"
+    with pytest.raises(DeviceError, match=r"unknown device 'gtx9999'; available: .*g80.*mygpu"):
+        load_device("gtx9999")
+    with pytest.raises(DeviceError, match="no such device profile file"):
+        load_device(str(tmp_path / "missing.yaml"))
+
+
+def test_device_passes_through():
+    g80 = load_device("g80")
+    assert load_device(g80) is g80
+    assert isinstance(g80, Device)
