@@ -106,6 +106,18 @@ def image(*, rows: int, cols: int, seed: int = 0, noise: float = 0.1) -> np.ndar
     return picture.astype(np.float32).reshape(-1)
 
 
+@generator("conv_mask")
+def conv_mask(*, length: int, width: int, seed: int = 0) -> np.ndarray:
+    """A convolution mask of ``width`` seeded random weights in [-1, 1), zero-padded to ``length`` elements - what
+    ``cudaMemcpyToSymbol(M, h_M, Mask_Width * sizeof(float))`` leaves in a ``__constant__ float M[MAX_MASK_WIDTH]``."""
+    if not 0 <= width <= length:
+        raise SpecError(f"generator 'conv_mask': width must be in 0..{length} (the array length), got {width}")
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(length, dtype=np.float32)
+    mask[:width] = rng.uniform(-1.0, 1.0, size=width)
+    return mask
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Sparse matrices (CSR)
 

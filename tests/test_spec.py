@@ -1,0 +1,279 @@
+"""The kernel spec format: loading, validation errors (file + field), instantiation and output checks."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.errors import SpecError
+from perfmodel.spec import KernelSpec, Launch, OutputCheck, check_outputs, list_specs, load_spec
+
+ISSUE_3_KERNELS = {"matmul_rowwise", "matmul_colwise", "matmul_elementwise", "matmul_naive", "matmul_tiled"}
+ISSUE_4_KERNELS = {"vec_add", "picture_scale", "conv1d_basic", "conv1d_constant", "conv1d_tiled", "conv1d_tiled_alt",
+                   "conv1d_tiled_cache", "conv2d_tiled", "spmv_csr"}
+
+SOURCE = """\
+#define TILE 16
+__global__ void scale(float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2 * x[i];
+}
+"""
+
+GOOD = """\
+name: scale
+description: "y = 2 x"
+source: scale.cu
+entry: scale
+params:
+  n: 100
+  BLOCK_SIZE: {default: 32, help: "threads per block"}
+  TILE: BLOCK_SIZE
+constraints:
+  - {expr: "n > 0", message: "need at least one element"}
+grid: ["cdiv(n, BLOCK_SIZE)"]
+block: [BLOCK_SIZE]
+args:
+  - {name: x, dtype: float32, length: n, init: arange}
+  - {name: y, dtype: float32, length: n, init: zeros}
+  - {name: n, dtype: int32, value: n}
+outputs:
+  - {arg: y, reference: {name: scale, input: x}, rtol: 0, atol: 0}
+"""
+
+
+def write_spec(tmp_path: Path, text: str, source: str = SOURCE, name: str = "scale") -> Path:
+    (tmp_path / f"{name}.cu").write_text(source)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_load_and_instantiate(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD))
+    assert isinstance(spec, KernelSpec)
+    assert spec.name == "scale" and spec.entry == "scale" and spec.description == "y = 2 x"
+    assert spec.source_path == (tmp_path / "scale.cu").resolve() and spec.source_path.is_absolute()
+    assert spec.params == {"n": 100, "BLOCK_SIZE": 32, "TILE": 32}
+    assert spec.param_help["BLOCK_SIZE"] == "threads per block"
+
+    launch = spec.instantiate()
+    assert isinstance(launch, Launch)
+    assert launch.grid == (4, 1, 1) and launch.block == (32, 1, 1)
+    assert launch.total_blocks == 4 and launch.threads_per_block == 32
+    assert launch.defines == {"TILE": 32}          # only params that match a #define of the source
+    assert [a.name for a in launch.args] == ["x", "y", "n"]
+    assert [a.kind for a in launch.args] == ["array", "array", "scalar"]
+    assert launch.args[0].dtype == np.float32 and launch.args[2].value == 100
+    assert launch.dynamic_shared_bytes == 0 and launch.registers == {} and launch.constants == {}
+
+    # derived defaults follow their params; overrides win
+    launch = spec.instantiate({"BLOCK_SIZE": 64, "n": 1000})
+    assert launch.params["TILE"] == 64 and launch.defines == {"TILE": 64}
+    assert launch.grid == (16, 1, 1)
+    # a source #define that is not a declared param may be overridden too
+    assert spec.instantiate({"TILE": 8}).defines == {"TILE": 8}
+
+
+def test_arg_values_are_fresh_copies(tmp_path):
+    launch = load_spec(write_spec(tmp_path, GOOD)).instantiate()
+    first = launch.arg_values()
+    first[0][:] = -1
+    second = launch.arg_values()
+    assert second[0][1] == 1.0
+    assert isinstance(second[2], int)
+
+
+def test_check_outputs(tmp_path):
+    launch = load_spec(write_spec(tmp_path, GOOD)).instantiate()
+    args = launch.arg_values()
+    args[1][:] = 2 * args[0]
+    result = launch.check_outputs(args)
+    assert isinstance(result, OutputCheck) and result.correct
+    assert result.outputs[0].name == "y" and result.outputs[0].ok and result.outputs[0].max_abs_error == 0
+    assert check_outputs(launch, {"y": args[1]}).correct
+
+    args[1][7] += 0.5
+    result = launch.check_outputs(args)
+    assert not result.correct and not result.outputs[0].ok
+    assert result.outputs[0].max_abs_error == pytest.approx(0.5)
+    assert "1 of 100 elements" in result.message and "[7]" in result.message
+    # only checking some elements (a sampled run)
+    assert launch.check_outputs(args, elements={"y": np.arange(5)}).correct
+
+
+def test_unknown_param_lists_known(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD))
+    with pytest.raises(SpecError, match=r"unknown param\(s\) Widht.*known: n, BLOCK_SIZE, TILE"):
+        spec.instantiate({"Widht": 3})
+
+
+def test_constraint_failure_names_values(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD))
+    with pytest.raises(SpecError, match=r"constraint 'n > 0' does not hold for n=0 \(need at least one element\)"):
+        spec.instantiate({"n": 0})
+
+
+def test_integer_param_rejects_fraction(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD))
+    assert spec.instantiate({"n": 64.0}).params["n"] == 64
+    with pytest.raises(SpecError, match="expected an integer"):
+        spec.instantiate({"n": 6.5})
+
+
+def assert_spec_error(path: Path, *fragments: str) -> str:
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert str(path.name) in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def test_malformed_yaml(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("grid: [", "grid: [[", 1))
+    assert_spec_error(path, "malformed YAML")
+
+
+def test_unknown_field(tmp_path):
+    path = write_spec(tmp_path, GOOD + "colour: blue\n")
+    assert_spec_error(path, "field 'colour'", "unknown field")
+    path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: arange, colour: 1}"))
+    assert_spec_error(path, "field 'args[0].colour'", "unknown field")
+
+
+def test_missing_field(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("entry: scale\n", ""))
+    assert_spec_error(path, "field 'entry'", "missing")
+
+
+def test_bad_expression(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace('["cdiv(n, BLOCK_SIZE)"]', '["__import__(\'os\')"]'))
+    assert_spec_error(path, "field 'grid[0]'", "__import__")
+    path = write_spec(tmp_path, GOOD.replace("length: n, init: arange", "length: n.real, init: arange"))
+    assert_spec_error(path, "field 'args[0].length'", "n.real")
+    path = write_spec(tmp_path, GOOD.replace("block: [BLOCK_SIZE]", "block: [BLOCK_SIZ]"))
+    assert_spec_error(path, "field 'block[0]'", "unknown name(s) BLOCK_SIZ")
+    # an unquoted comma inside a flow list splits the expression: the error says to quote it
+    path = write_spec(tmp_path, GOOD.replace('["cdiv(n, BLOCK_SIZE)"]', "[cdiv(n, BLOCK_SIZE)]"))
+    assert_spec_error(path, "field 'grid", "quote")
+
+
+def test_unknown_generator_and_reference(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: {generator: {name: nosuch}}}"))
+    assert_spec_error(path, "field 'args[0].init.generator'", "unknown generator 'nosuch'", "csr_matrix")
+    path = write_spec(tmp_path, GOOD.replace("{name: scale, input: x}", "nosuch"))
+    assert_spec_error(path, "field 'outputs[0].reference'", "unknown reference 'nosuch'", "matmul")
+    path = write_spec(tmp_path, GOOD.replace("{name: scale, input: x}", "{name: scale, colour: x}"))
+    assert_spec_error(path, "field 'outputs[0].reference'", "colour")
+
+
+def test_bad_generator_arguments(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace(
+        "init: arange}", "init: {generator: {name: csr_matrix, field: data, kind: 1}}}"))
+    assert_spec_error(path, "args[0].init.generator", "needs argument(s) num_cols, num_rows")
+    path = write_spec(tmp_path, GOOD.replace(
+        "init: arange}", "init: {generator: {name: image, rows: n, cols: 1, colour: 2}}}"))
+    assert_spec_error(path, "args[0].init.generator", "no argument(s) colour")
+
+
+def test_bad_dtype_and_init(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("dtype: float32, length: n, init: arange", "dtype: float33, length: n"))
+    assert_spec_error(path, "field 'args[0].dtype'", "unknown dtype 'float33'")
+    path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: ones}"))
+    assert_spec_error(path, "field 'args[0].init'", "unknown initialiser 'ones'")
+
+
+def test_output_must_be_array_arg(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("{arg: y,", "{arg: n,"))
+    assert_spec_error(path, "field 'outputs[0].arg'", "'n' is not an array arg")
+
+
+def test_entry_must_exist(tmp_path):
+    path = write_spec(tmp_path, GOOD.replace("entry: scale", "entry: scale2"))
+    assert_spec_error(path, "field 'entry'", "scale2")
+
+
+def test_bad_grid_value_at_instantiate(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD.replace('["cdiv(n, BLOCK_SIZE)"]', '["n / BLOCK_SIZE"]')))
+    with pytest.raises(SpecError, match=r"field 'grid\[0\]'.*expected an integer.*cdiv"):
+        spec.instantiate({"n": 100})
+    assert spec.instantiate({"n": 96}).grid == (3, 1, 1)
+
+
+def test_unknown_name_and_search_path(tmp_path, monkeypatch):
+    with pytest.raises(SpecError, match="unknown kernel 'nosuch'.*matmul_tiled"):
+        load_spec("nosuch")
+    write_spec(tmp_path, GOOD, name="scale")
+    monkeypatch.setenv("PERFMODEL_KERNEL_PATH", str(tmp_path))
+    assert load_spec("scale").path == (tmp_path / "scale.yaml").resolve()
+    assert "scale" in {s.name for s in list_specs()}
+
+
+def test_initialisers(tmp_path):
+    text = GOOD.replace("outputs:", """\
+  - {name: r, dtype: int32, length: 10, init: {random: {seed: 3, low: 5, high: 7}}}
+  - {name: c, dtype: float32, length: 4, init: {constant: n / 4}}
+  - {name: v, dtype: float32, init: {values: [1, 2.5]}}
+  - {name: g, dtype: int32, init: {generator: {name: csr_matrix, field: row_ptr, kind: 0, num_rows: 4, num_cols: 4}}}
+  - {name: s, dtype: float32, shape: [2, 3], init: {arange: {start: 1, step: 2}}}
+constants:
+  K: {dtype: float32, length: 3, init: {random: {seed: 1, low: -1, high: 1}}}
+outputs:""").replace("int n) {", "int n, int *r, float *c, float *v, int *g, float *s) {")
+    spec = load_spec(write_spec(tmp_path, text, SOURCE.replace("int n) {",
+                                                                "int n, int *r, float *c, float *v, int *g, float *s) {")))
+    launch = spec.instantiate()
+    values = {a.name: a.value for a in launch.args}
+    assert set(values["r"].tolist()) <= {5, 6} and values["r"].dtype == np.int32
+    assert values["c"].tolist() == [25.0] * 4
+    assert values["v"].tolist() == [1.0, 2.5]
+    assert values["g"].tolist() == [0, 2, 2, 5, 7]
+    assert values["s"].tolist() == [1, 3, 5, 7, 9, 11]
+    assert launch.constants["K"].shape == (3,) and np.all(np.abs(launch.constants["K"]) <= 1)
+    # reproducible
+    assert np.array_equal(spec.instantiate().constants["K"], launch.constants["K"])
+
+
+def test_shipped_specs_present_and_valid():
+    names = {spec.name for spec in list_specs()}
+    assert ISSUE_3_KERNELS <= names
+    for spec in list_specs():
+        assert spec.path.with_suffix(".yaml").name == f"{spec.name}.yaml"
+        assert spec.source_path.is_file()
+        assert "\n" not in spec.description
+        launch = spec.instantiate()
+        assert launch.total_blocks >= 1
+        for output in launch.outputs:
+            assert launch.expected(output.arg).size == launch.arg(output.arg).value.size
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_4_KERNELS))
+def test_issue_4_specs_present(name):
+    try:
+        load_spec(name)
+    except SpecError:
+        pytest.fail(f"kernel spec {name} is missing")
+
+
+def test_seed_matmul_example_is_the_default():
+    for name in ("matmul_rowwise", "matmul_colwise", "matmul_elementwise"):
+        launch = load_spec(name).instantiate()
+        assert launch.expected("c").reshape(2, 3).tolist() == [[23, 28, 34], [87, 84, 76]]
+
+
+def test_block_size_naming_rule():
+    """1D kernels take their block size from BLOCK_SIZE (tiled ones set TILE_SIZE to it); 2D ones from
+    BLOCK_WIDTH or TILE_WIDTH."""
+    for spec in list_specs():
+        if spec.name in ("matmul_rowwise", "matmul_colwise", "matmul_elementwise"):
+            continue  # one block whose size is the matrix shape, as on the slides
+        params = spec.params
+        if spec.instantiate().block[1] == 1:
+            assert "BLOCK_SIZE" in params, spec.name
+            if "TILE_SIZE" in params:
+                assert spec.instantiate({"BLOCK_SIZE": 64}).params["TILE_SIZE"] == 64
+        else:
+            assert "BLOCK_WIDTH" in params or "TILE_WIDTH" in params, spec.name
