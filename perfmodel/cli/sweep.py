@@ -1,8 +1,63 @@
-"""perfmodel CLI: sweep commands (stub, to be filled in)."""
+"""perfmodel CLI: ``sweep`` (what-if over params on one device) and ``compare`` (one launch across devices)."""
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from perfmodel.cli.analyze import DeviceOption, KernelArg, RegsOption, SampleOption, parse_regs
+from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
+
+VaryOption = Annotated[
+    list[str],
+    typer.Option("--vary", help="NAME=v1,v2,... or NAME=start:stop:x2 (or :+step); repeat for a Cartesian product."),
+]
+CsvOption = Annotated[Path | None, typer.Option("--csv", help="Also write the table as CSV to FILE.")]
+DEFAULT_DEVICES = "g80,fermi,kepler_gk110,v100,a100,h100"
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command("sweep")
+    def sweep_command(kernel: KernelArg, device: DeviceOption, vary: VaryOption, define: DefineOption = None,
+                      regs: RegsOption = None, sample: SampleOption = None, json_out: JsonOption = False,
+                      csv_path: CsvOption = None) -> None:
+        """Analyse a kernel at every combination of the --vary values: occupancy, CGMA, predicted GFLOPS."""
+        from perfmodel.report.sweep_view import render_sweep, sweep_csv
+        from perfmodel.sweep import sweep
+
+        result = sweep(kernel, device, list(vary), params=parse_defines(define), regs=parse_regs(regs),
+                       sample=sample)
+        doc = result.to_json()
+        if csv_path is not None:
+            csv_path.write_text(sweep_csv(doc))
+        if json_out:
+            from perfmodel.report.jsonout import print_json
+
+            print_json(doc)
+            return
+        render_sweep(doc, console)
+        if csv_path is not None:
+            console.print(f"wrote {csv_path}", style="dim")
+
+    @app.command("compare")
+    def compare_command(kernel: KernelArg,
+                        devices: Annotated[str, typer.Option("--devices", help="Comma-separated device names or "
+                                                                              "paths.")] = DEFAULT_DEVICES,
+                        define: DefineOption = None, regs: RegsOption = None, sample: SampleOption = None,
+                        json_out: JsonOption = False, csv_path: CsvOption = None) -> None:
+        """The same kernel launch side by side on several devices."""
+        from perfmodel.report.sweep_view import render_sweep, sweep_csv
+        from perfmodel.sweep import compare
+
+        names = [d.strip() for d in devices.split(",") if d.strip()]
+        result = compare(kernel, names, params=parse_defines(define), regs=parse_regs(regs), sample=sample)
+        doc = result.to_json()
+        if csv_path is not None:
+            csv_path.write_text(sweep_csv(doc))
+        if json_out:
+            from perfmodel.report.jsonout import print_json
+
+            print_json(doc)
+            return
+        render_sweep(doc, console)

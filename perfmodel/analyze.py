@@ -1,0 +1,454 @@
+"""``analyze``: run a kernel spec through the simulator and the models, for one device.
+
+The pipeline (docs/architecture.md): spec -> Launch -> compile -> simulate (exact, or a stratified sample of
+blocks for large grids) -> counts; registers (flag > spec > ptxas > estimate) and shared memory -> occupancy;
+counts -> the seed CGMA model and the bottleneck model -> :class:`Analysis`.
+
+The simulation does not depend on the device, so :func:`simulate_launch` is cached per (spec, params, sample)
+and ``compare`` / ``sweep`` reuse it across devices.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfmodel.errors import OccupancyError, PerfmodelError
+from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
+from perfmodel.model.seed import SeedModel, seed_model
+from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
+from perfmodel.registers import Registers, resolve_registers
+from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread, extrapolate_counts, stratified_blocks
+
+# Exact simulation is the default while the whole grid is expected to take at most this many warp instructions
+# (estimated from one block simulated alone x the number of blocks). The simulator runs roughly 1e7-1e8 warp
+# instructions per second on one core, so this keeps an exact analysis within a few seconds.
+EXACT_BUDGET_WARP_INSTRUCTIONS = 6e7
+HOT_LINES = 6
+
+
+@dataclass
+class SimOutcome:
+    """What the simulation of one launch gave (device independent)."""
+
+    kernel: str
+    params: dict
+    counts: dict
+    sampled: bool
+    sample: BlockSample | None
+    blocks_simulated: int
+    total_blocks: int
+    spread: dict
+    correct: bool | None
+    correct_detail: str
+    lines: dict
+    source_lines: list[str]
+    static_shared_bytes: int
+    param_bytes: int
+    block_load_sectors: float | None
+    block_footprint_sectors: float | None
+    per_block_idle: dict
+    sim_seconds: float
+    sample_reason: str = ""
+
+
+@dataclass
+class Analysis:
+    kernel: str
+    device: Any
+    launch: Any
+    sim: SimOutcome
+    registers: Registers
+    shared_memory_per_block: int
+    occupancy: Any
+    seed: SeedModel
+    model: BottleneckResult
+    advice: list[str] = field(default_factory=list)
+    hot_lines: list[dict] = field(default_factory=list)
+
+    # ---- headline figures -----------------------------------------------------------------------------------
+    @property
+    def counts(self) -> dict:
+        return self.sim.counts
+
+    @property
+    def flops(self) -> float:
+        return float(self.counts.get("flops", 0))
+
+    @property
+    def predicted_time_s(self) -> float:
+        return self.model.predicted_time_s
+
+    @property
+    def predicted_gflops(self) -> float:
+        return self.flops / self.predicted_time_s / 1e9 if self.predicted_time_s > 0 else 0.0
+
+    @property
+    def bound(self) -> str:
+        return self.model.bound
+
+    @property
+    def cgma(self) -> float | None:
+        return self.seed.cgma
+
+    @property
+    def achievable_gflops(self) -> float:
+        return self.seed.achievable_gflops
+
+    def to_json(self) -> dict:
+        dev = self.device
+        launch = self.launch
+        model = self.model.to_json()
+        resources = model.pop("resources")
+        return {
+            "kernel": self.kernel,
+            "device": dev.id,
+            "device_name": dev.name,
+            "compute_capability": dev.compute_capability,
+            "params": dict(launch.params),
+            "launch": {
+                "grid": list(launch.grid),
+                "block": list(launch.block),
+                "total_blocks": launch.total_blocks,
+                "threads_per_block": launch.threads_per_block,
+                "dynamic_shared_bytes": launch.dynamic_shared_bytes,
+                "static_shared_bytes": self.sim.static_shared_bytes,
+                "param_bytes": self.sim.param_bytes,
+                "defines": dict(launch.defines),
+            },
+            "counts": self.counts,
+            "correct": self.sim.correct,
+            "correct_detail": self.sim.correct_detail,
+            "cgma": self.seed.cgma,
+            "cgma_with_stores": self.seed.cgma_with_stores,
+            "achievable_gflops": self.seed.achievable_gflops,
+            "predicted_gflops": self.predicted_gflops,
+            "predicted_time_s": self.predicted_time_s,
+            "bound": self.bound,
+            "seed_model": self.seed.to_json(),
+            "occupancy": self.occupancy.to_json(),
+            "registers_per_thread": self.registers.per_thread,
+            "registers_source": self.registers.source,
+            "registers_note": self.registers.note,
+            "shared_memory_per_block": self.shared_memory_per_block,
+            "resources": resources,
+            "model": model,
+            "sampled": self.sim.sampled,
+            "sample": None if self.sim.sample is None else {**self.sim.sample.to_json(),
+                                                             "reason": self.sim.sample_reason},
+            "blocks_simulated": self.sim.blocks_simulated,
+            "spread": self.sim.spread,
+            "idle": self.sim.per_block_idle,
+            "hot_lines": self.hot_lines,
+            "advice": self.advice,
+            "simulation_seconds": self.sim.sim_seconds,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Simulation (device independent, cached)
+
+_SIM_CACHE: dict[tuple, SimOutcome] = {}
+_SIM_CACHE_MAX = 64
+
+
+def _spec(kernel):
+    from perfmodel.spec import KernelSpec, load_spec
+
+    return kernel if isinstance(kernel, KernelSpec) else load_spec(kernel)
+
+
+def _counts_json(counts) -> dict:
+    from perfmodel.report.jsonout import to_jsonable
+
+    return to_jsonable(counts.to_json() if hasattr(counts, "to_json") else counts)
+
+
+def _array_sectors(launch) -> float:
+    total = 0
+    for arg in launch.args:
+        if arg.kind == "array":
+            total += math.ceil(arg.value.nbytes / SECTOR_BYTES)
+    return float(total)
+
+
+def _representative_block(grid: tuple[int, int, int]) -> int:
+    """The block at the centre of the grid (an interior block wherever there is one)."""
+    gx, gy, gz = grid
+    x, y, z = gx // 2, gy // 2, gz // 2
+    return int(x + gx * (y + gy * z))
+
+
+def _run(program, launch, block_ids=None):
+    from perfmodel.sim import simulate
+
+    args = launch.arg_values()
+    result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
+                      dynamic_shared_bytes=launch.dynamic_shared_bytes,
+                      block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64))
+    return result, args
+
+
+def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int, weight: float = 1.0) -> dict:
+    idle = per_block.get("idle_threads") if per_block else None
+    if idle is None:
+        return {}
+    arr = np.asarray(idle)
+    partial = int(((arr > 0) & (arr < threads_per_block)).sum())
+    full = int((arr >= threads_per_block).sum())
+    return {"partially_idle_blocks": round(partial * weight), "fully_idle_blocks": round(full * weight),
+            "blocks": total_blocks, "extrapolated": weight != 1.0}
+
+
+def _hash_params(params: dict) -> tuple:
+    return tuple(sorted((str(k), float(v)) for k, v in params.items()))
+
+
+def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
+                    exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None) -> tuple[Any, SimOutcome]:
+    """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
+
+    ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
+    stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
+    blocks; ``sample=0``: always exact."""
+    from perfmodel.frontend import compile_kernel
+
+    spec = _spec(kernel)
+    if launch is None:
+        launch = spec.instantiate(dict(params or {}))
+    key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
+           _hash_params(launch.params), sample, exact_budget)
+    if key in _SIM_CACHE:
+        return launch, _SIM_CACHE[key]
+    started = time.perf_counter()
+    program = compile_kernel(spec.source_path, spec.entry, dict(launch.defines))
+    total = launch.total_blocks
+
+    # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
+    rep = _representative_block(launch.grid)
+    pilot, pilot_args = _run(program, launch, [rep])
+    pilot_counts = _counts_json(pilot.counts)
+    pg = pilot_counts.get("global", {})
+    block_load_sectors = float(pg.get("load_sectors", 0))
+    block_footprint = float(pg.get("unique_load_sectors", block_load_sectors))
+    estimated_work = float(pilot_counts.get("warp_instructions", 0)) * total
+
+    sample_reason = ""
+    if sample is not None and sample > 0 and sample < total:
+        sample_reason = f"--sample {sample}"
+    elif sample is None and estimated_work > exact_budget and total > DEFAULT_SAMPLE_BLOCKS:
+        sample = DEFAULT_SAMPLE_BLOCKS
+        sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions, over the "
+                         f"{exact_budget:.2g} budget")
+    if sample_reason:
+        outcome = _sampled(spec, launch, program, sample, sample_reason)
+    else:
+        if total == 1:
+            result, args = pilot, pilot_args
+        else:
+            result, args = _run(program, launch)
+        counts = _counts_json(result.counts)
+        check = launch.check_outputs(args)
+        per_block = getattr(result, "per_block", {}) or {}
+        outcome = SimOutcome(
+            kernel=spec.name, params=dict(launch.params), counts=counts, sampled=False, sample=None,
+            blocks_simulated=total, total_blocks=total, spread=block_spread(per_block),
+            correct=bool(check.correct), correct_detail=check.message, lines=_lines_json(result),
+            source_lines=list(getattr(program, "source_lines", []) or []),
+            static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
+            block_load_sectors=None, block_footprint_sectors=None,
+            per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
+            sim_seconds=0.0)
+    outcome.block_load_sectors = block_load_sectors
+    outcome.block_footprint_sectors = block_footprint
+    outcome.sim_seconds = time.perf_counter() - started
+    if len(_SIM_CACHE) >= _SIM_CACHE_MAX:
+        _SIM_CACHE.pop(next(iter(_SIM_CACHE)))
+    _SIM_CACHE[key] = outcome
+    return launch, outcome
+
+
+def _lines_json(result) -> dict:
+    from perfmodel.report.jsonout import to_jsonable
+
+    lines = getattr(result, "lines", None) or {}
+    return {int(k): to_jsonable(v) for k, v in lines.items()}
+
+
+def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
+    out: dict[int, dict] = {}
+    for lines, weight in lines_weighted:
+        for line, agg in lines.items():
+            slot = out.setdefault(line, {})
+            for k, v in agg.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    slot[k] = slot.get(k, 0.0) + float(v) * weight
+                else:
+                    slot.setdefault(k, v)
+    return out
+
+
+def _sampled(spec, launch, program, n: int, reason: str) -> SimOutcome:
+    sample = stratified_blocks(launch.grid, n)
+    per_stratum = []
+    lines_weighted = []
+    per_block_all: dict[str, list] = {}
+    idle_partial = idle_full = 0.0
+    changed_elements: dict[str, np.ndarray] = {}
+    merged: dict[str, np.ndarray] = {}
+    outputs = {o.arg for o in launch.outputs}
+    initial = {a.name: a.value for a in launch.args if a.kind == "array" and a.name in outputs}
+    for stratum in sample.strata:
+        if not len(stratum.block_ids):
+            continue
+        result, args = _run(program, launch, stratum.block_ids)
+        counts = _counts_json(result.counts)
+        per_stratum.append((counts, stratum.weight))
+        lines_weighted.append((_lines_json(result), stratum.weight))
+        per_block = getattr(result, "per_block", {}) or {}
+        for name, values in per_block.items():
+            per_block_all.setdefault(name, []).extend(np.asarray(values).tolist())
+        summary = _idle_summary(per_block, launch.threads_per_block, stratum.size)
+        if summary:
+            idle_partial += summary["partially_idle_blocks"] * stratum.weight
+            idle_full += summary["fully_idle_blocks"] * stratum.weight
+        by_name = {a.name: v for a, v in zip(launch.args, args)}
+        for name, before in initial.items():
+            before = before.reshape(-1)
+            after = np.asarray(by_name[name]).reshape(-1)
+            wrote = after != before
+            if np.issubdtype(after.dtype, np.floating):
+                wrote &= ~(np.isnan(after) & np.isnan(before))
+            # each stratum runs on fresh inputs: keep the values every stratum wrote for one final check
+            merged[name] = np.where(wrote, after, merged.get(name, before))
+            changed_elements[name] = changed_elements.get(name, np.zeros(after.size, bool)) | wrote
+    counts = extrapolate_counts(per_stratum, array_sectors=_array_sectors(launch))
+    checked = int(sum(int(m.sum()) for m in changed_elements.values()))
+    if merged and checked:
+        check = launch.check_outputs(merged, elements=changed_elements)
+        correct: bool | None = bool(check.correct)
+        total_out = int(sum(m.size for m in changed_elements.values()))
+        detail = (f"sampled run: checked the {checked:,} of {total_out:,} output elements the "
+                  f"{sample.blocks_simulated} simulated blocks wrote - {check.message}")
+    else:
+        correct, detail = None, "sampled run: the simulated blocks changed no output element; outputs not checked"
+    spread = block_spread({k: np.asarray(v) for k, v in per_block_all.items()})
+    idle = {}
+    if idle_partial or idle_full or per_block_all.get("idle_threads") is not None:
+        idle = {"partially_idle_blocks": round(idle_partial), "fully_idle_blocks": round(idle_full),
+                "blocks": launch.total_blocks, "extrapolated": True}
+    return SimOutcome(
+        kernel=spec.name, params=dict(launch.params), counts=counts, sampled=True, sample=sample,
+        blocks_simulated=sample.blocks_simulated, total_blocks=launch.total_blocks, spread=spread,
+        correct=correct, correct_detail=detail, lines=_scale_lines(lines_weighted),
+        source_lines=list(getattr(program, "source_lines", []) or []),
+        static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
+        block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
+        sample_reason=reason)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The models for one device
+
+def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
+            sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS) -> Analysis:
+    """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
+
+    ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
+    (an int) or ``"auto"`` (local ptxas); ``sample`` is the number of blocks to simulate (None: automatic,
+    0: exact). Raises OccupancyError when the launch cannot run on the device."""
+    from perfmodel.devices import Device, load_device
+
+    dev = device if isinstance(device, Device) else load_device(device)
+    spec = _spec(kernel)
+    launch = spec.instantiate(dict(params or {}))
+    _check_launch_fits(dev, launch)
+    launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch)
+    return model_launch(spec, launch, sim, dev, regs=regs)
+
+
+def _check_launch_fits(dev, launch) -> None:
+    """Reject a launch the device cannot run before simulating it (the occupancy calculator does the rest)."""
+    block = launch.block
+    for axis, (size, limit) in enumerate(zip(block, dev.max_block_dim)):
+        if size > limit:
+            raise OccupancyError(f"block dimension {'xyz'[axis]} = {size} exceeds {dev.name}'s limit of {limit}")
+    for axis, (size, limit) in enumerate(zip(launch.grid, dev.max_grid_dim)):
+        if size > limit:
+            raise OccupancyError(f"grid dimension {'xyz'[axis]} = {size} exceeds {dev.name}'s limit of {limit}")
+    if launch.threads_per_block > dev.max_threads_per_block:
+        raise OccupancyError(f"{launch.threads_per_block:,} threads per block exceed {dev.name}'s limit of "
+                             f"{dev.max_threads_per_block:,} (CC {dev.compute_capability})")
+
+
+def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None) -> Analysis:
+    """The device-dependent half of :func:`analyze`: registers, occupancy, the seed and bottleneck models."""
+    from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
+
+    _check_launch_fits(dev, launch)
+    registers = resolve_registers(dev, regs=regs, spec_registers=launch.registers or spec.registers,
+                                  source_path=spec.source_path, entry=spec.entry, defines=dict(launch.defines))
+    smem = kernel_shared_memory_bytes(dev, sim.static_shared_bytes, launch.dynamic_shared_bytes, sim.param_bytes)
+    occ = occupancy(dev, launch.threads_per_block, registers.per_thread, smem, grid_blocks=launch.total_blocks)
+    counts = sim.counts
+    g = counts.get("global", {})
+    seed = seed_model(float(counts.get("flops", 0)), float(g.get("loads", 0)), float(g.get("stores", 0)),
+                      float(dev.peak_fp32_flops), float(dev.dram_bandwidth_bytes_per_s))
+    smem_alloc = getattr(occ, "shared_memory_per_block_allocated", smem)
+    rates = device_rates(dev, shared_memory_per_sm_used=occ.blocks_per_sm * smem_alloc)
+    traffic = estimate_traffic(
+        load_sectors=float(g.get("load_sectors", 0)), store_sectors=float(g.get("store_sectors", 0)),
+        unique_load_sectors=float(g.get("unique_load_sectors", g.get("load_sectors", 0))),
+        unique_store_sectors=float(g.get("unique_store_sectors", g.get("store_sectors", 0))),
+        block_load_sectors=sim.block_load_sectors, block_footprint_sectors=sim.block_footprint_sectors,
+        blocks_per_sm=occ.blocks_per_sm, wave_blocks=occ.blocks_per_sm * dev.sm_count,
+        total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes)
+    warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
+    model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
+                             warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
+                             warps_per_block=warps_per_block)
+    analysis = Analysis(kernel=spec.name, device=dev, launch=launch, sim=sim, registers=registers,
+                        shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
+    analysis.hot_lines = hot_lines(sim, model.bound)
+    from perfmodel.model.advice import advise
+
+    analysis.advice = advise(analysis)
+    return analysis
+
+
+# which per-line figure ranks the lines for each bounding resource
+_LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_sectors",
+                "lsu": "global_requests", "latency": "global_sectors", "shared": "shared_wavefronts",
+                "fp32": "flops", "sfu": "flops", "issue": "warp_instructions"}
+
+
+def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]:
+    """The source lines that carry most of the bounding resource's work (global sectors, shared wavefronts or
+    flops), each with its share of the kernel total."""
+    if not sim.lines:
+        return []
+    metric = _LINE_METRIC.get(bound, "global_sectors")
+    available = {k for agg in sim.lines.values() for k in agg}
+    if metric not in available:
+        for fallback in ("global_sectors", "shared_wavefronts", "flops"):
+            if fallback in available:
+                metric = fallback
+                break
+        else:
+            return []
+    total = sum(float(agg.get(metric, 0) or 0) for agg in sim.lines.values())
+    ranked = sorted(sim.lines.items(), key=lambda kv: -float(kv[1].get(metric, 0) or 0))
+    out = []
+    for line, agg in ranked[:limit]:
+        value = float(agg.get(metric, 0) or 0)
+        if value <= 0:
+            break
+        text = sim.source_lines[line - 1].strip() if 0 < line <= len(sim.source_lines) else ""
+        out.append({"line": int(line), "source": text, "metric": metric, "value": value,
+                    "share": value / total if total else 0.0,
+                    **{k: v for k, v in agg.items() if isinstance(v, (int, float))}})
+    return out

@@ -1,0 +1,82 @@
+"""Short rule-based advice, in the manner of Nsight Compute's rules: what limits the kernel and what to try.
+
+Each rule reads the analysis' figures and returns at most one sentence; the rules never print.
+"""
+from __future__ import annotations
+
+import math
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def advise(analysis) -> list[str]:
+    a = analysis
+    counts = a.counts
+    g = counts.get("global", {})
+    s = counts.get("shared", {})
+    occ = a.occupancy
+    model = a.model
+    dev = a.device
+    tips: list[str] = []
+
+    bound = model.bound
+    bound_share = model.resource(bound).share_of_peak if bound != "launch overhead" else 0.0
+    if bound in ("dram", "l2", "l1", "lsu"):
+        cgma = a.seed.cgma
+        if cgma is not None and cgma < a.seed.required_cgma:
+            tips.append(f"Memory-bound ({model.resource(bound).label}, {_pct(bound_share)} of its peak): CGMA "
+                        f"{cgma:.3g} is below the {a.seed.required_cgma:.3g} this device needs to reach its FP32 "
+                        "peak - reuse data from shared memory (tiling) or registers to raise it.")
+        else:
+            tips.append(f"Memory-bound ({model.resource(bound).label}, {_pct(bound_share)} of its peak).")
+    elif bound == "shared":
+        tips.append(f"Shared-memory bound ({_pct(bound_share)} of its bandwidth): compute more outputs per "
+                    "thread from each shared value (register tiling) or use wider loads.")
+    elif bound == "latency":
+        tips.append(f"Latency-bound: {occ.warps_per_sm} warps/SM keep ~{model.loads_in_flight_per_warp:.0f} loads "
+                    f"each in flight against ~{model.average_latency_cycles:.0f}-cycle loads - raise occupancy "
+                    f"(limited by {', '.join(occ.limiters)}) or independent loads per thread.")
+    elif bound in ("fp32", "issue", "sfu"):
+        tips.append(f"Compute-bound ({model.resource(bound).label}, {_pct(bound_share)}): the arithmetic itself "
+                    "is the limit; fewer instructions per flop (FMA, unrolling) are what is left.")
+    elif bound == "launch overhead":
+        tips.append("The kernel is too small to keep the GPU busy: its time is the launch overhead.")
+
+    requests = float(g.get("load_requests", 0))
+    sectors = float(g.get("load_sectors", 0))
+    loads = float(g.get("loads", 0))
+    if requests > 0 and loads > 0:
+        per_request = sectors / requests
+        ideal = max(1.0, (loads / requests) * 4 / 32)  # 4-byte elements of the active lanes, packed
+        if per_request > 2 * ideal and per_request > 4:
+            tips.append(f"Uncoalesced global loads: {per_request:.1f} sectors per request where "
+                        f"{ideal:.1f} would do - make consecutive threads (threadIdx.x) read consecutive words.")
+    shared_requests = float(s.get("load_requests", 0) + s.get("store_requests", 0))
+    wavefronts = float(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0))
+    if shared_requests > 0 and wavefronts / shared_requests > 1.5:
+        tips.append(f"Shared-memory bank conflicts: {wavefronts / shared_requests:.1f} wavefronts per request "
+                    "(1 is conflict-free) - pad the array or change the index so a warp's lanes hit distinct banks.")
+
+    if occ.occupancy < 0.5 and bound in ("latency", "dram", "l2"):
+        tips.append(f"Occupancy {_pct(occ.occupancy)} ({occ.blocks_per_sm} blocks/SM, limited by "
+                    f"{', '.join(occ.limiters)}) is low for a memory-bound kernel.")
+    waves = model.waves
+    if 0 < waves < 1 and model.active_sms < dev.sm_count:
+        tips.append(f"The grid fills {model.active_sms} of {dev.sm_count} SMs ({waves:.2f} waves): launch more "
+                    "blocks (smaller blocks or more work items) to use the whole GPU.")
+    elif waves > 1 and waves < 4 and (waves - math.floor(waves)) > 0 and waves / math.ceil(waves) < 0.8:
+        tips.append(f"Tail effect: {waves:.2f} waves - the last wave runs {_pct(waves - math.floor(waves))} full.")
+
+    idle = counts.get("idle_threads", 0) or 0
+    threads = counts.get("threads", 0) or 0
+    if threads and idle / threads > 0.05:
+        tips.append(f"{_pct(idle / threads)} of the threads do no work (bounds-check losers): size the grid to "
+                    "the data or give each thread more elements.")
+    if counts.get("simt_efficiency") is not None and 0 < counts["simt_efficiency"] < 0.8:
+        tips.append(f"SIMT efficiency {_pct(counts['simt_efficiency'])}: divergent branches leave lanes idle.")
+    if a.registers.source == "estimate":
+        tips.append("Registers per thread are an estimate: pass --regs N (ptxas -v) or --regs auto for the "
+                    "real figure; occupancy depends on it.")
+    return tips

@@ -1,0 +1,120 @@
+"""Where the global-memory sectors are served from: an estimate of L1 and L2 reuse.
+
+The simulator counts, per warp-level request, the distinct 32-byte sectors it touches (``load_sectors``) and,
+over the whole run, the distinct sectors touched at all (``unique_load_sectors``: the compulsory traffic). The
+analyzer also simulates one interior block on its own, which gives that block's footprint (its distinct sectors)
+and its sector count. From these:
+
+* **L1** (per SM; only where the device caches global loads in L1, ``l1_cache_bytes > 0``): a sector a block
+  touches again is a hit when the block's data stays resident. The block's reuse fraction is
+  ``1 - footprint / sectors``; it is realised in full while the resident blocks' footprints fit in the L1 left
+  beside the shared-memory carve-out, and in proportion to the fraction that fits beyond that
+  (``l1_fit = min(1, l1_bytes / (blocks_per_sm x block_footprint))``).
+* **L2** (device-wide): the compulsory traffic (unique sectors) comes from DRAM; beyond it, the L2 misses the
+  sectors it cannot hold: with the working set of one wave of blocks (the grid's footprint x the wave's share of
+  the blocks) inside L2 every further access hits; as it outgrows L2, the excess traffic misses in proportion
+  ``(working_set - l2_bytes) / working_set``.
+* Stores are write-through to L2 (Fermi and later write global stores through L1), so every store sector reaches
+  L2; DRAM writes are the unique store sectors (written back once) plus the same spill share.
+
+On G80 (no L1 or L2 for global memory) every sector goes to DRAM.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+SECTOR_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Traffic:
+    load_sectors: float            # requested by warps (after per-request coalescing)
+    store_sectors: float
+    l1_hit_rate: float             # fraction of load sectors served by L1
+    l1_fit: float                  # fraction of the resident blocks' footprint that fits in L1
+    block_reuse: float             # fraction of a block's load sectors that re-touch its own data
+    l2_load_sectors: float         # load sectors that reach L2 (L1 misses)
+    l2_store_sectors: float
+    l2_hit_rate: float             # fraction of L2 load sectors served by L2
+    dram_read_bytes: float
+    dram_write_bytes: float
+    working_set_bytes: float       # one wave's share of the grid's distinct sectors
+    footprint_bytes: float         # distinct bytes the whole grid touches
+
+    @property
+    def l2_bytes(self) -> float:
+        return (self.l2_load_sectors + self.l2_store_sectors) * SECTOR_BYTES
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_read_bytes + self.dram_write_bytes
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "l2_bytes": self.l2_bytes, "dram_bytes": self.dram_bytes}
+
+
+def block_reuse_fraction(block_sectors: float, block_footprint_sectors: float) -> float:
+    """Share of one block's load sectors that touch a sector the block touched before."""
+    if block_sectors <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - block_footprint_sectors / block_sectors))
+
+
+def l1_fit_fraction(l1_bytes: float, blocks_per_sm: int, block_footprint_sectors: float) -> float:
+    """Fraction of the resident blocks' data that L1 can hold (0 without an L1 for global loads)."""
+    if l1_bytes <= 0:
+        return 0.0
+    need = blocks_per_sm * block_footprint_sectors * SECTOR_BYTES
+    return 1.0 if need <= 0 else min(1.0, l1_bytes / need)
+
+
+def l2_spill_fraction(working_set_bytes: float, l2_bytes: float) -> float:
+    """Share of the non-compulsory L2 traffic that misses: 0 while one wave's working set fits in L2."""
+    if working_set_bytes <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (working_set_bytes - l2_bytes) / working_set_bytes))
+
+
+def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_sectors: float,
+                     unique_store_sectors: float, block_load_sectors: float | None,
+                     block_footprint_sectors: float | None, blocks_per_sm: int, wave_blocks: float,
+                     total_blocks: int, l1_bytes: float, l2_bytes: float) -> Traffic:
+    """Estimate L1 hits, L2 traffic and DRAM bytes (see the module docstring for the rules)."""
+    unique_load_sectors = min(unique_load_sectors, load_sectors)
+    unique_store_sectors = min(unique_store_sectors, store_sectors)
+    if block_load_sectors is None or block_footprint_sectors is None or total_blocks <= 0:
+        # no per-block figure: spread the compulsory sectors evenly over the blocks (no reuse inside a block
+        # beyond what the whole grid shows)
+        block_load_sectors = load_sectors / max(total_blocks, 1)
+        block_footprint_sectors = unique_load_sectors / max(total_blocks, 1)
+    reuse = block_reuse_fraction(block_load_sectors, block_footprint_sectors)
+    fit = l1_fit_fraction(l1_bytes, blocks_per_sm, block_footprint_sectors)
+    l1_hit = reuse * fit
+    l2_load = load_sectors * (1.0 - l1_hit)
+    # the compulsory sectors can never be L1 hits of the whole grid
+    l2_load = max(l2_load, unique_load_sectors)
+
+    footprint = (unique_load_sectors + unique_store_sectors) * SECTOR_BYTES
+    share = min(1.0, wave_blocks / total_blocks) if total_blocks > 0 else 1.0
+    working_set = footprint * share
+    if l2_bytes <= 0:
+        spill = 1.0
+    else:
+        spill = l2_spill_fraction(working_set, l2_bytes)
+    dram_read = (unique_load_sectors + spill * (l2_load - unique_load_sectors)) * SECTOR_BYTES
+    dram_write = (unique_store_sectors + spill * (store_sectors - unique_store_sectors)) * SECTOR_BYTES
+    l2_hit = 0.0 if l2_load <= 0 else 1.0 - dram_read / (l2_load * SECTOR_BYTES)
+    return Traffic(
+        load_sectors=load_sectors,
+        store_sectors=store_sectors,
+        l1_hit_rate=l1_hit,
+        l1_fit=fit,
+        block_reuse=reuse,
+        l2_load_sectors=l2_load,
+        l2_store_sectors=store_sectors,
+        l2_hit_rate=max(0.0, l2_hit),
+        dram_read_bytes=dram_read,
+        dram_write_bytes=dram_write,
+        working_set_bytes=working_set,
+        footprint_bytes=footprint,
+    )

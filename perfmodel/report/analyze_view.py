@@ -1,0 +1,255 @@
+"""Terminal rendering of ``perfmodel analyze``: a headline, then Nsight-Compute-like sections.
+
+Everything shown is read from ``Analysis.to_json()``, so the terminal and the ``--json`` document never drift.
+"""
+from __future__ import annotations
+
+import math
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+BAR_WIDTH = 36
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.3g} µs"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def fmt_num(value: float | None, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        if abs(value) >= 1e6:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}"
+    return f"{int(value):,}"
+
+
+def fmt_bytes(value: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def bar(fraction: float, width: int = BAR_WIDTH, style: str = "cyan") -> Text:
+    fraction = max(0.0, min(1.0, fraction))
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    text = "█" * full + ("" if rest == 0 else " ▏▎▍▌▋▊▉"[rest])
+    return Text(text.ljust(width), style=style)
+
+
+def headline(doc: dict) -> Text:
+    occ = doc["occupancy"]
+    text = Text()
+    text.append(doc["kernel"], style="bold")
+    text.append(" on ")
+    text.append(f"{doc['device_name']} ({doc['device']})", style="bold")
+    text.append(": ")
+    text.append(f"{doc['predicted_gflops']:,.1f} GFLOPS", style="bold green")
+    text.append(f" in {fmt_time(doc['predicted_time_s'])}")
+    text.append("  ·  bound: ")
+    bound = doc["bound"]
+    label = doc["resources"].get(bound, {}).get("label", bound)
+    text.append(label, style="bold yellow")
+    text.append("  ·  occupancy ")
+    text.append(f"{100 * occ['occupancy']:.0f}%", style="bold")
+    text.append(f" ({occ['blocks_per_sm']} blocks/SM, limited by {', '.join(occ['limiters']) or '-'})")
+    return text
+
+
+def _kv_table(rows: list[tuple[str, str]], title: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
+                  padding=(0, 2))
+    table.add_column(style="dim")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def launch_section(doc: dict) -> Table:
+    launch, occ = doc["launch"], doc["occupancy"]
+    waves = occ.get("waves") or {}
+    regs_note = doc["registers_source"]
+    limits = ", ".join(f"{k} {v}" for k, v in occ["limits"].items())
+    rows = [
+        ("grid x block", f"{tuple(launch['grid'])} x {tuple(launch['block'])} = {launch['total_blocks']:,} blocks "
+                         f"of {launch['threads_per_block']} threads"),
+        ("registers/thread", f"{doc['registers_per_thread']} ({regs_note})"),
+        ("shared memory/block", f"{doc['shared_memory_per_block']:,} B (allocated "
+                                f"{occ['shared_memory_per_block_allocated']:,} B)"),
+        ("blocks/SM", f"{occ['blocks_per_sm']}  (limits: {limits})"),
+        ("warps/SM", f"{occ['warps_per_sm']} of {occ['max_warps_per_sm']}  ->  occupancy "
+                     f"{100 * occ['occupancy']:.1f}%, limited by {', '.join(occ['limiters'])}"),
+    ]
+    if waves:
+        rows.append(("waves", f"{waves.get('waves', 0):.2f} ({waves.get('full_waves', 0)} full, tail "
+                              f"{waves.get('tail_blocks', 0):,} blocks)"))
+    return _kv_table(rows, "Launch & occupancy")
+
+
+def counts_section(doc: dict) -> Table:
+    c = doc["counts"]
+    g, s = c.get("global", {}), c.get("shared", {})
+    const = c.get("constant", {})
+    table = Table(title="Counts" + (" (extrapolated from a sample)" if doc["sampled"] else ""),
+                  title_justify="left", title_style="bold", box=None, padding=(0, 2))
+    for col in ("", "thread-level", "warp requests", "sectors / wavefronts"):
+        table.add_column(col, justify="right" if col else "left")
+    table.add_row("global loads", fmt_num(g.get("loads")), fmt_num(g.get("load_requests")),
+                  f"{fmt_num(g.get('load_sectors'))} sectors")
+    table.add_row("global stores", fmt_num(g.get("stores")), fmt_num(g.get("store_requests")),
+                  f"{fmt_num(g.get('store_sectors'))} sectors")
+    if s.get("loads") or s.get("stores"):
+        table.add_row("shared loads", fmt_num(s.get("loads")), fmt_num(s.get("load_requests")),
+                      f"{fmt_num(s.get('load_wavefronts'))} wavefronts")
+        table.add_row("shared stores", fmt_num(s.get("stores")), fmt_num(s.get("store_requests")),
+                      f"{fmt_num(s.get('store_wavefronts'))} wavefronts")
+    if const.get("loads"):
+        table.add_row("constant loads", fmt_num(const.get("loads")), fmt_num(const.get("load_requests")),
+                      f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
+    fp = c.get("fp_ops", {})
+    table.add_row("flops", fmt_num(c.get("flops")), "", ", ".join(f"{k} {fmt_num(v)}" for k, v in fp.items() if v))
+    extra = [f"warp instructions {fmt_num(c.get('warp_instructions'))}", f"barriers {fmt_num(c.get('barriers'))}"]
+    if c.get("simt_efficiency") is not None:
+        extra.append(f"SIMT efficiency {100 * c['simt_efficiency']:.1f}%")
+    if c.get("idle_threads"):
+        extra.append(f"idle threads {fmt_num(c['idle_threads'])} of {fmt_num(c.get('threads'))}")
+    idle = doc.get("idle") or {}
+    if idle.get("partially_idle_blocks"):
+        extra.append(f"partially idle blocks {idle['partially_idle_blocks']:,} of {idle['blocks']:,}")
+    table.add_row("other", "", "", "; ".join(extra))
+    return table
+
+
+def cgma_section(doc: dict) -> Table:
+    seed = doc["seed_model"]
+    cgma = doc["cgma"]
+    rows = [
+        ("CGMA", f"{fmt_num(cgma)} flops per global load"
+                 + (f"  ({fmt_num(doc['cgma_with_stores'])} counting stores)" if doc["cgma_with_stores"] else "")),
+        ("seed bound", f"min({seed['peak_gflops']:,.1f} peak, CGMA x {seed['dram_gb_per_s']:,.1f} GB/s / 4 B) = "
+                       f"{doc['achievable_gflops']:,.1f} GFLOPS ({seed['bound']})"),
+        ("CGMA for the peak", f"{seed['required_cgma']:.3g}"),
+    ]
+    if cgma:
+        position = min(1.0, cgma / seed["required_cgma"])
+        line = Text()
+        line.append_text(bar(position, BAR_WIDTH, "green" if position >= 1 else "yellow"))
+        line.append(f" {100 * position:.0f}% of the ridge point")
+        rows.append(("roofline", line))
+    rows.append(("bottleneck model", f"{doc['predicted_gflops']:,.1f} GFLOPS "
+                                     f"({100 * doc['predicted_gflops'] / seed['peak_gflops']:.1f}% of peak)"))
+    table = Table(title="CGMA & roofline (seed model)", title_justify="left", title_style="bold", show_header=False,
+                  box=None, padding=(0, 2))
+    table.add_column(style="dim")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def resources_section(doc: dict) -> Table:
+    resources = doc["resources"]
+    table = Table(title="Per-resource bounds (speed of light: busy share of the predicted time)",
+                  title_justify="left", title_style="bold", box=None, padding=(0, 1))
+    table.add_column("resource")
+    table.add_column("time", justify="right")
+    table.add_column("SOL", justify="right")
+    table.add_column("")
+    ordered = sorted(resources.values(), key=lambda r: -r["time_s"])
+    for r in ordered:
+        is_bound = r["name"] == doc["bound"]
+        style = "bold yellow" if is_bound else ("cyan" if r["share_of_peak"] > 0.3 else "dim")
+        table.add_row(Text(r["label"] + (" ◀" if is_bound else ""), style="bold" if is_bound else ""),
+                      fmt_time(r["time_s"]), f"{100 * r['share_of_peak']:.0f}%", bar(r["share_of_peak"], style=style))
+    model = doc["model"]
+    traffic = model["traffic"]
+    table.caption = (f"L1 hit {100 * traffic['l1_hit_rate']:.0f}% · L2 hit {100 * traffic['l2_hit_rate']:.0f}% · "
+                     f"DRAM {fmt_bytes(traffic['dram_bytes'])} · avg load latency "
+                     f"{model['average_latency_cycles']:.0f} cycles · launch overhead "
+                     f"{fmt_time(model['launch_overhead_s'])}")
+    table.caption_justify = "left"
+    return table
+
+
+def hot_lines_section(doc: dict) -> Table | None:
+    lines = doc.get("hot_lines") or []
+    if not lines:
+        return None
+    metric = lines[0]["metric"].replace("_", " ")
+    table = Table(title=f"Hottest source lines (by {metric})", title_justify="left", title_style="bold",
+                  box=None, padding=(0, 1))
+    table.add_column("line", justify="right", style="dim")
+    table.add_column("share", justify="right")
+    table.add_column("")
+    table.add_column("source", overflow="ellipsis", no_wrap=True, max_width=70)
+    for item in lines:
+        table.add_row(str(item["line"]), f"{100 * item['share']:.0f}%", bar(item["share"], 12, "magenta"),
+                      Text(item["source"], style="bold" if item is lines[0] else ""))
+    return table
+
+
+def notes_section(doc: dict) -> Text:
+    text = Text()
+    correct = doc["correct"]
+    if correct is True:
+        text.append("✓ ", style="green")
+    elif correct is False:
+        text.append("✗ ", style="bold red")
+    else:
+        text.append("? ", style="yellow")
+    text.append(f"outputs: {doc['correct_detail']}\n")
+    if doc["sampled"]:
+        sample = doc["sample"]
+        strata = ", ".join(f"{s['name']} {s['simulated']}/{s['blocks']:,}" for s in sample["strata"])
+        text.append(f"sampled: simulated {sample['blocks_simulated']} of {sample['total_blocks']:,} blocks "
+                    f"({strata}) because {sample['reason']}; counts extrapolated per stratum.\n", style="yellow")
+        spread = doc.get("spread") or {}
+        parts = [f"{name} cv {100 * v['cv']:.1f}%" for name, v in spread.items() if v.get("mean")]
+        if parts:
+            text.append("spread across sampled blocks: " + ", ".join(parts[:5]) + "\n", style="dim")
+    if doc["registers_source"] == "estimate":
+        text.append(f"registers: {doc['registers_note']}\n", style="yellow")
+    for note in doc["model"].get("notes", []):
+        text.append(f"note: {note}\n", style="dim")
+    return text
+
+
+def advice_section(doc: dict) -> Text | None:
+    if not doc.get("advice"):
+        return None
+    text = Text()
+    text.append("Advice\n", style="bold")
+    for tip in doc["advice"]:
+        text.append("  • ", style="yellow")
+        text.append(tip + "\n")
+    return text
+
+
+def render_analysis(doc: dict, console: Console) -> None:
+    console.print(Panel(headline(doc), expand=False, border_style="green"))
+    parts = [launch_section(doc), counts_section(doc), cgma_section(doc), resources_section(doc)]
+    hot = hot_lines_section(doc)
+    if hot is not None:
+        parts.append(hot)
+    advice = advice_section(doc)
+    if advice is not None:
+        parts.append(advice)
+    parts.append(notes_section(doc))
+    for part in parts:
+        console.print(part)
+        console.print()

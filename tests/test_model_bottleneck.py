@@ -1,0 +1,119 @@
+"""The bottleneck model's per-resource bounds and adjustments, each on hand-made counts."""
+import math
+
+import pytest
+
+from perfmodel.devices import load_device
+from perfmodel.model import bottleneck as bn
+from perfmodel.model.traffic import estimate_traffic, l1_fit_fraction, l2_spill_fraction
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_device("h100")
+
+
+@pytest.fixture(scope="module")
+def rates(h100):
+    return bn.device_rates(h100)
+
+
+def _traffic(load_sectors, store_sectors=0, unique=None, total_blocks=1000, blocks_per_sm=8, l1=0, l2=50 << 20):
+    unique = load_sectors if unique is None else unique
+    return estimate_traffic(load_sectors=load_sectors, store_sectors=store_sectors, unique_load_sectors=unique,
+                            unique_store_sectors=store_sectors, block_load_sectors=None,
+                            block_footprint_sectors=None, blocks_per_sm=blocks_per_sm,
+                            wave_blocks=blocks_per_sm * 132, total_blocks=total_blocks, l1_bytes=l1, l2_bytes=l2)
+
+
+def test_fp32_time_is_lane_ops_at_half_the_flop_peak(rates, h100):
+    # 1e12 FMAs = 2e12 flops at 66.9 TFLOPS
+    assert bn.fp32_time({"fma": 1e12}, rates) == pytest.approx(2e12 / h100.peak_fp32_flops)
+
+
+def test_issue_time_and_its_latency_limit(rates):
+    full = bn.issue_time(4e9, 64, 132, rates)
+    assert full == pytest.approx(4e9 / (rates.warp_instructions_per_clock * 132 * rates.clock_hz))
+    # one warp per SM can issue only every dependent-issue latency
+    one_warp = bn.issue_time(4e9, 1, 132, rates)
+    assert one_warp == pytest.approx(full * rates.warp_instructions_per_clock * rates.dependent_issue_latency_cycles)
+
+
+def test_shared_and_l1_wavefronts(rates):
+    assert bn.shared_time(1e9, 132, rates) == pytest.approx(1e9 / (132 * rates.clock_hz))
+    # 4 sectors move in one 128-byte wavefront; a 1-sector request still takes one
+    assert bn.l1_wavefronts(100, 400, rates) == 100
+    assert bn.l1_wavefronts(100, 800, rates) == 200
+    assert bn.l1_wavefronts(100, 100, rates) == 100
+
+
+def test_dram_streaming_kernel_is_dram_bound(rates):
+    # vector add of 2^26 floats: 2 loads + 1 store per element, perfectly coalesced
+    n = 1 << 26
+    counts = {"flops": n, "fp_ops": {"add": n}, "warp_instructions": 10 * n / 32, "warps": n / 32,
+              "global": {"loads": 2 * n, "stores": n, "load_requests": 2 * n / 32, "store_requests": n / 32,
+                         "load_sectors": 2 * n / 8, "store_sectors": n / 8, "unique_load_sectors": 2 * n / 8,
+                         "unique_store_sectors": n / 8}}
+    traffic = _traffic(2 * n / 8, n / 8, total_blocks=n // 256)
+    assert traffic.dram_bytes == pytest.approx(12 * n)
+    result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=n // 256, warps_per_sm=64,
+                                 blocks_per_sm=8, warps_per_block=8)
+    assert result.bound == "dram"
+    assert result.kernel_time_s == pytest.approx(12 * n / rates.dram_bandwidth_bytes_per_s, rel=0.02)
+    assert result.resource("dram").share_of_peak > 0.9
+
+
+def test_latency_bound_with_a_single_warp(rates):
+    # one block of one warp doing 1000 dependent-ish loads: Little's law, not bandwidth, limits it
+    counts = {"flops": 0, "warp_instructions": 3000, "warps": 1,
+              "global": {"loads": 32000, "load_requests": 1000, "load_sectors": 4000,
+                         "unique_load_sectors": 4000, "stores": 0, "store_sectors": 0}}
+    traffic = _traffic(4000, total_blocks=1, blocks_per_sm=1)
+    result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
+                                 blocks_per_sm=1, warps_per_block=1)
+    assert result.bound == "latency"
+    mlp = rates.max_loads_in_flight_per_warp
+    assert result.latency_time_s == pytest.approx(1000 / mlp * result.average_latency_cycles / rates.clock_hz)
+    assert result.active_sms == 1
+
+
+def test_wave_quantisation():
+    assert bn.sm_imbalance(132, 132) == 1.0
+    assert bn.sm_imbalance(133, 132) == pytest.approx(2 / (133 / 132))
+    assert bn.sm_imbalance(10, 132) == 1.0   # idle SMs are handled by active_sms
+
+
+def test_latency_counts_whole_waves(rates):
+    one = bn.latency_time(8, 8, 500, 1.0, rates)
+    assert bn.latency_time(8, 8, 500, 1.01, rates) == pytest.approx(2 * one)
+    assert bn.latency_time(8, 8, 500, 0.2, rates) == pytest.approx(one)
+
+
+def test_cache_reuse_estimate():
+    assert l1_fit_fraction(0, 8, 100) == 0.0
+    assert l1_fit_fraction(1 << 20, 8, 100) == 1.0
+    assert l2_spill_fraction(10, 20) == 0.0
+    assert l2_spill_fraction(40, 20) == pytest.approx(0.5)
+    # no caches (G80): every requested sector goes to DRAM
+    t = _traffic(1000, 0, unique=100, l1=0, l2=0)
+    assert t.dram_read_bytes == 1000 * 32
+    # a footprint that fits L2: only the compulsory sectors come from DRAM
+    t = _traffic(1000, 0, unique=100)
+    assert t.dram_read_bytes == 100 * 32 and t.l2_hit_rate == pytest.approx(0.9)
+    # block reuse that fits L1 is served by L1
+    t = estimate_traffic(load_sectors=1000, store_sectors=0, unique_load_sectors=100, unique_store_sectors=0,
+                         block_load_sectors=100, block_footprint_sectors=25, blocks_per_sm=1, wave_blocks=132,
+                         total_blocks=10, l1_bytes=1 << 20, l2_bytes=50 << 20)
+    assert t.l1_hit_rate == pytest.approx(0.75)
+    assert t.l2_load_sectors == pytest.approx(250)
+
+
+def test_l1_left_beside_the_carveout(h100):
+    g80 = load_device("g80")
+    assert bn.l1_bytes_for_global(g80, 0) == 0
+    # H100: 256 KB SRAM; no shared memory -> the 0 carveout -> all 256 KB are L1
+    assert bn.l1_bytes_for_global(h100, 0) == 256 * 1024
+    # 8 blocks x 2 KB -> the 16 KB carveout
+    assert bn.l1_bytes_for_global(h100, 16 * 1024) == 240 * 1024
+    fermi = load_device("fermi")
+    assert bn.l1_bytes_for_global(fermi, 0) == 16 * 1024

@@ -1,0 +1,51 @@
+"""Stratified block sampling: strata, selection, extrapolation (unit tests on hand-made counts)."""
+import numpy as np
+import pytest
+
+from perfmodel.sampling import block_spread, classify_blocks, extrapolate_counts, stratified_blocks
+
+
+def test_strata_of_a_2d_grid():
+    stratum = classify_blocks((4, 3, 1)).reshape(3, 4)
+    # corners 0, edges 1, interior 2
+    assert stratum.tolist() == [[0, 1, 1, 0], [1, 2, 2, 1], [0, 1, 1, 0]]
+
+
+def test_strata_of_a_1d_grid():
+    assert classify_blocks((5, 1, 1)).tolist() == [0, 2, 2, 2, 0]
+    assert classify_blocks((1, 1, 1)).tolist() == [2]
+
+
+def test_sample_takes_every_corner_and_spreads_the_rest():
+    sample = stratified_blocks((64, 64, 1), 40)
+    sizes = {s.name: s.size for s in sample.strata}
+    assert sizes == {"corner": 4, "edge": 4 * 62, "interior": 62 * 62}
+    assert sample.blocks_simulated <= 40
+    ids = sample.block_ids
+    assert len(np.unique(ids)) == len(ids)
+    assert {0, 63, 64 * 63, 64 * 64 - 1} <= set(ids.tolist())
+    assert sum(s.size for s in sample.strata) == 64 * 64
+
+
+def test_small_grid_is_sampled_whole():
+    sample = stratified_blocks((3, 2, 1), 100)
+    assert sample.blocks_simulated == 6
+
+
+def test_extrapolation_scales_each_stratum_by_its_weight():
+    corner = {"flops": 10, "global": {"loads": 4, "unique_load_sectors": 2, "load_sectors": 4}, "simt_efficiency": 0.5,
+              "warp_instructions": 10}
+    interior = {"flops": 20, "global": {"loads": 8, "unique_load_sectors": 8, "load_sectors": 8},
+                "simt_efficiency": 1.0, "warp_instructions": 30}
+    total = extrapolate_counts([(corner, 1.0), (interior, 10.0)], array_sectors=50)
+    assert total["flops"] == 10 + 200
+    assert total["global"]["loads"] == 4 + 80
+    # unique sectors are capped by the arrays' sectors
+    assert total["global"]["unique_load_sectors"] == 50
+    # weighted by warp instructions x weight: (0.5*10 + 1.0*300) / 310
+    assert total["simt_efficiency"] == pytest.approx((0.5 * 10 + 300) / 310)
+
+
+def test_block_spread():
+    spread = block_spread({"flops": np.array([1.0, 1.0, 4.0])})
+    assert spread["flops"]["min"] == 1 and spread["flops"]["max"] == 4 and spread["flops"]["mean"] == 2
