@@ -964,11 +964,12 @@ def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] 
 
     ``block_ids`` (optional) simulates only those linear block ids (sampled mode); the outputs are then not
     checked (``check`` is None). Other keyword arguments go to :func:`perfmodel.sim.simulate`."""
+    spec = load_spec(spec_or_name)
+    launch = spec.instantiate(params)
+
     from perfmodel.frontend import compile_kernel
     from perfmodel.sim import simulate
 
-    spec = load_spec(spec_or_name)
-    launch = spec.instantiate(params)
     program = compile_kernel(launch.source_path, launch.entry, launch.defines)
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
