@@ -1,0 +1,311 @@
+"""Loads, stores and atomics on global, shared, constant and local memory, with their counting.
+
+Global: one request per warp with an active lane; sectors = distinct 32-byte sectors per request.
+Shared: wavefronts = per warp, the largest number of distinct 4-byte words in one of the 32 banks (same word =
+broadcast). Constant: wavefronts = distinct addresses per warp request (serialisation). Local: lane-level counts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.sim import warps as W
+from perfmodel.sim.runtime import Ctx, value_at
+
+_STRIDE_WORD = 4
+
+
+def _is_lanes(v) -> bool:
+    return isinstance(v, np.ndarray) and v.ndim > 0
+
+
+def check_index(ctx: Ctx, site, mem, idx, what: str):
+    """Raise on an active lane indexing out of bounds; return an index that is safe for inactive lanes too."""
+    n = mem.size
+    m = ctx.mask
+    if not _is_lanes(idx):
+        if 0 <= idx < n:
+            return idx
+        ctx.error(f"out-of-bounds {mem_space(mem)} {what}: {mem.name}[{int(idx)}] but {mem.name} has {n} elements",
+                  site, np.ones((1, 1, 1, 1), bool) if m is None else m)
+    if m is None:
+        if idx.min() >= 0 and idx.max() < n:
+            return idx
+        bad = (idx < 0) | (idx >= n)
+        ctx.error(f"out-of-bounds {mem_space(mem)} {what}: {mem.name}[{int(value_at(idx, bad, ctx))}] but "
+                  f"{mem.name} has {n} elements", site, bad)
+    bad = (idx < 0) | (idx >= n)
+    if not bad.any():
+        return idx
+    bad_active = bad & m
+    if bad_active.any():
+        ctx.error(f"out-of-bounds {mem_space(mem)} {what}: {mem.name}[{int(value_at(idx, bad_active, ctx))}] but "
+                  f"{mem.name} has {n} elements", site, bad_active)
+    return np.where(bad, 0, idx)
+
+
+def mem_space(mem) -> str:
+    return getattr(mem, "space", None) or ("constant" if type(mem).__name__ == "ConstArray" else "global")
+
+
+def _rows(ctx: Ctx, keys, m):
+    """Lanes of ``keys`` and of the mask as (rows, T) arrays, and the block multiplicity of each row."""
+    if keys.shape[0] == 1 and (m is None or m.shape[0] == 1):
+        k2, f = ctx.lanes2d(keys)
+        m2 = None if m is None else ctx.lanes2d(m)[0]
+        return k2, m2, f
+    k2 = np.broadcast_to(keys, ctx.shape).reshape(ctx.nB, ctx.T)
+    m2 = None if m is None else np.broadcast_to(m, ctx.shape).reshape(ctx.nB, ctx.T)
+    return k2, m2, 1
+
+
+def _per_block(ctx, per_row, f):
+    return np.broadcast_to(per_row, (ctx.nB,)) if f > 1 else per_row
+
+
+# ---------------------------------------------------------------- global -------------------------------------
+def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
+    n, nw, _pb, warps_pb = ctx.stats()
+    if n == 0:
+        return
+    c = ctx.counters
+    c.threads[site] += n
+    c.warps[site] += nw
+    c.bytes[site] += n * mem.itemsize
+    ctx.mark_worked()
+    m = ctx.mask
+    bitmap = mem.stored if store else mem.loaded
+    off = ctx.batch_offset
+    pbk = "global_stores" if store else "global_loads"
+    psk = "global_store_sectors" if store else "global_load_sectors"
+    if not _is_lanes(idx):
+        sec = (int(idx) * mem.itemsize) >> 5
+        c.units[site] += nw
+        bitmap[sec] = True
+        if warps_pb is None:
+            c.per_block[psk][off:off + ctx.nB] += ctx.nw
+            c.per_block[pbk][off:off + ctx.nB] += ctx.T
+        else:
+            c.per_block[psk][off:off + ctx.nB] += warps_pb
+            c.per_block[pbk][off:off + ctx.nB] += _pb
+        return
+    sec = (idx.astype(np.int64) * mem.itemsize) >> 5 if mem.size * mem.itemsize >= 2 ** 31 else \
+        (idx * mem.itemsize) >> 5
+    k2, m2, f = _rows(ctx, sec, m)
+    per_warp = W.distinct_per_warp(k2, m2)
+    per_row = per_warp.sum(axis=1)
+    c.units[site] += int(per_row.sum()) * f
+    c.per_block[psk][off:off + ctx.nB] += _per_block(ctx, per_row, f)
+    c.per_block[pbk][off:off + ctx.nB] += ctx.T if _pb is None else _pb
+    bitmap[k2 if m2 is None else k2[m2]] = True
+
+
+def global_load(ctx: Ctx, site: int, mem, idx):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
+    global_count(ctx, site, mem, idx, False)
+    return mem.data[idx]
+
+
+def _target(ctx, idx, value, m):
+    shape = np.broadcast_shapes(np.shape(idx), np.shape(value), (1,) if m is None else m.shape)
+    return shape
+
+
+def global_store(ctx: Ctx, site: int, mem, idx, value):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
+    global_count(ctx, site, mem, idx, True)
+    _scatter(mem.data, idx, value, ctx.mask)
+
+
+def _scatter(data, idx, value, m, rows=None):
+    """data[idx] = value for the active lanes; the highest lane (x fastest) wins when lanes collide."""
+    arrays = [idx, value] + ([] if m is None else [m]) + ([] if rows is None else [rows])
+    shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
+    if m is None and rows is None and np.shape(idx) == shape:
+        data[idx] = value
+        return
+    if m is None and rows is not None:
+        data[np.broadcast_to(rows, shape), np.broadcast_to(idx, shape)] = np.broadcast_to(value, shape)
+        return
+    sel = np.broadcast_to(m, shape) if m is not None else np.ones(shape, bool)
+    i = np.broadcast_to(idx, shape)[sel]
+    v = np.broadcast_to(value, shape)[sel]
+    if rows is None:
+        data[i] = v
+    else:
+        data[np.broadcast_to(rows, shape)[sel], i] = v
+
+
+# ---------------------------------------------------------------- shared -------------------------------------
+def shared_count(ctx: Ctx, site: int, mem, idx):
+    n, nw, _pb, _wpb = ctx.stats()
+    if n == 0:
+        return
+    c = ctx.counters
+    c.threads[site] += n
+    c.warps[site] += nw
+    c.bytes[site] += n * mem.itemsize
+    ctx.mark_worked()
+    off = ctx.batch_offset
+    isz = mem.itemsize
+    if not _is_lanes(idx):
+        if isz <= 4:
+            c.units[site] += nw
+            per_block = _wpb if _wpb is not None else ctx.nw
+        else:
+            c.units[site] += nw * (isz // 4)
+            per_block = (_wpb if _wpb is not None else ctx.nw) * (isz // 4)
+        c.per_block["shared_wavefronts"][off:off + ctx.nB] += per_block
+        return
+    m = ctx.mask
+    byte = idx.astype(np.int64) * isz
+    if isz <= 4:
+        words = mem.word_offset + (byte >> 2)
+        lpt = 1
+    else:
+        k = isz // 4
+        base = mem.word_offset + (byte >> 2)
+        words = base[..., None] + np.arange(k).reshape((1,) * base.ndim + (k,))
+        lpt = k
+    if lpt == 1:
+        k2, m2, f = _rows(ctx, words, m)
+    else:
+        full_shape = ctx.shape + (lpt,)
+        if words.shape[0] == 1 and (m is None or m.shape[0] == 1):
+            k2 = np.broadcast_to(words, (1,) + full_shape[1:]).reshape(1, ctx.T * lpt)
+            m2 = None if m is None else ctx.lanes2d(m)[0]
+            f = ctx.nB
+        else:
+            k2 = np.broadcast_to(words, full_shape).reshape(ctx.nB, ctx.T * lpt)
+            m2 = None if m is None else np.broadcast_to(m, ctx.shape).reshape(ctx.nB, ctx.T)
+            f = 1
+    per_row = W.wavefronts_per_warp(k2, m2, lpt).sum(axis=1)
+    c.units[site] += int(per_row.sum()) * f
+    c.per_block["shared_wavefronts"][off:off + ctx.nB] += _per_block(ctx, per_row, f)
+
+
+def shared_load(ctx: Ctx, site: int, mem, idx):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
+    shared_count(ctx, site, mem, idx)
+    if _is_lanes(idx):
+        return mem.data[ctx.brow, idx]
+    return mem.data[:, idx].reshape(ctx.nB, 1, 1, 1)
+
+
+def shared_store(ctx: Ctx, site: int, mem, idx, value):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
+    shared_count(ctx, site, mem, idx)
+    _scatter(mem.data, idx, value, ctx.mask, rows=ctx.brow)
+
+
+# ---------------------------------------------------------------- constant / local ----------------------------
+def constant_load(ctx: Ctx, site: int, mem, idx):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
+    n, nw, _pb, _wpb = ctx.stats()
+    if n:
+        c = ctx.counters
+        c.threads[site] += n
+        c.warps[site] += nw
+        c.bytes[site] += n * mem.itemsize
+        ctx.mark_worked()
+        if _is_lanes(idx):
+            k2, m2, f = _rows(ctx, idx, ctx.mask)
+            c.units[site] += int(W.distinct_per_warp(k2, m2).sum()) * f
+        else:
+            c.units[site] += nw
+    return mem.data[idx]
+
+
+def local_load(ctx: Ctx, site: int, mem, idx):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
+    ctx.count_op(site)
+    ctx.mark_worked()
+    return mem.data[ctx.lane_rows(), idx]
+
+
+def local_store(ctx: Ctx, site: int, mem, idx, value):
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
+    ctx.count_op(site)
+    ctx.mark_worked()
+    _scatter(mem.data, idx, value, ctx.mask, rows=ctx.lane_rows())
+
+
+# ---------------------------------------------------------------- atomics ------------------------------------
+def atomic(ctx: Ctx, site: int, mem, idx, op: str, value, compare=None):
+    """Apply an atomic read-modify-write for every active lane; colliding lanes are serialised in lane order
+    (block by block, then linear thread id). Returns every lane's old value."""
+    space = mem_space(mem)
+    idx = check_index(ctx, ctx.program.sites[site], mem, idx, "atomic")
+    n, nw, _pb, _wpb = ctx.stats()
+    dtype = mem.data.dtype
+    result = np.zeros(ctx.shape, dtype)
+    if n == 0:
+        return result
+    c = ctx.counters
+    c.threads[site] += n
+    c.warps[site] += nw
+    ctx.mark_worked()
+    sel = np.ones(ctx.shape, bool) if ctx.mask is None else np.broadcast_to(ctx.mask, ctx.shape)
+    i = np.broadcast_to(idx, ctx.shape)[sel].astype(np.int64)
+    if space == "shared":
+        i = np.broadcast_to(ctx.brow, ctx.shape)[sel] * mem.size + i
+        flat = mem.data.reshape(-1)
+    else:
+        flat = mem.data
+    v = np.broadcast_to(value, ctx.shape)[sel].astype(dtype)
+    cmp = None if compare is None else np.broadcast_to(compare, ctx.shape)[sel].astype(dtype)
+    order = np.argsort(i, kind="stable")
+    ks, vs = i[order], v[order]
+    start = np.ones(len(ks), bool)
+    start[1:] = ks[1:] != ks[:-1]
+    seg = np.cumsum(start) - 1
+    init = flat[ks[start]]
+    old_sorted = np.empty(len(ks), dtype)
+    if op in ("add", "sub"):
+        if op == "sub":
+            vs = (-vs.astype(np.int64)).astype(dtype) if dtype.kind in "iu" else -vs
+        cs = np.cumsum(vs, dtype=dtype)
+        excl = cs - vs
+        base = excl[start]
+        old_sorted[:] = init[seg] + (excl - base[seg])
+        last = np.ones(len(ks), bool)
+        last[:-1] = start[1:]
+        flat[ks[last]] = old_sorted[last] + vs[last]
+    elif op == "exch":
+        old_sorted[1:] = vs[:-1]
+        old_sorted[start] = init
+        last = np.ones(len(ks), bool)
+        last[:-1] = start[1:]
+        flat[ks[last]] = vs[last]
+    else:
+        # min, max, cas, and/or/xor/inc/dec: rounds, one lane per address per round, in lane order.
+        pos = np.arange(len(ks)) - np.flatnonzero(start)[seg]
+        cs = None if cmp is None else cmp[order]
+        for r in range(int(pos.max()) + 1):
+            sel_r = pos == r
+            kr = ks[sel_r]
+            old = flat[kr]
+            old_sorted[sel_r] = old
+            vr = vs[sel_r]
+            if op == "min":
+                new = np.minimum(old, vr)
+            elif op == "max":
+                new = np.maximum(old, vr)
+            elif op == "cas":
+                new = np.where(old == cs[sel_r], vr, old)
+            elif op == "and":
+                new = old & vr
+            elif op == "or":
+                new = old | vr
+            elif op == "xor":
+                new = old ^ vr
+            elif op == "inc":
+                new = np.where(old >= vr, 0, old + 1).astype(dtype)
+            elif op == "dec":
+                new = np.where((old == 0) | (old > vr), vr, old - 1).astype(dtype)
+            else:
+                raise AssertionError(op)
+            flat[kr] = new
+    old_lane = np.empty(len(ks), dtype)
+    old_lane[order] = old_sorted
+    result[sel] = old_lane
+    return result

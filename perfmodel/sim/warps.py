@@ -1,0 +1,91 @@
+"""Warp-level figures computed with numpy over all warps at once (never a per-warp Python loop).
+
+Lanes are given as 2-D arrays (rows, threads_per_block) with x fastest; warps are consecutive groups of 32 linear
+thread ids, the last one partial when the block size is not a multiple of 32 (padded here with inactive lanes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+WARP = 32
+
+
+def _pad(a: np.ndarray, fill) -> np.ndarray:
+    t = a.shape[1]
+    rem = (-t) % WARP
+    if rem == 0:
+        return a
+    out = np.empty((a.shape[0], t + rem), dtype=a.dtype)
+    out[:, :t] = a
+    out[:, t:] = fill
+    return out
+
+
+def warp_any(active: np.ndarray) -> np.ndarray:
+    """(rows, T) bool -> (rows, n_warps) bool: which warps have at least one active lane."""
+    a = _pad(active, False)
+    return a.reshape(a.shape[0], -1, WARP).any(axis=2)
+
+
+def distinct_per_warp(keys: np.ndarray, active: np.ndarray | None, lanes_per_thread: int = 1) -> np.ndarray:
+    """Distinct key values among the active lanes of each warp.
+
+    keys: (rows, T * lanes_per_thread) integers (a thread may touch several keys, e.g. the two words of a double);
+    active: (rows, T) bool or None (all active). Returns (rows, n_warps) counts (0 for a warp with no active lane).
+    """
+    rows = keys.shape[0]
+    width = WARP * lanes_per_thread
+    if active is None and keys.shape[1] % width == 0:
+        k = keys.reshape(-1, width)
+        d = np.diff(k, axis=1)
+        if not (d >= 0).all():
+            d = np.diff(np.sort(k, axis=1), axis=1)
+        return (1 + np.count_nonzero(d, axis=1)).reshape(rows, -1)
+    if active is None:
+        act = np.ones(keys.shape, bool)
+    else:
+        act = np.repeat(active, lanes_per_thread, axis=1) if lanes_per_thread > 1 else active
+    act = _pad(act, False).reshape(-1, width)
+    k = _pad(keys, 0).reshape(-1, width)
+    any_active = act.any(axis=1)
+    first = np.argmax(act, axis=1)
+    fill = k[np.arange(k.shape[0]), first]
+    k = np.sort(np.where(act, k, fill[:, None]), axis=1)
+    n = 1 + np.count_nonzero(np.diff(k, axis=1), axis=1)
+    return np.where(any_active, n, 0).reshape(rows, -1)
+
+
+def wavefronts_per_warp(words: np.ndarray, active: np.ndarray | None, lanes_per_thread: int = 1,
+                        banks: int = 32) -> np.ndarray:
+    """Shared-memory wavefronts per warp: the largest number of distinct 4-byte words that fall in one bank.
+
+    Lanes reading the same word are served by one broadcast. words: (rows, T * lanes_per_thread) non-negative word
+    indices; returns (rows, n_warps), 0 for warps with no active lane.
+    """
+    rows = words.shape[0]
+    width = WARP * lanes_per_thread
+    w = _pad(words.astype(np.int64, copy=False), 0)
+    if active is None:
+        act = None if words.shape[1] % width == 0 else \
+            _pad(np.ones((rows, words.shape[1]), bool), False)
+    else:
+        act = np.repeat(active, lanes_per_thread, axis=1) if lanes_per_thread > 1 else active
+        act = _pad(act, False)
+    w = w.reshape(-1, width)
+    if act is not None:
+        act = act.reshape(-1, width)
+        any_active = act.any(axis=1)
+        first = np.argmax(act, axis=1)
+        fill = w[np.arange(w.shape[0]), first]
+        w = np.where(act, w, fill[:, None])
+    bank = w % banks
+    key = np.sort(bank * (1 << 40) + w // banks, axis=1)
+    new_word = np.ones(key.shape, bool)
+    new_word[:, 1:] = key[:, 1:] != key[:, :-1]
+    sorted_bank = key >> 40
+    flat = (np.arange(key.shape[0])[:, None] * banks + sorted_bank).ravel()
+    per_bank = np.bincount(flat, weights=new_word.ravel(), minlength=key.shape[0] * banks)
+    n = per_bank.reshape(-1, banks).max(axis=1).astype(np.int64)
+    if act is not None:
+        n = np.where(any_active, n, 0)
+    return n.reshape(rows, -1)
