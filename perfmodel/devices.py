@@ -393,6 +393,11 @@ def check_device_file(path: str | Path) -> tuple[Device | None, list[str]]:
     return _fill_throughput(values, provenance, device), []
 
 
+def unsourced_fields(device: Device) -> list[str]:
+    """Fields the profile file gives without a ``source`` (the standard for shipped profiles is none)."""
+    return sorted(key for key, where in device.provenance.items() if not where.keys())
+
+
 @lru_cache(maxsize=64)
 def _load_file_cached(path: str, mtime_ns: int, size: int) -> Device:
     device, problems = check_device_file(path)

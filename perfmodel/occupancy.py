@@ -286,32 +286,67 @@ def _point(x: int, device: Device, T: int, R: int, S: int, carveout) -> SweepPoi
     return SweepPoint(x, occ.blocks_per_sm, occ.warps_per_sm, occ.occupancy)
 
 
+def _xs(start: int, stop: int, step: int, include: int | None) -> list[int]:
+    xs = set(range(start, stop + 1, step))
+    if include is not None:
+        xs.add(int(include))
+    return sorted(xs)
+
+
 def sweep_threads(device: Device | str, registers_per_thread: int, shared_memory_per_block: int,
-                  step: int | None = None, carveout=None) -> list[SweepPoint]:
-    """Block size from one warp to the device maximum in steps of a warp."""
+                  step: int | None = None, carveout=None, include: int | None = None) -> list[SweepPoint]:
+    """Block size from one warp to the device maximum in steps of a warp (plus ``include``, the current x)."""
     device = load_device(device)
     step = step or device.warp_size
     return [_point(t, device, t, registers_per_thread, shared_memory_per_block, carveout)
-            for t in range(step, device.max_threads_per_block + 1, step)]
+            for t in _xs(step, device.max_threads_per_block, step, include)]
 
 
 def sweep_registers(device: Device | str, threads_per_block: int, shared_memory_per_block: int,
-                    step: int = 1, carveout=None) -> list[SweepPoint]:
+                    step: int = 1, carveout=None, include: int | None = None) -> list[SweepPoint]:
     """Registers per thread from 1 to the device maximum."""
     device = load_device(device)
     return [_point(r, device, threads_per_block, r, shared_memory_per_block, carveout)
-            for r in range(1, device.max_registers_per_thread + 1, step)]
+            for r in _xs(1, device.max_registers_per_thread, step, include)]
 
 
 def sweep_shared_memory(device: Device | str, threads_per_block: int, registers_per_thread: int,
-                        step: int | None = None, carveout=None) -> list[SweepPoint]:
+                        step: int | None = None, carveout=None, include: int | None = None) -> list[SweepPoint]:
     """Shared memory per block from 0 to the per-block (opt-in) maximum in allocation-unit steps."""
     device = load_device(device)
     step = step or device.shared_memory_allocation_unit
     return [_point(s, device, threads_per_block, registers_per_thread, s, carveout)
-            for s in range(0, device.shared_memory_per_block_optin + 1, step)]
+            for s in _xs(0, device.shared_memory_per_block_optin, step, include)]
 
 
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """Consecutive sweep points with the same result: ``x`` from ``start`` to ``end`` (inclusive)."""
+
+    start: int
+    end: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy: float
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def sweep_runs(points: list[SweepPoint]) -> list[SweepRun]:
+    """Collapse a sweep into runs of equal (blocks, warps, possible or not): the compact form of a chart."""
+    runs: list[SweepRun] = []
+    for p in points:
+        last = runs[-1] if runs else None
+        if last and (last.blocks_per_sm, last.warps_per_sm, last.error is None) == (
+                p.blocks_per_sm, p.warps_per_sm, p.error is None):
+            runs[-1] = SweepRun(last.start, p.x, last.blocks_per_sm, last.warps_per_sm, last.occupancy, last.error)
+        else:
+            runs.append(SweepRun(p.x, p.x, p.blocks_per_sm, p.warps_per_sm, p.occupancy, p.error))
+    return runs
 
 
 # ``perfmodel.occupancy(...)`` is public API, but importing this module makes ``perfmodel.occupancy`` the module

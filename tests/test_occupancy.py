@@ -197,3 +197,57 @@ def test_sweeps_mark_the_seed_points(g80):
     assert regs[33].blocks_per_sm == 0 and "registers per block" in regs[33].error
     smem = {p.x: p for p in sweep_shared_memory(g80, 64, 4)}
     assert smem[5120].blocks_per_sm == 3 and smem[8192].blocks_per_sm == 2 and smem[0].blocks_per_sm == 8
+
+
+# ---- the `perfmodel occupancy` command ----------------------------------------------------------------------
+
+def _cli(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
+    import sys
+
+    from perfmodel.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["perfmodel", *args])
+    with pytest.raises(SystemExit) as info:
+        main()
+    out, err = capsys.readouterr()
+    return info.value.code or 0, out, err
+
+
+def test_cli_json_contract(capsys, monkeypatch):
+    import json
+
+    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "--device", "g80", "--threads", "256", "--regs", "11",
+                        "--smem", "2048", "--grid-blocks", "4096", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["blocks_per_sm"], doc["warps_per_sm"], doc["threads_per_sm"]) == (2, 16, 512)
+    assert doc["limiters"] == ["registers"]
+    assert doc["limits"] == {"warps": 3, "registers": 2, "shared_memory": 8, "blocks": 8}
+    assert doc["occupancy"] == pytest.approx(2 / 3)
+    assert doc["waves"]["blocks_per_wave"] == 32
+    registers = doc["impact"]["registers"]
+    assert registers[0] == {"start": 1, "end": 10, "blocks_per_sm": 3, "warps_per_sm": 24, "occupancy": 1.0,
+                            "error": None}
+
+
+def test_cli_table_marks_the_limiter_and_the_current_point(capsys, monkeypatch):
+    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "-d", "g80", "-t", "16x16", "-r", "11", "-s", "2 KiB")
+    assert code == 0
+    assert "<- limiter" in out
+    assert "Impact of varying register count per thread" in out
+    assert "here 11: 2 blocks/SM, 67% (same from 11 to 16)" in out
+
+
+def test_cli_impossible_launch_is_a_user_error(capsys, monkeypatch):
+    code, out, err = _cli(capsys, monkeypatch, "occupancy", "--device", "g80", "--threads", "32x32", "--regs", "10")
+    assert code == 2
+    assert "1024 threads per block is more than g80's maximum of 512" in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_cli_device_path(capsys, monkeypatch):
+    from perfmodel.paths import shipped_dir
+
+    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "--device", str(shipped_dir("devices") / "h100.yaml"),
+                        "--threads", "256", "--regs", "32", "--smem", "48 KiB", "--json", "--no-sweeps")
+    assert code == 0 and '"blocks_per_sm": 4' in out and "impact" not in out
