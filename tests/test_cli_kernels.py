@@ -1,0 +1,85 @@
+"""`perfmodel kernels list` and `perfmodel kernels show`."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from perfmodel.cli.main import app
+
+runner = CliRunner()
+
+ALL_KERNELS = {"matmul_rowwise", "matmul_colwise", "matmul_elementwise", "matmul_naive", "matmul_tiled", "vec_add",
+               "picture_scale", "conv1d_basic", "conv1d_constant", "conv1d_tiled", "conv1d_tiled_alt",
+               "conv1d_tiled_cache", "conv2d_tiled", "spmv_csr"}
+
+
+def invoke(*args: str):
+    result = runner.invoke(app, list(args), env={"COLUMNS": "200"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def test_list_table():
+    result = invoke("kernels", "list")
+    assert result.exit_code == 0
+    for name in ALL_KERNELS:
+        assert name in result.output
+    assert "TILE_WIDTH=16" in result.output and "Width=64" in result.output
+
+
+def test_list_json():
+    result = invoke("kernels", "list", "--json")
+    assert result.exit_code == 0
+    document = json.loads(result.output)
+    by_name = {entry["name"]: entry for entry in document}
+    assert ALL_KERNELS <= set(by_name)
+    assert by_name["matmul_tiled"]["params"] == {"Width": 64, "TILE_WIDTH": 16}
+    assert by_name["picture_scale"]["params"] == {"n": 76, "m": 62, "BLOCK_WIDTH": 16}
+    for entry in document:
+        assert entry["description"] and "\n" not in entry["description"]
+
+
+def test_show_terminal():
+    result = invoke("kernels", "show", "matmul_tiled", "-D", "Width=32")
+    assert result.exit_code == 0, result.output
+    assert "global sectors" in result.output and "shared wavefronts" in result.output and "flops" in result.output
+    assert "Mds[ty][tx] = d_M[Row*Width + m*TILE_WIDTH + tx];" in result.output
+    assert "outputs correct" in result.output
+
+
+def test_show_json_per_line_counts():
+    result = invoke("kernels", "show", "matmul_tiled", "-D", "Width=32", "-D", "TILE_WIDTH=8", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["kernel"] == "matmul_tiled" and document["correct"] is True
+    assert document["launch"]["defines"] == {"TILE_WIDTH": 8}
+    assert document["launch"]["grid"] == [4, 4, 1]
+    lines = {row["line"]: row for row in document["lines"]}
+    inner = next(row for row in document["lines"] if "Pvalue += Mds[ty][k] * Nds[k][tx];" in row["source"])
+    assert inner["flops"] == 2 * 32 ** 3 and inner["shared_wavefronts"] > 0 and inner["global_sectors"] == 0
+    load = next(row for row in document["lines"] if "= d_M[" in row["source"])
+    assert load["global_sectors"] > 0 and load["flops"] == 0
+    assert sum(row["flops"] for row in lines.values()) == document["counts"]["flops"]
+    assert document["counts"]["global"]["loads"] == 2 * 32 * 32 * (32 // 8)
+
+
+def test_show_picture_scale_idle_blocks():
+    result = invoke("kernels", "show", "picture_scale", "--json")
+    document = json.loads(result.output)
+    blocks = document["blocks"]
+    assert blocks["busy"] == 12 and blocks["partially_idle"] == 8 and blocks["fully_idle"] == 0
+    assert sum(b["idle_threads"] for b in blocks["not_busy"]) == 80 * 64 - 76 * 62
+    text = invoke("kernels", "show", "picture_scale").output
+    assert "8 partially idle" in text
+
+
+def test_show_errors_exit_2():
+    for args in (["kernels", "show", "nosuch"],
+                 ["kernels", "show", "matmul_tiled", "-D", "Width=60"],          # constraint: multiple of 16
+                 ["kernels", "show", "matmul_tiled", "-D", "Widht=64"]):         # unknown param
+        process = subprocess.run([sys.executable, "-m", "perfmodel.cli.main", *args], capture_output=True, text=True)
+        assert process.returncode == 2, (args, process.stderr)
+        assert "error:" in process.stderr and "Traceback" not in process.stderr
