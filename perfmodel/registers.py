@@ -99,9 +99,13 @@ def ptxas_registers(source_path: str | Path, entry: str, defines: dict, device, 
         raise PerfmodelError(f"--regs auto: the local nvcc ({nvcc}) cannot compile for {arch} "
                              f"({device.name}, CC {device.compute_capability}); pass --regs N")
     with tempfile.TemporaryDirectory(prefix="perfmodel-ptxas-") as tmp:
-        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin")]
+        # the source's own `#define NAME ...` lines would override -D: rewrite them in a copy (line for line)
+        copy = Path(tmp) / Path(source_path).name
+        copy.write_text(override_defines(source, defines or {}))
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"),
+               f"-I{Path(source_path).resolve().parent}"]
         cmd += [f"-D{name}={value}" for name, value in (defines or {}).items()]
-        cmd.append(str(source_path))
+        cmd.append(str(copy))
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError) as err:
@@ -119,6 +123,14 @@ def ptxas_registers(source_path: str | Path, entry: str, defines: dict, device, 
         except OSError:
             pass
     return registers
+
+
+def override_defines(source: str, defines: dict) -> str:
+    """``source`` with each ``#define NAME ...`` of a name in ``defines`` replaced by ``#define NAME value``."""
+    for name, value in defines.items():
+        source = re.sub(rf"^([ \t]*#[ \t]*define[ \t]+{re.escape(str(name))})\b.*$", rf"\g<1> {value}", source,
+                        flags=re.MULTILINE)
+    return source
 
 
 def _parse_ptxas(text: str, entry: str) -> int | None:
@@ -160,7 +172,7 @@ def resolve_registers(device, *, regs: int | str | None, spec_registers: dict | 
                 return Registers(ptxas_registers(source_path, entry, defines or {}, device), "ptxas",
                                  f"nvcc -arch={_arch(device)} -Xptxas -v")
             except PerfmodelError as err:
-                reason = str(err)
+                reason = str(err).removeprefix("--regs auto: ")
         if spec_value is not None:
             return Registers(spec_value, "spec", f"--regs auto unavailable ({reason}); the spec's value")
         return Registers(estimate_registers(device), "estimate",

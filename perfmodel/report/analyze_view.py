@@ -240,7 +240,15 @@ def advice_section(doc: dict) -> Text | None:
     return text
 
 
+def wide_console(console: Console, width: int = 132) -> Console:
+    """When the output is not a terminal (a pipe, a CI log), rich would wrap at 80 columns: use ``width``."""
+    if console.is_terminal or console.width >= width:
+        return console
+    return Console(width=width, file=console.file, no_color=console.no_color, highlight=False)
+
+
 def render_analysis(doc: dict, console: Console) -> None:
+    console = wide_console(console, 110)
     console.print(Panel(headline(doc), expand=False, border_style="green"))
     parts = [launch_section(doc), counts_section(doc), cgma_section(doc), resources_section(doc)]
     hot = hot_lines_section(doc)

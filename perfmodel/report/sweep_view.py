@@ -4,11 +4,12 @@ from __future__ import annotations
 import csv
 import io
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from perfmodel.report.analyze_view import fmt_time
+from perfmodel.report.analyze_view import fmt_time, wide_console
 
 CHART_WIDTH = 44
 
@@ -29,19 +30,21 @@ def sweep_table(doc: dict) -> Table:
              else f"{doc['kernel']} across devices")
     if doc.get("params"):
         title += "  (" + ", ".join(f"{k}={v}" for k, v in doc["params"].items()) + ")"
-    table = Table(title=title, title_justify="left", title_style="bold", padding=(0, 1))
+    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
     for name in varied:
-        table.add_column(name, justify="right" if name != "device" else "left")
-    for name, justify in (("threads/blk", "right"), ("smem/blk", "right"), ("regs", "right"),
-                          ("blk/SM", "right"), ("warps/SM", "right"), ("occ", "right"), ("limiter", "left"),
-                          ("CGMA", "right"), ("seed GFLOPS", "right"), ("pred GFLOPS", "right"),
-                          ("time", "right"), ("bound", "left"), ("", "left")):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify="right" if name != "device" else "left", no_wrap=True)
+    for name, justify in (("threads", "right"), ("smem B", "right"), ("regs", "right"), ("blk/SM", "right"),
+                          ("warps/SM", "right"), ("occ", "right"), ("limiter", "left"), ("CGMA", "right"),
+                          ("seed GFLOPS", "right"), ("predicted", "right"), ("time", "right"), ("bound", "left"),
+                          ("", "left")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    footnotes = []
     for row in doc["points"]:
         keys = [str(row.get(name, "")) for name in varied]
         if not row["valid"]:
-            reason = row["reason"]
-            table.add_row(*keys, *[""] * 12, Text(f"invalid: {reason}", style="red"), style="dim")
+            footnotes.append(row["reason"])
+            table.add_row(*keys, *["-"] * 12, Text(f"invalid [{len(footnotes)}]", style="red"), style="dim")
             continue
         regs = f"{row['registers_per_thread']}" + ("*" if row.get("registers_source") == "estimate" else "")
         marker = Text("★ best", style="bold green") if row["best"] else Text("")
@@ -52,8 +55,11 @@ def sweep_table(doc: dict) -> Table:
                       row["limiter"], _f(row["cgma"], ".3g"), _f(row["achievable_gflops"], ",.1f"),
                       _f(row["predicted_gflops"], ",.1f"), fmt_time(row["predicted_time_s"]), row["bound"], marker,
                       style="bold" if row["best"] else None)
+    captions = [f"[{i}] {reason}" for i, reason in enumerate(footnotes, 1)]
     if any(r.get("registers_source") == "estimate" for r in doc["points"] if r["valid"]):
-        table.caption = "* registers per thread estimated (pass --regs N or --regs auto)"
+        captions.append("* registers per thread estimated (pass --regs N or --regs auto)")
+    if captions:
+        table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
 
@@ -65,7 +71,8 @@ def gflops_chart(doc: dict) -> Text:
     text = Text()
     if not valid:
         return text
-    top = max(max(r["predicted_gflops"] for r in valid), 1e-12)
+    # one scale for both models, so the gap between the seed bound and the bottleneck model shows
+    top = max(max(max(r["predicted_gflops"], r["achievable_gflops"]) for r in valid), 1e-12)
     labels = [_label(r, doc["varied"]) for r in rows]
     width = max(len(label) for label in labels)
     text.append("predicted GFLOPS (█) and the seed bound (┃)\n", style="bold")
@@ -79,18 +86,16 @@ def gflops_chart(doc: dict) -> Text:
         for i in range(filled):
             cells[i] = "█"
         seed_pos = row["achievable_gflops"] / top * CHART_WIDTH
-        seed_marker = seed_pos <= CHART_WIDTH
-        if seed_marker:
-            cells[max(0, min(CHART_WIDTH - 1, int(round(seed_pos)) - 1))] = "┃"
+        cells[max(0, min(CHART_WIDTH - 1, int(round(seed_pos)) - 1))] = "┃"
         text.append("".join(cells), style="bold green" if row["best"] else "cyan")
         text.append(f" {row['predicted_gflops']:,.1f}")
-        if not seed_marker:
-            text.append(f"  (seed {row['achievable_gflops']:,.0f} ▶)", style="dim")
+        text.append(f"  (seed {row['achievable_gflops']:,.1f})", style="dim")
         text.append("\n")
     return text
 
 
 def render_sweep(doc: dict, console: Console) -> None:
+    console = wide_console(console, 144)
     console.print(sweep_table(doc))
     console.print()
     console.print(gflops_chart(doc))

@@ -1,0 +1,213 @@
+"""`perfmodel analyze`: the seed slides' figures through the real pipeline, occupancy inside analyze, registers,
+sampled mode, and the JSON contract."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+
+import pytest
+
+from perfmodel.analyze import analyze, simulate_launch
+from perfmodel.devices import load_device
+from perfmodel.errors import OccupancyError
+from perfmodel.occupancy import occupancy
+from perfmodel.registers import override_defines, _parse_ptxas
+
+
+def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    from perfmodel.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["perfmodel", *map(str, args)])
+    with pytest.raises(SystemExit) as info:
+        main()
+    out, err = capsys.readouterr()
+    return (0 if info.value.code is None else int(info.value.code)), out, err
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    return lambda *args: run_cli(monkeypatch, capsys, *args)
+
+
+def analyze_json(cli, *args) -> dict:
+    code, out, err = cli("analyze", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+# ---- the seed slides' figures, through `perfmodel analyze` ---------------------------------------------
+
+def test_g80_naive_matmul_cgma_1_bound_21_6(cli):
+    doc = analyze_json(cli, "matmul_naive", "--device", "g80", "-D", "Width=64")
+    assert doc["cgma"] == pytest.approx(1.0)
+    assert doc["achievable_gflops"] == pytest.approx(21.6)
+    assert doc["correct"] is True
+    # the bottleneck model beside it is below the seed bound's compute peak
+    assert 0 < doc["predicted_gflops"] < 346.5
+
+
+def test_g80_tiled_16_cgma_16_bound_345_6(cli):
+    doc = analyze_json(cli, "matmul_tiled", "--device", "g80", "-D", "TILE_WIDTH=16", "-D", "Width=64")
+    assert doc["cgma"] == pytest.approx(16.0)
+    assert doc["achievable_gflops"] == pytest.approx(345.6)
+    assert doc["seed_model"]["peak_gflops"] == pytest.approx(346.5)
+    # the slides: TILE_WIDTH 16 gives each SM 3 blocks, 768 threads
+    assert doc["occupancy"]["blocks_per_sm"] == 3
+    assert doc["occupancy"]["threads_per_sm"] == 768
+    # shared memory per block on CC 1.x: 2 x 16 x 16 x 4 B static + 28 B of params + the 16 B system area
+    assert doc["shared_memory_per_block"] == 2048 + 28 + 16
+    assert doc["correct"] is True
+
+
+def test_tiling_16_reduces_global_loads_by_16():
+    naive = analyze("matmul_naive", "g80", {"Width": 128, "BLOCK_WIDTH": 16})
+    tiled = analyze("matmul_tiled", "g80", {"Width": 128, "TILE_WIDTH": 16})
+    assert naive.counts["global"]["loads"] / tiled.counts["global"]["loads"] == pytest.approx(16.0)
+    assert naive.flops == tiled.flops == 2 * 128**3
+
+
+def test_one_tile_phase_is_512_loads_for_8192_mul_add():
+    # "Each thread block performs 2 x 256 = 512 float loads from global memory for 256 x (2 x 16) = 8,192
+    # mul/add operations" - per tile phase; with Width = TILE_WIDTH a block runs exactly one phase
+    one_phase = analyze("matmul_tiled", "g80", {"Width": 16, "TILE_WIDTH": 16})
+    assert one_phase.launch.total_blocks == 1
+    assert one_phase.counts["global"]["loads"] == 512
+    assert one_phase.flops == 8192
+
+
+def test_g80_1024_tiled_4096_blocks(cli):
+    # W = 1024, TILE_WIDTH 16: 4,096 blocks, 64 phases of 512 loads / 8,192 mul-adds each per block
+    doc = analyze_json(cli, "matmul_tiled", "--device", "g80", "-D", "Width=1024", "--sample", "24")
+    assert doc["launch"]["total_blocks"] == 4096
+    per_block_loads = doc["counts"]["global"]["loads"] / 4096
+    per_block_flops = doc["counts"]["flops"] / 4096
+    assert per_block_loads == pytest.approx(512 * 64)
+    assert per_block_flops == pytest.approx(8192 * 64)
+    assert doc["cgma"] == pytest.approx(16.0)
+    assert doc["sampled"] is True
+
+
+def test_required_cgma_on_g80():
+    a = analyze("matmul_naive", "g80", {"Width": 32})
+    assert a.seed.required_cgma == pytest.approx(346.5 / 21.6)
+
+
+# ---- JSON contract ---------------------------------------------------------------------------------------
+
+def test_json_keys_and_occupancy_object_matches_the_occupancy_command(cli):
+    doc = analyze_json(cli, "matmul_tiled", "--device", "h100", "-D", "Width=64", "--regs", "32")
+    for key in ("counts", "correct", "cgma", "achievable_gflops", "predicted_gflops", "predicted_time_s", "bound",
+                "occupancy", "resources", "launch", "registers_source", "sampled", "kernel", "device", "params",
+                "hot_lines", "advice"):
+        assert key in doc, key
+    h100 = load_device("h100")
+    direct = occupancy(h100, 256, 32, doc["shared_memory_per_block"], grid_blocks=16).to_json()
+    assert set(doc["occupancy"]) == set(direct)
+    assert doc["occupancy"]["blocks_per_sm"] == direct["blocks_per_sm"]
+    assert doc["bound"] in doc["resources"]
+    for resource in doc["resources"].values():
+        assert resource["time_s"] >= 0 and 0 <= resource["share_of_peak"] <= 1.0 + 1e-9
+    assert doc["predicted_time_s"] >= max(r["time_s"] for r in doc["resources"].values())
+    assert doc["predicted_gflops"] == pytest.approx(doc["counts"]["flops"] / doc["predicted_time_s"] / 1e9)
+    assert doc["counts"]["global"]["load_sectors"] > 0
+
+
+def test_terminal_report_has_every_section(cli):
+    code, out, err = cli("analyze", "matmul_tiled", "--device", "g80", "-D", "Width=64")
+    assert code == 0, err
+    for text in ("matmul_tiled", "GFLOPS", "bound", "Launch & occupancy", "Counts", "CGMA", "Per-resource bounds",
+                 "Hottest source lines"):
+        assert text in out, text
+
+
+# ---- registers --------------------------------------------------------------------------------------------
+
+def test_registers_flag_beats_the_estimate():
+    estimate = analyze("matmul_tiled", "g80", {"Width": 32})
+    assert estimate.registers.source == "estimate"
+    assert any("estimate" in tip for tip in estimate.advice)
+    flagged = analyze("matmul_tiled", "g80", {"Width": 32}, regs=11)
+    assert flagged.registers.source == "flag" and flagged.registers.per_thread == 11
+    # 11 registers x 256 threads: per-block allocation leaves 2 blocks per SM (seed slides)
+    assert flagged.occupancy.blocks_per_sm == 2
+
+
+def test_override_defines_and_ptxas_parsing():
+    source = "#define TILE_WIDTH 16\n  #  define MASK 5\nint x;\n"
+    assert override_defines(source, {"TILE_WIDTH": 32}).splitlines()[0] == "#define TILE_WIDTH 32"
+    assert override_defines(source, {"MASK": 7}).splitlines()[1].endswith("define MASK 7")
+    text = ("ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90'\nptxas info    : Used 12 registers\n"
+            "ptxas info    : Compiling entry function '_Z3barPf' for 'sm_90'\nptxas info    : Used 40 registers\n")
+    assert _parse_ptxas(text, "bar") == 40
+    assert _parse_ptxas(text, "foo") == 12
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_regs_auto_uses_ptxas(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    a = analyze("matmul_tiled", "h100", {"Width": 64, "TILE_WIDTH": 32}, regs="auto")
+    assert a.registers.source == "ptxas"
+    assert 8 <= a.registers.per_thread <= 255
+    assert list((tmp_path / "registers").glob("*.json"))   # cached on disk
+    again = analyze("matmul_tiled", "h100", {"Width": 64, "TILE_WIDTH": 32}, regs="auto")
+    assert again.registers.per_thread == a.registers.per_thread
+    # G80 (sm_10) is beyond nvcc 13: falls back to the flagged estimate and says why
+    g80 = analyze("matmul_tiled", "g80", {"Width": 64}, regs="auto")
+    assert g80.registers.source == "estimate" and "sm_10" in g80.registers.note
+
+
+# ---- launches that cannot run ------------------------------------------------------------------------------
+
+def test_1024_threads_on_g80_is_an_error_with_the_reason(cli):
+    with pytest.raises(OccupancyError, match="1,024 threads"):
+        analyze("matmul_tiled", "g80", {"TILE_WIDTH": 32, "Width": 64})
+    code, out, err = cli("analyze", "matmul_tiled", "--device", "g80", "-D", "TILE_WIDTH=32", "-D", "Width=64")
+    assert code == 2 and "1,024" in err
+
+
+# ---- sampled mode ------------------------------------------------------------------------------------------
+
+def _flat(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            yield f"{prefix}{k}", float(v)
+
+
+@pytest.mark.parametrize("kernel,params", [
+    ("matmul_tiled", {"Width": 1024, "TILE_WIDTH": 16}),
+    ("matmul_naive", {"Width": 256, "BLOCK_WIDTH": 16}),
+])
+def test_sampled_counts_agree_with_exact_within_1_percent(kernel, params):
+    _, exact = simulate_launch(kernel, params, sample=0)
+    _, sampled = simulate_launch(kernel, params, sample=24)
+    assert not exact.sampled and sampled.sampled
+    assert sampled.blocks_simulated < exact.blocks_simulated
+    exact_counts = dict(_flat(exact.counts))
+    for key, value in _flat(sampled.counts):
+        if key.startswith("global.unique") or key not in exact_counts:
+            continue
+        reference = exact_counts[key]
+        assert value == pytest.approx(reference, rel=0.01, abs=1e-9), key
+    assert sampled.correct is True and "sampled run" in sampled.correct_detail
+
+
+@pytest.mark.parametrize("kernel", ["matmul_tiled", "matmul_naive"])
+def test_w4096_analyses_in_under_30_s(kernel):
+    started = time.perf_counter()
+    a = analyze(kernel, "h100", {"Width": 4096}, regs=32)
+    elapsed = time.perf_counter() - started
+    assert a.sim.sampled
+    assert a.flops == pytest.approx(2 * 4096**3, rel=1e-6)
+    assert elapsed < 30
+
+
+def test_picture_scale_reports_partially_idle_blocks():
+    a = analyze("picture_scale", "g80")
+    doc = a.to_json()
+    # 76 x 62 picture in 16 x 16 blocks: the right column and bottom row of blocks are partly idle
+    assert doc["counts"]["idle_threads"] == 80 * 64 - 76 * 62
+    assert doc["idle"]["partially_idle_blocks"] == 5 + 4 - 1
