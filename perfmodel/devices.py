@@ -108,24 +108,25 @@ class Throughput(BaseModel):
     warp_instructions_per_clock: PositiveFloat | None = None  # warp instructions issued per clock per SM
 
 
-# field -> (formula text, function of the raw device dict). Used when a profile leaves the field out.
+# field -> (formula text, function of (device fields, throughput fields so far)). Used when a profile leaves the
+# field out; the loader records ``source: default`` with the formula as the note.
 THROUGHPUT_DEFAULTS: dict[str, tuple[str, Any]] = {
     "shared_bandwidth_bytes_per_clock": (
         "shared_memory_banks x shared_memory_bank_width_bytes",
-        lambda d: d["shared_memory_banks"] * d["shared_memory_bank_width_bytes"]),
+        lambda d, t: d["shared_memory_banks"] * d["shared_memory_bank_width_bytes"]),
     "l2_bandwidth_bytes_per_s": (
         "2 x dram_bandwidth_bytes_per_s (dram_bandwidth_bytes_per_s where there is no L2); a rough estimate",
-        lambda d: d["dram_bandwidth_bytes_per_s"] * (2 if d["l2_cache_bytes"] > 0 else 1)),
+        lambda d, t: d["dram_bandwidth_bytes_per_s"] * (2 if d["l2_cache_bytes"] > 0 else 1)),
     "global_latency_cycles": ("400 cycles (PG3.2 section 5.2.3 gives 400-800; LAT-2023 models 400)",
-                              lambda d: 400.0),
-    "l2_latency_cycles": ("200 cycles (LAT-2023 model value)", lambda d: 200.0),
-    "shared_latency_cycles": ("20 cycles (LAT-2023 model value)", lambda d: 20.0),
+                              lambda d, t: 400.0),
+    "l2_latency_cycles": ("200 cycles (LAT-2023 model value)", lambda d, t: 200.0),
+    "shared_latency_cycles": ("20 cycles (LAT-2023 model value)", lambda d, t: 20.0),
     "l1_hit_latency_cycles": ("shared_latency_cycles (L1 and shared memory are the same SRAM on 2.x+)",
-                              lambda d: None),
-    "lsu_requests_per_clock": ("lsu_per_sm / warp_size", lambda d: d["lsu_per_sm"] / d["warp_size"]),
+                              lambda d, t: t["shared_latency_cycles"]),
+    "lsu_requests_per_clock": ("lsu_per_sm / warp_size", lambda d, t: d["lsu_per_sm"] / d["warp_size"]),
     "warp_instructions_per_clock": (
         "min(warp_schedulers_per_sm, fp32_lanes_per_sm / warp_size)",
-        lambda d: min(d["warp_schedulers_per_sm"], d["fp32_lanes_per_sm"] / d["warp_size"])),
+        lambda d, t: min(d["warp_schedulers_per_sm"], d["fp32_lanes_per_sm"] / d["warp_size"])),
 }
 
 
@@ -307,22 +308,17 @@ def _unwrap(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, FieldSource]
     return values, provenance, problems
 
 
-def _fill_throughput(values: dict[str, Any], provenance: dict[str, FieldSource], device: Device) -> Device:
+def _fill_throughput(provenance: dict[str, FieldSource], device: Device) -> Device:
     """Derive the throughput fields the profile left out (recording ``source: default`` and the formula)."""
-    given = device.throughput.model_dump()
-    missing = [k for k, v in given.items() if v is None]
-    if not missing:
+    filled = device.throughput.model_dump()
+    if all(v is not None for v in filled.values()):
         return device
     basis = device.model_dump()
-    filled = dict(given)
     new_provenance = dict(provenance)
-    for key in missing:
-        formula, derive = THROUGHPUT_DEFAULTS[key]
-        value = derive(basis)
-        if value is None and key == "l1_hit_latency_cycles":
-            value = filled["shared_latency_cycles"]
-        filled[key] = value
-        new_provenance[f"throughput.{key}"] = FieldSource(source="default", note=formula)
+    for key, (formula, derive) in THROUGHPUT_DEFAULTS.items():  # in order: l1_hit uses shared_latency
+        if filled[key] is None:
+            filled[key] = derive(basis, filled)
+            new_provenance[f"throughput.{key}"] = FieldSource(source="default", note=formula)
     return device.model_copy(update={"throughput": Throughput(**filled), "provenance": new_provenance})
 
 
@@ -335,7 +331,7 @@ def _describe(error: dict[str, Any]) -> tuple[str, str]:
         _, loc, message = message.split("@", 2)
         return loc, message
     if error.get("type") == "missing":
-        return loc, "a value (this field is required)"
+        return loc, "expected a value (this field is required)"
     if error.get("type") == "extra_forbidden":
         return loc, "no such field (check the spelling; see `perfmodel devices show g80` for the field names)"
     if message.startswith("Input should be "):
@@ -349,12 +345,7 @@ def _validation_problems(label: str, err: ValidationError) -> list[str]:
     lines = []
     for error in err.errors():
         loc, message = _describe(error)
-        if error.get("type") == "missing":
-            lines.append(f"{label}: field {loc!r}: expected {message}")
-        elif error.get("type") == "extra_forbidden":
-            lines.append(f"{label}: field {loc!r}: {message}")
-        else:
-            lines.append(f"{label}: field {loc!r}: {message}")
+        lines.append(f"{label}: field {loc!r}: {message}")
     return lines
 
 
@@ -390,7 +381,7 @@ def check_device_file(path: str | Path) -> tuple[Device | None, list[str]]:
         return None, problems + _validation_problems(label, err)
     if problems:
         return None, problems
-    return _fill_throughput(values, provenance, device), []
+    return _fill_throughput(provenance, device), []
 
 
 def unsourced_fields(device: Device) -> list[str]:
