@@ -51,10 +51,11 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
     from perfmodel.sim.lower import Lowerer
 
     pre = prepass(source, filename, overrides)
+    parser = c_parser.CParser()
     try:
-        ast = c_parser.CParser().parse(pre.text, filename)
+        ast = parser.parse(pre.text, filename)
     except ParseError as exc:
-        raise _parse_error(exc, filename, pre) from None
+        raise _parse_error(exc, filename, pre, parser) from None
     funcs, globals_, kernels = {}, {}, []
     for ext in ast.ext:
         if isinstance(ext, c_ast.FuncDef):
@@ -117,15 +118,25 @@ def _array_names(low) -> set:
     return set()
 
 
-def _parse_error(exc: ParseError, filename: str, pre) -> FrontendError:
+def _parse_error(exc: ParseError, filename: str, pre, parser) -> FrontendError:
     text = str(exc)
-    # pycparser: "file:line:col: before: tok"
+    # pycparser: "file:line:col: before: tok", or "file: message" with the offending token still unconsumed
     parts = text.split(":", 3)
     try:
         line, col = int(parts[1]), int(parts[2])
         loc = Location(filename, line, map_col(pre, line, col))
         rest = parts[3].strip()
     except (ValueError, IndexError):
-        loc, rest = Location(filename), text
+        rest = text.split(":", 1)[-1].strip()
+        tok = None
+        try:
+            tok = parser._peek()          # pycparser 3 keeps its token stream; best effort
+        except Exception:  # noqa: BLE001
+            pass
+        if tok is not None and getattr(tok, "lineno", None):
+            loc = Location(filename, tok.lineno, map_col(pre, tok.lineno, tok.column))
+            rest = f"{rest} at {tok.value!r}"
+        else:
+            loc = Location(filename)
     return FrontendError(f"{loc}: cannot parse this CUDA C ({rest}); the supported subset is described in "
                          "docs/semantics.md", location=loc)

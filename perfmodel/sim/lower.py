@@ -726,7 +726,10 @@ class Lowerer:
         if node.type != "." or not isinstance(node.name, c_ast.ID) or not isinstance(node.field, c_ast.ID):
             raise self.err(node, "structs are not supported")
         base, fld = node.name.name, node.field.name
-        if base not in _BUILTIN_VECS or fld not in ("x", "y", "z"):
+        if base not in _BUILTIN_VECS:
+            self.lookup(base, node.name)         # unknown identifier first
+            raise self.err(node, f"unsupported member access {base}.{fld} (structs are not supported)")
+        if fld not in ("x", "y", "z"):
             raise self.err(node, f"unsupported member access {base}.{fld}")
         attr = _BUILTIN_VECS[base]
         k = "xyz".index(fld)
@@ -1075,6 +1078,9 @@ class Lowerer:
             if at.shape:
                 raise self.err(node, "cannot assign to an array")
             return ("mem", ref, at.elem, at.space, name)
+        if isinstance(node, c_ast.StructRef):
+            self.e_StructRef(node)
+            raise self.err(node, "cannot assign to a built-in index variable")
         raise self.err(node, f"unsupported assignment target {type(node).__name__}")
 
     def assign_var_fn(self, var: Var, e: E, node):
@@ -1221,6 +1227,8 @@ class Lowerer:
         if not isinstance(node.name, c_ast.ID):
             raise self.err(node, "calls through pointers are not supported")
         name = node.name.name
+        if name in ("printf", "assert", "malloc", "free"):
+            raise self.err(node, f"{name} is not supported in simulated kernels")
         args = node.args.exprs if node.args is not None else []
         if name == "__syncthreads":
             if args:

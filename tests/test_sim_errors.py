@@ -1,0 +1,143 @@
+"""Errors a user can hit while simulating: each names the line, the thread and the block."""
+import re
+
+import numpy as np
+import pytest
+
+from perfmodel.errors import SimulationError
+from perfmodel.frontend import compile_kernel
+from perfmodel.sim import simulate
+
+
+def run(src, grid, block, args, **kw):
+    return simulate(compile_kernel(source=src, path="bad.cu"), grid, block, args, **kw)
+
+
+def test_barrier_divergence_names_line_and_block():
+    src = r"""
+    __global__ void k(float *a) {
+        __shared__ float s[64];
+        if (threadIdx.x < 32 || blockIdx.x == 0) {
+            s[threadIdx.x] = a[threadIdx.x];
+            __syncthreads();
+        }
+    }"""
+    with pytest.raises(SimulationError) as exc:
+        run(src, (3, 2), 64, [np.zeros(64, np.float32)])
+    msg = str(exc.value)
+    assert "barrier divergence at bad.cu:6 in block (1,0)" in msg
+    assert exc.value.block == (1, 0, 0)
+    assert exc.value.thread == (32, 0, 0)
+
+
+def test_barrier_after_early_exit_of_some_threads_is_allowed():
+    # exited threads do not take part in later barriers (documented): only live threads must arrive
+    src = r"""
+    __global__ void k(float *a, int n) {
+        __shared__ float s[64];
+        int i = threadIdx.x;
+        if (i >= n) return;
+        s[i] = a[i];
+        __syncthreads();
+        a[i] = s[n - 1 - i];
+    }"""
+    a = np.arange(64, dtype=np.float32)
+    r = run(src, 1, 64, [a, 40])
+    assert a[:40].tolist() == list(range(39, -1, -1))
+    assert r.counts.barriers == 1
+
+
+def test_barrier_in_a_loop_with_divergent_trip_counts_is_divergence():
+    src = r"""
+    __global__ void k(int *n) {
+        for (int j = 0; j < n[threadIdx.x]; j++) {
+            __syncthreads();
+        }
+    }"""
+    n = np.array([2] * 16 + [3] * 16, np.int32)
+    with pytest.raises(SimulationError, match=r"barrier divergence at bad.cu:4 in block \(0,0\)"):
+        run(src, 1, 32, [n])
+
+
+def test_global_out_of_bounds_names_array_index_thread_block():
+    src = r"""
+    __global__ void k(float *A, float *B, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        B[i] = A[i + 1];
+    }"""
+    with pytest.raises(SimulationError) as exc:
+        run(src, 4, 32, [np.zeros(128, np.float32), np.zeros(128, np.float32), 128])
+    msg = str(exc.value)
+    assert msg.startswith("bad.cu:4:16: out-of-bounds global load: A[128] but A has 128 elements")
+    assert "thread (31,0,0), block (3,0,0)" in msg
+
+
+def test_negative_global_index_is_reported():
+    src = r"""
+    __global__ void k(float *N, float *P) {
+        int i = threadIdx.x;
+        P[i] = N[i - 2];
+    }"""
+    with pytest.raises(SimulationError, match=r"N\[-2\].*thread \(0,0,0\), block \(0,0,0\)"):
+        run(src, 1, 8, [np.zeros(8, np.float32), np.zeros(8, np.float32)])
+
+
+def test_shared_out_of_bounds_store():
+    src = r"""
+    #define TILE 16
+    __global__ void k(float *a) {
+        __shared__ float tile[TILE][TILE];
+        tile[threadIdx.y][threadIdx.x + 1] = a[0];
+    }"""
+    with pytest.raises(SimulationError) as exc:
+        run(src, (1, 2), (16, 16), [np.zeros(1, np.float32)])
+    msg = str(exc.value)
+    assert "out-of-bounds shared store: tile[256] but tile has 256 elements" in msg
+    assert "thread (15,15,0), block (0,0,0)" in msg
+    assert msg.startswith("bad.cu:5:")
+
+
+def test_inactive_lanes_may_hold_out_of_range_indices():
+    src = r"""
+    __global__ void k(float *a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] = a[i] + 1.0f;
+    }"""
+    a = np.zeros(100, np.float32)
+    run(src, 4, 32, [a, 100])
+    assert a.tolist() == [1.0] * 100
+
+
+def test_runaway_loop_names_the_loop_line():
+    src = r"""
+    __global__ void k(int *a) {
+        int i = threadIdx.x;
+        while (a[i] >= 0) {
+            a[i] = a[i] + 1;
+            if (a[i] > 1000000000) a[i] = 0;
+        }
+    }"""
+    with pytest.raises(SimulationError) as exc:
+        run(src, 1, 32, [np.zeros(32, np.int32)], max_steps=500)
+    msg = str(exc.value)
+    assert re.search(r"bad\.cu:4:\d+: runaway loop: more than 500 iterations of the loop at line 4", msg)
+    assert "thread (0,0,0) of block (0,0,0)" in msg
+
+
+def test_integer_division_by_zero():
+    src = r"""
+    __global__ void k(int *a, int d) {
+        a[threadIdx.x] = a[threadIdx.x] / d;
+    }"""
+    with pytest.raises(SimulationError, match="integer division by zero"):
+        run(src, 1, 4, [np.ones(4, np.int32), 0])
+
+
+def test_argument_checks():
+    src = "__global__ void k(float *a, int n) { a[0] = n; }"
+    with pytest.raises(SimulationError, match="takes 2 arguments"):
+        run(src, 1, 1, [np.zeros(1, np.float32)])
+    with pytest.raises(SimulationError, match="dtype float64"):
+        run(src, 1, 1, [np.zeros(1), 3])
+    with pytest.raises(SimulationError, match="unknown __constant__"):
+        run(src, 1, 1, [np.zeros(1, np.float32), 3], constants={"M": np.zeros(3)})

@@ -1,0 +1,272 @@
+"""C semantics of the simulator: integer arithmetic, floats, control flow, device functions, atomics, memory."""
+import numpy as np
+import pytest
+
+from perfmodel.frontend import compile_kernel
+from perfmodel.sim import simulate
+
+
+def run(src, grid, block, args, **kw):
+    program = compile_kernel(source=src, path="t.cu")
+    return simulate(program, grid, block, args, **kw)
+
+
+def test_integer_division_modulo_shift_truncate_toward_zero():
+    src = r"""
+    __global__ void k(int *a, int *b, int *q, int *r, int *s, int *c, unsigned int *u) {
+        int i = threadIdx.x;
+        q[i] = a[i] / b[i];
+        r[i] = a[i] % b[i];
+        s[i] = a[i] >> 1;
+        c[i] = (int)(-7.9f + i);
+        u[i] = (unsigned int)a[i] - 1u;
+    }"""
+    a = np.array([-7, 7, -7, 7, -1, 0, -8, 2147483647], np.int32)
+    b = np.array([2, -2, -2, 2, 3, 5, 3, 1], np.int32)
+    q, r, s, c = (np.zeros(8, np.int32) for _ in range(4))
+    u = np.zeros(8, np.uint32)
+    run(src, 1, 8, [a, b, q, r, s, c, u])
+    assert q.tolist() == [-3, -3, 3, 3, 0, 0, -2, 2147483647]
+    assert r.tolist() == [-1, 1, -1, 1, -1, 0, -2, 0]
+    assert s.tolist() == [-4, 3, -4, 3, -1, 0, -4, 1073741823]       # arithmetic shift, as nvcc
+    assert c.tolist() == [int(-7.9 + i) for i in range(8)]              # float->int truncates toward zero
+    assert u.tolist() == [(int(x) - 1) % 2**32 for x in a]              # unsigned wraps
+
+
+def test_int32_wraparound_and_unsigned_index_arithmetic():
+    src = r"""
+    __global__ void k(int *o, unsigned int *uo) {
+        int big = 2147483647;
+        o[0] = big + 1;
+        o[1] = (blockIdx.x - 1) * blockDim.x + threadIdx.x;   // unsigned wrap, then back to int: negative
+        uo[0] = 0u - 1u;
+        o[2] = -17 / 4 * 4 + -17 % 4;
+    }"""
+    o = np.zeros(3, np.int32)
+    uo = np.zeros(1, np.uint32)
+    run(src, 1, 1, [o, uo])
+    assert o.tolist() == [-2147483648, -1, -17]
+    assert uo[0] == 2**32 - 1
+
+
+def test_double_literal_promotes_then_rounds_to_float():
+    src = r"""
+    __global__ void k(float *x, float *y, double *d) {
+        int i = threadIdx.x;
+        y[i] = 2.0 * x[i] + 0.1;
+        d[i] = x[i] * 0.1;
+    }"""
+    x = np.linspace(-3, 3, 32).astype(np.float32)
+    y = np.zeros(32, np.float32)
+    d = np.zeros(32, np.float64)
+    r = run(src, 1, 32, [x, y, d])
+    assert np.array_equal(y, (2.0 * x.astype(np.float64) + 0.1).astype(np.float32))
+    assert np.array_equal(d, x.astype(np.float64) * 0.1)
+    assert r.counts.fp64_ops > 0
+
+
+def test_divergent_if_else_loops_break_continue_return():
+    src = r"""
+    __device__ int collatz(int n) {
+        int steps = 0;
+        while (n != 1) {
+            if (n % 2 == 0) n = n / 2; else n = 3 * n + 1;
+            steps++;
+            if (steps > 1000) return -1;
+        }
+        return steps;
+    }
+    __global__ void k(int *out, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        int acc = 0;
+        for (int j = 0; j < 100; j++) {
+            if (j % 3 == 0) continue;
+            if (j > i) break;
+            acc += j;
+        }
+        out[2 * i] = acc;
+        out[2 * i + 1] = collatz(i + 1);
+    }"""
+    n = 70
+    out = np.zeros(2 * n, np.int32)
+    res = run(src, 3, 32, [out, n])
+
+    def collatz(v):
+        s = 0
+        while v != 1:
+            v = v // 2 if v % 2 == 0 else 3 * v + 1
+            s += 1
+        return s
+    for i in range(n):
+        assert out[2 * i] == sum(j for j in range(min(i, 99) + 1) if j % 3 != 0), i
+        assert out[2 * i + 1] == collatz(i + 1)
+    assert res.counts.divergent_branches > 0
+    assert res.counts.idle_threads == 96 - 70
+
+
+def test_ternary_and_short_circuit_only_evaluate_the_taken_side():
+    # N[-1] and N[n] would be out of bounds: the ternary and && must not load them
+    src = r"""
+    __global__ void k(float *N, float *P, int n) {
+        int i = threadIdx.x;
+        float left = (i - 1 < 0) ? 0.0f : N[i - 1];
+        float right = (i + 1 < n && N[i + 1] > 0.0f) ? N[i + 1] : 0.0f;
+        P[i] = left + right;
+    }"""
+    N = np.arange(1, 9, dtype=np.float32)
+    P = np.zeros(8, np.float32)
+    r = run(src, 1, 8, [N, P, 8])
+    expect = np.array([(N[i - 1] if i > 0 else 0) + (N[i + 1] if i + 1 < 8 else 0) for i in range(8)], np.float32)
+    assert np.array_equal(P, expect)
+    # loads: N[i-1] by 7 lanes, N[i+1] > 0 by 7 lanes, N[i+1] again by 7 lanes
+    assert r.counts.global_["loads"] == 21
+
+
+def test_math_functions_min_max_and_casts():
+    src = r"""
+    __global__ void k(float *x, float *y, int *m) {
+        int i = threadIdx.x;
+        y[i] = sqrtf(fabsf(x[i])) + fmaxf(x[i], 0.0f) + expf(-x[i] * x[i]);
+        m[i] = max(min(i, 5), 2) + abs(i - 4);
+    }"""
+    x = np.linspace(-2, 2, 16).astype(np.float32)
+    y = np.zeros(16, np.float32)
+    m = np.zeros(16, np.int32)
+    r = run(src, 1, 16, [x, y, m])
+    ref = np.sqrt(np.abs(x)) + np.maximum(x, 0) + np.exp(-x * x)
+    assert np.allclose(y, ref, rtol=1e-6)
+    assert m.tolist() == [max(min(i, 5), 2) + abs(i - 4) for i in range(16)]
+    assert r.counts.fp_ops["special"] == 32            # sqrtf and expf
+    assert r.counts.fp_ops["add"] == 32                # two float adds per thread
+
+
+def test_fma_contraction_counts_one_fma_of_two_flops():
+    src = r"""
+    __global__ void k(float *a, float *b, float *c) {
+        int i = threadIdx.x;
+        float s = c[i];
+        s += a[i] * b[i];          // fma
+        c[i] = a[i] * b[i] - s;    // fma (nvcc contracts a*b - s too)
+        c[i] = c[i] * 2.0f;        // mul
+    }"""
+    a = np.ones(32, np.float32)
+    b = np.ones(32, np.float32)
+    c = np.ones(32, np.float32)
+    r = run(src, 1, 32, [a, b, c])
+    assert r.counts.fp_ops == dict(add=0, mul=32, fma=64, div=0, special=0)
+    assert r.counts.flops == 32 + 2 * 64
+
+
+def test_atomics_on_global_and_shared_with_collisions():
+    src = r"""
+    __global__ void k(int *hist, int *vals, int *old_max, float *fsum, int *cas) {
+        __shared__ int local[4];
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (threadIdx.x < 4) local[threadIdx.x] = 0;
+        __syncthreads();
+        atomicAdd(&local[vals[i] % 4], 1);
+        __syncthreads();
+        if (threadIdx.x < 4) atomicAdd(&hist[threadIdx.x], local[threadIdx.x]);
+        atomicMax(&old_max[0], vals[i]);
+        atomicAdd(fsum, 0.5f);
+        atomicCAS(&cas[0], 0, i + 1);        // only the first lane in lane order wins
+    }"""
+    rng = np.random.default_rng(3)
+    vals = rng.integers(0, 1000, 256).astype(np.int32)
+    hist = np.zeros(4, np.int32)
+    old_max = np.zeros(1, np.int32)
+    fsum = np.zeros(1, np.float32)
+    cas = np.zeros(1, np.int32)
+    r = run(src, 4, 64, [hist, vals, old_max, fsum, cas])
+    assert hist.tolist() == np.bincount(vals % 4, minlength=4).tolist()
+    assert old_max[0] == vals.max()
+    assert fsum[0] == 128.0
+    assert cas[0] == 1
+    assert r.counts.global_["atomics"] == 16 + 256 * 3
+    assert r.counts.shared["atomics"] == 256
+
+
+def test_atomic_add_returns_old_values_in_lane_order():
+    src = r"""
+    __global__ void k(int *counter, int *slot) {
+        slot[threadIdx.x] = atomicAdd(counter, 1);
+    }"""
+    counter = np.zeros(1, np.int32)
+    slot = np.zeros(40, np.int32)
+    run(src, 1, 40, [counter, slot])
+    assert counter[0] == 40
+    assert slot.tolist() == list(range(40))
+
+
+def test_local_arrays_2d_shared_dynamic_shared_and_pointers():
+    src = r"""
+    #define T 8
+    extern "C" __global__ void k(float *in, float *out) {
+        __shared__ float tile[T][T + 1];
+        extern __shared__ float dyn[];
+        float acc[3];
+        int tx = threadIdx.x, ty = threadIdx.y;
+        tile[ty][tx] = in[ty * T + tx];
+        dyn[ty * T + tx] = 1.0f;
+        __syncthreads();
+        for (int j = 0; j < 3; ++j) acc[j] = tile[tx][ty] * (j + 1);
+        float *row = out + ty * T;
+        row[tx] = acc[0] + acc[1] + acc[2] + dyn[tx * T + ty];
+    }"""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    program = compile_kernel(source=src, path="t.cu")
+    assert [s.name for s in program.shared] == ["tile", "dyn"]
+    assert program.static_shared_bytes == 8 * 9 * 4
+    r = simulate(program, 1, (8, 8), [x, out], dynamic_shared_bytes=64 * 4)
+    assert np.array_equal(out.reshape(8, 8), x.reshape(8, 8).T * 6 + 1)
+    assert r.counts.local["stores"] == 3 * 64 and r.counts.local["loads"] == 3 * 64
+
+
+def test_constant_memory_2d_and_initialised_from_constants():
+    src = r"""
+    #define MW 3
+    __constant__ float Mc[MW][MW];
+    __global__ void k(float *out) {
+        int i = threadIdx.x;
+        float s = 0.0f;
+        for (int r = 0; r < MW; r++)
+            for (int c = 0; c < MW; c++)
+                s += Mc[r][c];
+        out[i] = s;
+    }"""
+    out = np.zeros(4, np.float32)
+    m = np.arange(9, dtype=np.float32).reshape(3, 3)
+    r = run(src, 1, 4, [out], constants={"Mc": m})
+    assert out.tolist() == [36.0] * 4
+    assert r.counts.constant["loads"] == 36
+    assert r.counts.constant["load_wavefronts"] == 9        # one address per warp request: no serialisation
+
+
+def test_do_while_and_compound_assignment_on_memory():
+    src = r"""
+    __global__ void k(int *a) {
+        int i = threadIdx.x;
+        int n = 0;
+        do { n++; } while (n < i);
+        a[i] += n;
+        a[i] <<= 1;
+        a[i]++;
+    }"""
+    a = np.ones(8, np.int32)
+    run(src, 1, 8, [a])
+    assert a.tolist() == [(1 + max(1, i)) * 2 + 1 for i in range(8)]
+
+
+def test_block_of_3d_threads_and_grid_of_3d_blocks_linearise_x_fastest():
+    src = r"""
+    __global__ void k(int *o) {
+        int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+        int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+        o[b * blockDim.x * blockDim.y * blockDim.z + t] = t;
+    }"""
+    o = np.zeros(2 * 3 * 2 * 24, np.int32) - 1
+    r = run(src, (2, 3, 2), (4, 3, 2), [o])
+    assert o.tolist() == list(range(24)) * 12
+    assert r.counts.warps == 12 and r.counts.blocks == 12
