@@ -3,34 +3,63 @@
 A spec names the CUDA C source and its entry kernel, the params (problem sizes and tunable ``#define``\\ s) with
 defaults, the launch geometry as expressions over the params, the kernel's args in order with their
 initialisers, the initial values of ``__constant__`` symbols, and the outputs to check against a named numpy
-reference. See ``docs/kernel_spec.md`` for the format; a minimal example::
+reference. Example (``kernels_spec/vec_add.yaml``)::
 
-    name: vec_add
-    description: "C = A + B, one thread per element, with a bounds check"
-    source: vec_add.cu
-    entry: VecAdd
-    params: {N: 1000, BLOCK_SIZE: 256}
-    grid: [cdiv(N, BLOCK_SIZE)]
+    name: vec_add                           # = the file stem; what users type
+    description: "C = A + B, ..."           # one line
+    source: vec_add.cu                      # relative to the yaml
+    entry: VecAdd                           # the __global__ function
+    params:                                 # name -> default, in order
+      N: {default: 10000, help: "vector length"}
+      BLOCK_SIZE: 256                       # a plain default is fine too
+    grid: ["cdiv(N, BLOCK_SIZE)"]           # 1-3 expressions; quote those with a comma in a [..] list
     block: [BLOCK_SIZE]
-    args:
-      - {name: A, dtype: float32, length: N, init: {random: {seed: 1}}}
-      - {name: B, dtype: float32, length: N, init: {random: {seed: 2}}}
+    args:                                   # the kernel's parameters, in order
+      - {name: A, dtype: float32, length: N, init: {random: {seed: 1, low: -1, high: 1}}}
       - {name: C, dtype: float32, length: N, init: zeros}
-      - {name: N, dtype: int32, value: N}
+      - {name: N, dtype: int32, value: N}   # a scalar: an expression
     outputs:
       - {arg: C, reference: vec_add, rtol: 1e-6, atol: 1e-6}
+
+All fields (unknown ones are errors; every error names the file and the field):
+
+- ``params``: ``NAME: DEFAULT`` or ``NAME: {default: DEFAULT, help: TEXT}``. A default may be an expression over
+  *earlier* params (``TILE_SIZE: BLOCK_SIZE``): overriding ``BLOCK_SIZE`` then moves ``TILE_SIZE`` with it. A
+  param whose name matches a ``#define`` of the source overrides that define (``Launch.defines``, passed to the
+  frontend), so ``-D TILE_WIDTH=32`` really rebuilds the kernel. A source ``#define`` that is not declared as a
+  param can be overridden too.
+- ``constraints``: ``[{expr: "Width % TILE_WIDTH == 0", message: "..."}]`` - checked at instantiation.
+- ``grid``, ``block``: lists of 1-3 expressions giving positive integers (padded with 1s).
+- ``dynamic_shared_memory``: optional expression, bytes.
+- ``args``: arrays ``{name, dtype, length: EXPR | shape: [EXPR, ..], init}``, scalars ``{name, dtype, value: EXPR}``.
+  dtypes: float32/float, float64/double, int32/int, uint32/unsigned, int64, int16, int8, uint8, bool.
+- ``init``: ``zeros`` (default) | ``arange`` | ``{arange: {start, step}}`` | ``{random: {seed, low, high}}``
+  (uniform floats, or ints in [low, high)) | ``{constant: EXPR}`` | ``{values: [..]}`` |
+  ``{generator: {name: NAME, field: F, ...args}}`` - a named generator of :mod:`perfmodel.generators`; its
+  numeric args are expressions over the params, ``field`` picks one array of a multi-array generator (CSR).
+  ``length`` may be left out for ``values`` and ``generator``.
+- ``constants``: ``NAME: {dtype, length | shape, init}`` - the initial value of a ``__constant__`` symbol, what
+  the host's ``cudaMemcpyToSymbol`` would copy.
+- ``outputs``: ``{arg, reference: NAME | {name: NAME, ...options}, rtol, atol}`` - a named numpy reference of
+  :mod:`perfmodel.references`, compared with ``numpy.allclose``.
+- ``registers``: optional ``{"9.0": 32, ...}`` registers per thread per compute capability (measured).
+- ``tags``, ``notes``: free text.
+
+Expressions (:mod:`perfmodel.expr`): numbers, params, ``+ - * / // % **``, comparisons, ``and/or/not``,
+``a if c else b``, ``ceil cdiv floor min max int abs``; never ``eval``.
+
+Specs are found by name in ``$PERFMODEL_KERNEL_PATH`` (os.pathsep-separated folders), then in the shipped
+``kernels_spec/``; anything ending in ``.yaml``/``.yml`` or naming a file is loaded as a path.
 
 Usage::
 
     spec = load_spec("matmul_tiled")                   # shipped name, or a path to a .yaml
     launch = spec.instantiate({"TILE_WIDTH": 32, "Width": 256})
     args = launch.arg_values()                         # fresh copies; the simulator mutates the arrays
-    ... simulate(program, launch.grid, launch.block, args, launch.constants) ...
+    ... simulate(program, launch.grid, launch.block, args, launch.constant_values()) ...
     check = launch.check_outputs(args)                 # OutputCheck(correct, outputs, message)
 
-A param whose name matches a ``#define`` of the source overrides it (``launch.defines``, passed to the
-frontend), so ``-D TILE_WIDTH=32`` really rebuilds the kernel. Param defaults may be expressions over earlier
-params (``TILE_SIZE: BLOCK_SIZE``), so overriding ``BLOCK_SIZE`` moves ``TILE_SIZE`` with it.
+    outcome = run("matmul_tiled", {"Width": 256})      # all of the above: (launch, program, result, check, args)
 """
 from __future__ import annotations
 
@@ -570,9 +599,6 @@ class KernelSpec:
     def __repr__(self) -> str:
         return f"KernelSpec({self.name!r}, path={str(self.path)!r})"
 
-    def where(self, field_name: str) -> tuple[str, str]:
-        return str(self.path), field_name
-
     def to_json(self) -> dict:
         return {
             "name": self.name,
@@ -703,21 +729,23 @@ class KernelSpec:
         resolved: dict[str, int | float] = {}
         for name, value in self._param_exprs.items():
             if name in overrides:
-                resolved[name] = self._override_value(name, overrides[name], value)
+                resolved[name] = self._override_value(name, overrides[name])
             else:
                 result = _expr.evaluate(value, resolved, file=file, field=f"params.{name}")
                 resolved[name] = _normalise_number(result, file, f"params.{name}")
         for name in overrides:
             if name not in resolved:  # a source #define the spec does not declare as a param
-                resolved[name] = self._override_value(name, overrides[name], None)
+                resolved[name] = self._override_value(name, overrides[name])
         return resolved
 
-    def _override_value(self, name: str, value: Any, default: Expr | None) -> int | float:
+    def _override_value(self, name: str, value: Any) -> int | float:
+        """An override keeps the kind of the param's default: an integral float for an int param becomes int."""
         file = str(self.path)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise SpecError(f"{file}: param {name}: expected a number, got {value!r}")
         value = value.item() if isinstance(value, np.generic) else value
-        default_is_int = isinstance(self.params.get(name), int) if hasattr(self, "params") else isinstance(default, int)
+        # (self.params, the defaults, exists once __init__ has resolved them; it resolves without overrides)
+        default_is_int = isinstance(self.params.get(name), int)
         if isinstance(value, float) and value.is_integer() and default_is_int:
             value = int(value)
         if isinstance(value, float) and default_is_int:

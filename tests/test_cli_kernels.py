@@ -83,3 +83,16 @@ def test_show_errors_exit_2():
         process = subprocess.run([sys.executable, "-m", "perfmodel.cli.main", *args], capture_output=True, text=True)
         assert process.returncode == 2, (args, process.stderr)
         assert "error:" in process.stderr and "Traceback" not in process.stderr
+
+
+def test_show_sampled():
+    result = invoke("kernels", "show", "vec_add", "-D", "N=100000", "--sample", "6", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["sampled"] is True and document["correct"] is None
+    assert document["launch"]["total_blocks"] == 391
+    assert 0 < document["blocks_simulated"] < 391
+    # counts are those of the simulated blocks: each full block loads 2 x 256 floats
+    assert document["counts"]["global"]["loads"] <= 2 * 256 * document["blocks_simulated"]
+    text = invoke("kernels", "show", "vec_add", "-D", "N=100000", "--sample", "6").output
+    assert "sampled run" in text

@@ -34,14 +34,25 @@ def show_command(
     kernel: Annotated[str, typer.Argument(help="A shipped kernel name or a path to a spec .yaml.",
                                           show_default=False)],
     defines: DefineOption = None,
+    sample: Annotated[int | None, typer.Option(
+        "--sample", min=1, help="Simulate only about N blocks (corners, edges, interior) of a large grid; "
+                                "the counts are then those of the simulated blocks and outputs are not checked.",
+    )] = None,
     json_output: JsonOption = False,
 ) -> None:
     """The kernel's source, highlighted, with the counts of a small run beside each line (global sectors,
     shared wavefronts, flops), like Nsight Compute's source view; plus the launch and which blocks idle."""
     from perfmodel.report.kernels_view import kernel_show_json, render_kernel_show
-    from perfmodel.spec import run
+    from perfmodel.spec import load_spec, run
 
-    outcome = run(kernel, parse_defines(defines))
+    params = parse_defines(defines)
+    spec = load_spec(kernel)
+    block_ids = None
+    if sample is not None:
+        from perfmodel.sampling import stratified_blocks
+
+        block_ids = stratified_blocks(spec.instantiate(params).grid, sample).block_ids
+    outcome = run(spec, params, block_ids=block_ids)
     if json_output:
         from perfmodel.report.jsonout import print_json
 

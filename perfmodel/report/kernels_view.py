@@ -19,6 +19,11 @@ LINE_COLUMNS = (
     ("shared_wavefronts", "shared wavefronts"),
     ("flops", "flops"),
 )
+# Shown only when some line has a non-zero figure (constant-memory and divergent kernels).
+OPTIONAL_LINE_COLUMNS = (
+    ("constant_wavefronts", "constant wavefronts"),
+    ("divergent_branches", "divergent branches"),
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -128,6 +133,9 @@ def kernel_show_json(outcome) -> dict:
         "kernel": launch.spec.name,
         "description": launch.spec.description,
         "launch": launch.to_json(),
+        "sampled": check is None,
+        "blocks_simulated": int(len(result.block_ids)) if getattr(result, "block_ids", None) is not None
+        else launch.total_blocks,
         "correct": None if check is None else check.correct,
         "check": None if check is None else check.to_json(),
         "counts": counts,
@@ -165,7 +173,10 @@ def _header(outcome) -> Panel:
         text.append(f", {launch.dynamic_shared_bytes:,} B dynamic shared memory")
     text.append("\n")
     if check is None:
-        text.append("outputs not checked (sampled run)", style="yellow")
+        simulated = len(getattr(outcome.result, "block_ids", None) if getattr(outcome.result, "block_ids", None)
+                        is not None else [])
+        text.append(f"sampled run: {simulated:,} of {launch.total_blocks:,} blocks simulated; counts are of those "
+                    "blocks only (not extrapolated) and outputs are not checked", style="yellow")
     elif check.correct:
         text.append("outputs correct: ", style="bold green")
         text.append(check.message)
@@ -179,18 +190,21 @@ def _source_table(outcome, rows: list[dict]) -> Table:
     code = "\n".join(row["source"] for row in rows)
     highlighted = Syntax(code, "cuda", theme="ansi_dark", background_color="default").highlight(code)
     lines = highlighted.split("\n", allow_blank=True)
-    table = Table(title="source (counts of this run, per line)", title_justify="left", box=None, pad_edge=False,
-                  show_edge=False, padding=(0, 1))
+    columns = list(LINE_COLUMNS) + [(key, title) for key, title in OPTIONAL_LINE_COLUMNS
+                                    if any(row.get(key) for row in rows)]
+    title = "source (counts of this run, per line)" if outcome.check is not None else \
+        "source (counts of the simulated blocks only, per line)"
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False, padding=(0, 1))
     table.add_column("#", justify="right", style="dim")
-    for _, title in LINE_COLUMNS:
-        table.add_column(title, justify="right", style="magenta")
+    for _, column_title in columns:
+        table.add_column(column_title, justify="right", style="magenta")
     table.add_column("source", overflow="fold")
-    totals = dict.fromkeys((key for key, _ in LINE_COLUMNS), 0)
+    totals = dict.fromkeys((key for key, _ in columns), 0)
     for row, text in zip(rows, lines):
         for key in totals:
             totals[key] += row.get(key, 0) or 0
-        table.add_row(str(row["line"]), *(_fmt(row.get(key)) for key, _ in LINE_COLUMNS), text)
-    table.add_row("", *(Text(_fmt(totals[key]) or "0", style="bold") for key, _ in LINE_COLUMNS),
+        table.add_row(str(row["line"]), *(_fmt(row.get(key)) for key, _ in columns), text)
+    table.add_row("", *(Text(_fmt(totals[key]) or "0", style="bold") for key, _ in columns),
                   Text("total", style="bold"))
     return table
 
