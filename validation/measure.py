@@ -41,6 +41,28 @@ def cases() -> list[dict]:
     result += _grid("matmul_colwise", ha=[64], wa=[64], wb=[1024])
     result += _grid("matmul_elementwise", ha=[32], wa=[1024], wb=[32])
     result += _grid("matmul_elementwise", ha=[16], wa=[4096], wb=[64])
+    # The small kernels at large sizes (streaming, DRAM-bound).
+    result += _grid("vec_add", N=[1 << 20, 1 << 24, 1 << 26], BLOCK_SIZE=[256])
+    result += _grid("vec_add", N=[1 << 24], BLOCK_SIZE=[64, 1024])
+    result += [{"kernel": "picture_scale", "overrides": {}}]  # the seed's 76 x 62 picture: launch-bound
+    result += _grid("picture_scale", n=[4096, 8191], m=[4096, 8190], BLOCK_WIDTH=[16])[::3]
+    result += _grid("picture_scale", n=[8192], m=[8192], BLOCK_WIDTH=[32])
+    # Large 1D convolutions: the five strategies at the same sizes.
+    for kernel in ("conv1d_basic", "conv1d_constant", "conv1d_tiled", "conv1d_tiled_cache"):
+        result += [{"kernel": kernel, "overrides": {"Width": 1 << 24, "Mask_Width": 5, "BLOCK_SIZE": 256}},
+                   {"kernel": kernel, "overrides": {"Width": 1 << 24, "Mask_Width": 9, "BLOCK_SIZE": 1024}}]
+    result += [{"kernel": "conv1d_tiled_alt", "overrides": {"Width": 1 << 24, "MASK_WIDTH": 5, "BLOCK_SIZE": 256}},
+               {"kernel": "conv1d_tiled_alt", "overrides": {"Width": 1 << 24, "MASK_WIDTH": 9, "BLOCK_SIZE": 1024}}]
+    # Large 2D convolutions: 16x16 and 32x32 blocks (12x12 and 28x28 output tiles).
+    result += [{"kernel": "conv2d_tiled", "overrides": {"Width": 4096, "TILE_WIDTH": 12, "MASK_WIDTH": 5}},
+               {"kernel": "conv2d_tiled", "overrides": {"Width": 8192, "TILE_WIDTH": 28, "MASK_WIDTH": 5}},
+               {"kernel": "conv2d_tiled", "overrides": {"Width": 4096, "TILE_WIDTH": 26, "MASK_WIDTH": 7}}]
+    # Large SpMV on generated matrices: random row lengths (irregular gathers) and banded.
+    result += [{"kernel": "spmv_csr", "overrides": {"matrix": 1, "num_rows": 1 << 18, "max_row_length": 64}},
+               {"kernel": "spmv_csr", "overrides": {"matrix": 1, "num_rows": 1 << 18, "max_row_length": 64,
+                                                     "BLOCK_SIZE": 128}},
+               {"kernel": "spmv_csr", "overrides": {"matrix": 2, "num_rows": 1 << 20, "half_bandwidth": 8,
+                                                     "BLOCK_SIZE": 128}}]
     return result
 
 

@@ -1,0 +1,165 @@
+"""The measured H100 dataset (validation/h100.json) and the GPU tooling that needs no GPU: the runner's source
+preparation, ncu CSV parsing, and `perfmodel validate` without CuPy."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.gpu.ncu import METRICS, named, parse_csv
+from perfmodel.gpu.runner import TimeStats, define_options, strip_defines
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASET = ROOT / "validation" / "h100.json"
+PROBE_CSV = ROOT / "validation" / "raw" / "h200_probe_probe_ncu.csv"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return json.loads(DATASET.read_text())
+
+
+# --- the runner's helpers -------------------------------------------------------------------------------------
+
+def test_strip_defines_blanks_overridden_defines_keeping_line_numbers():
+    source = "#define TILE_WIDTH 16\n#define OTHER 3\n  #  define TILE_WIDTH_2 5\nint x = TILE_WIDTH;\n"
+    stripped = strip_defines(source, ["TILE_WIDTH"])
+    lines = stripped.split("\n")
+    assert len(lines) == len(source.split("\n"))
+    assert not lines[0].lstrip().startswith("#")  # the overridden define is gone
+    assert lines[1] == "#define OTHER 3"  # others stay
+    assert "TILE_WIDTH_2 5" in lines[2]  # a longer name with the same prefix stays
+    assert lines[3] == "int x = TILE_WIDTH;"
+
+
+def test_strip_defines_multiline_define():
+    source = "#define M(a) \\\n  (a + 1)\nint y;\n"
+    lines = strip_defines(source, ["M"]).split("\n")
+    assert lines[0].startswith("//") and lines[1].startswith("//") and lines[2] == "int y;"
+
+
+def test_define_options():
+    assert define_options({"TILE_WIDTH": 32, "B": 2.0, "C": 0.5}) == ["-DB=2", "-DC=0.5", "-DTILE_WIDTH=32"]
+
+
+def test_time_stats():
+    stats = TimeStats.of([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert stats.median_s == 3.0 and stats.min_s == 1.0 and stats.max_s == 5.0 and stats.repeats == 5
+
+
+# --- ncu output parsing (a real ncu 2025.3 CSV from the first device call) --------------------------------------
+
+def test_parse_ncu_csv_from_the_probe_run():
+    kernels = parse_csv(PROBE_CSV.read_text())
+    assert len(kernels) == 3
+    first = named(kernels[0]["metrics"])
+    # tiled matmul, Width 1024, TILE_WIDTH 32: 2*W^2*(W/T) thread loads = 2,097,152 warp requests of 4 sectors
+    assert kernels[0]["grid_size"] == "(32, 32, 1)"
+    assert first["global_load_requests"] == 2 * 1024 ** 2 * (1024 // 32) // 32
+    assert first["global_load_sectors"] == 4 * first["global_load_requests"]
+    assert first["registers_per_thread"] == 32
+    assert 1e-4 < first["duration_s"] < 1e-3  # ncu's nanoseconds converted to seconds
+    assert 1.0e9 < first["sm_clock_hz"] < 2.1e9
+
+
+def test_metric_names_are_unique():
+    assert len(set(METRICS.values())) == len(METRICS)
+
+
+# --- validate without CuPy -----------------------------------------------------------------------------------
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+def test_validate_without_cupy_exits_2_with_a_clear_message():
+    from typer.testing import CliRunner
+
+    from perfmodel.cli.main import app
+
+    result = CliRunner().invoke(app, ["validate", "matmul_tiled"])
+    assert result.exit_code != 0
+    from perfmodel.errors import GpuError
+    from perfmodel.gpu.env import require_cupy
+
+    with pytest.raises(GpuError, match="CuPy"):
+        require_cupy()
+
+
+def test_validate_without_cupy_cli_exit_code(tmp_path):
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here")
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "perfmodel.cli.main", "validate", "matmul_tiled"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "CuPy" in proc.stderr
+
+
+# --- the committed dataset ----------------------------------------------------------------------------------
+
+def test_dataset_was_measured_on_an_h100(data):
+    assert data["profile"] == "h100"
+    assert "H100" in data["device"]["name"]
+    assert data["device"]["compute_capability"] == "9.0"
+    assert data["device"]["multiProcessorCount"] == 132
+    for key in ("cupy", "nvidia_driver", "ncu", "cuda_runtime"):
+        assert data["versions"].get(key), key
+
+
+def test_dataset_covers_every_shipped_kernel_with_at_least_40_cases(data):
+    from perfmodel.spec import list_specs
+
+    shipped = {s.name if hasattr(s, "name") else s for s in list_specs()}
+    measured = {c["kernel"] for c in data["cases"]}
+    assert shipped <= measured, f"not measured: {sorted(shipped - measured)}"
+    assert len(data["cases"]) >= 40
+
+
+def test_matmuls_measured_from_256_to_4096(data):
+    for kernel in ("matmul_naive", "matmul_tiled"):
+        widths = {c["params"]["Width"] for c in data["cases"] if c["kernel"] == kernel}
+        assert {256, 512, 1024, 2048, 4096} <= widths, (kernel, widths)
+    tiles = {c["params"]["TILE_WIDTH"] for c in data["cases"] if c["kernel"] == "matmul_tiled"}
+    assert len(tiles) >= 3
+
+
+def test_every_case_is_correct_timed_and_profiled(data):
+    for case in data["cases"]:
+        assert case["correct"] is True, case["id"]
+        assert case["time_s"] > 0 and case["time"]["cold"]["repeats"] >= 5, case["id"]
+        assert case["function"]["num_regs"] > 0, case["id"]
+        assert case["occupancy_api"]["blocks_per_sm"] >= 1, case["id"]
+        ncu = case.get("ncu")
+        assert ncu, f"{case['id']}: no ncu counters"
+        assert "ncu_mapping_warning" not in case, case["id"]
+        for key in ("global_load_requests", "global_load_sectors", "global_store_requests",
+                    "global_store_sectors", "dram_bytes_read", "l2_hit_rate_pct", "achieved_occupancy_pct"):
+            assert ncu.get(key) is not None, (case["id"], key)
+        # ncu's registers and grid are those of the timed run (the mapping of profiled kernels to cases holds)
+        assert ncu["registers_per_thread"] == case["function"]["num_regs"], case["id"]
+        assert ncu["ncu_grid_size"] == "(" + ", ".join(str(g) for g in case["grid"]) + ")", case["id"]
+
+
+def test_dataset_is_compact():
+    assert DATASET.stat().st_size < 3_000_000
+
+
+def test_microbenchmarks_and_device_profile_agree(data):
+    from perfmodel.devices import load_device
+
+    from perfmodel.units import parse_quantity
+
+    micro = data["microbench"]["summary"]
+    device = load_device("h100")
+    measured = device.measured
+    assert measured, "devices/h100.yaml has no measured: section"
+    bw = parse_quantity(measured["dram_bandwidth_bytes_per_s"]["value"], "bandwidth")
+    fp = parse_quantity(measured["peak_fp32_flops"]["value"], "flops")
+    assert measured["dram_bandwidth_bytes_per_s"]["how"] and measured["peak_fp32_flops"]["how"]
+    assert bw == pytest.approx(micro["dram_copy_gb_per_s"] * 1e9, rel=0.01)
+    assert fp == pytest.approx(micro["fp32_gflops"] * 1e9, rel=0.01)
+    # below the datasheet roofs, as a measurement must be
+    assert bw < device.dram_bandwidth_bytes_per_s
+    assert fp <= device.peak_fp32_flops * 1.01
