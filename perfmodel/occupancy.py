@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from perfmodel.devices import Device, load_device
 from perfmodel.errors import OccupancyError
-from perfmodel.units import format_bytes
+from perfmodel.units import UnitError, format_bytes, parse_int_quantity
 
 LIMIT_KEYS = ("warps", "registers", "shared_memory", "blocks")
 
@@ -131,8 +131,6 @@ def _carveout_bytes(device: Device, carveout: int | str | None) -> int | None:
                 raise OccupancyError(f"carveout {carveout!r}: expected a percentage from 0% to 100%")
             wanted = int(percent * device.shared_memory_per_sm) // 100
         else:
-            from perfmodel.units import UnitError, parse_int_quantity
-
             try:
                 wanted = parse_int_quantity(text, "bytes")
             except UnitError as err:
@@ -154,7 +152,6 @@ def occupancy(device: Device | str, threads_per_block: int, registers_per_thread
     ``shared_memory_per_block`` bytes (static + dynamic) that one SM of ``device`` holds at once."""
     device = load_device(device)
     T, R, S = int(threads_per_block), int(registers_per_thread), int(shared_memory_per_block)
-    where = f"{device.id}"
     if T <= 0:
         raise OccupancyError(f"threads per block must be positive, got {T}")
     if R < 0:
@@ -162,10 +159,10 @@ def occupancy(device: Device | str, threads_per_block: int, registers_per_thread
     if S < 0:
         raise OccupancyError(f"shared memory per block must be 0 or more, got {S}")
     if T > device.max_threads_per_block:
-        raise OccupancyError(f"{T} threads per block is more than {where}'s maximum of "
+        raise OccupancyError(f"{T} threads per block is more than {device.id}'s maximum of "
                              f"{device.max_threads_per_block} threads per block")
     if R > device.max_registers_per_thread:
-        raise OccupancyError(f"{R} registers per thread is more than {where}'s maximum of "
+        raise OccupancyError(f"{R} registers per thread is more than {device.id}'s maximum of "
                              f"{device.max_registers_per_thread} registers per thread")
 
     cap = device.max_blocks_per_sm
@@ -199,7 +196,7 @@ def occupancy(device: Device | str, threads_per_block: int, registers_per_thread
             f" across {device.register_sub_partitions} register sub-partitions)")
         raise OccupancyError(
             f"{T} threads x {R} registers needs {registers_checked} registers per block{detail}, more than "
-            f"{where}'s maximum of {device.max_registers_per_block} registers per block; use fewer threads "
+            f"{device.id}'s maximum of {device.max_registers_per_block} registers per block; use fewer threads "
             "per block or fewer registers per thread")
 
     # ---- shared memory ----
@@ -208,7 +205,7 @@ def occupancy(device: Device | str, threads_per_block: int, registers_per_thread
     per_block_limit = device.shared_memory_per_block_optin
     if S > per_block_limit or smem_allocated > per_block_limit + reserved:
         raise OccupancyError(
-            f"{format_bytes(S)} ({S} B) of shared memory per block is more than {where}'s maximum of "
+            f"{format_bytes(S)} ({S} B) of shared memory per block is more than {device.id}'s maximum of "
             f"{format_bytes(per_block_limit)} ({per_block_limit} B) per block"
             + ("" if per_block_limit == device.shared_memory_per_block else " (with the opt-in)"))
     requires_optin = S > device.shared_memory_per_block
@@ -234,7 +231,7 @@ def occupancy(device: Device | str, threads_per_block: int, registers_per_thread
     blocks = min(limits.values())
     if blocks <= 0:  # the checks above should make this unreachable; never report "0 blocks"
         zero = ", ".join(k for k, v in limits.items() if v <= 0)
-        raise OccupancyError(f"{T} threads, {R} registers, {S} B shared memory: no block fits on a {where} SM "
+        raise OccupancyError(f"{T} threads, {R} registers, {S} B shared memory: no block fits on a {device.id} SM "
                              f"(limited by {zero})")
     limiters = [k for k in LIMIT_KEYS if used[k] and limits[k] == blocks]
 

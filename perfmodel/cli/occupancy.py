@@ -62,7 +62,7 @@ def occupancy_command(
     dev = load_device(device)
     threads_per_block = _threads(threads)
     shared = _bytes(smem, "--smem")
-    carve = carveout if carveout is None or carveout.strip().endswith("%") else _bytes(carveout, "--carveout")
+    carve = carveout  # bytes with a unit or a percentage: the library parses both
     result = occupancy(dev, threads_per_block, regs, shared, grid_blocks=grid_blocks, carveout=carve)
     sweeps = None
     if not no_sweeps:
