@@ -41,7 +41,8 @@ All fields (unknown ones are errors; every error names the file and the field):
 - ``constants``: ``NAME: {dtype, length | shape, init}`` - the initial value of a ``__constant__`` symbol, what
   the host's ``cudaMemcpyToSymbol`` would copy.
 - ``outputs``: ``{arg, reference: NAME | {name: NAME, ...options}, rtol, atol}`` - a named numpy reference of
-  :mod:`perfmodel.references`, compared with ``numpy.allclose``.
+  :mod:`perfmodel.references`, compared with ``numpy.allclose``; ``rtol``/``atol`` may be expressions over the
+  params (float32 rounding of a long sum grows with its length).
 - ``registers``: optional ``{"9.0": 32, ...}`` registers per thread per compute capability (measured).
 - ``tags``, ``notes``: free text.
 
@@ -263,8 +264,9 @@ class OutputSpec(_Strict):
     arg: str
     reference: str
     options: dict[str, Any] = Field(default_factory=dict)
-    rtol: float = 1e-5
-    atol: float = 1e-6
+    # numbers or expressions over the params (a float32 sum of Width products needs an atol growing with Width)
+    rtol: Expr = 1e-5
+    atol: Expr = 1e-6
 
     @model_validator(mode="before")
     @classmethod
@@ -665,6 +667,10 @@ class KernelSpec:
                 ref = _references.get_reference(output.reference)
             except SpecError as err:
                 raise SpecError(f"{file}: field 'outputs[{i}].reference': {err.message}") from None
+            for key in ("rtol", "atol"):
+                value = getattr(output, key)
+                _expr.check_syntax(value, file=file, field=f"outputs[{i}].{key}")
+                self._check_names(value, known, f"outputs[{i}].{key}")
             unknown = set(output.options) - set(ref.options)
             if unknown:
                 raise SpecError(f"{file}: field 'outputs[{i}].reference': reference {ref.name!r} has no option(s) "
@@ -786,8 +792,16 @@ class KernelSpec:
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
                                           params, f"constants.{name}", cache)
-        return Launch(self, params, defines, grid, block, dynamic, args, constants, list(model.outputs),
-                      dict(model.registers))
+        outputs = []
+        for i, output in enumerate(model.outputs):
+            tolerances = {}
+            for key in ("rtol", "atol"):
+                value = _expr.evaluate(getattr(output, key), params, file=file, field=f"outputs[{i}].{key}")
+                if isinstance(value, bool) or not value >= 0:
+                    raise SpecError(f"{file}: field 'outputs[{i}].{key}': expected a number >= 0, got {value!r}")
+                tolerances[key] = float(value)
+            outputs.append(output.model_copy(update=tolerances))
+        return Launch(self, params, defines, grid, block, dynamic, args, constants, outputs, dict(model.registers))
 
     def _dims(self, exprs: list[Expr], params: Mapping[str, Any], axis: str) -> tuple[int, int, int]:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)

@@ -277,3 +277,22 @@ def test_block_size_naming_rule():
                 assert spec.instantiate({"BLOCK_SIZE": 64}).params["TILE_SIZE"] == 64
         else:
             assert "BLOCK_WIDTH" in params or "TILE_WIDTH" in params, spec.name
+
+
+def test_tolerance_expressions(tmp_path):
+    spec = load_spec(write_spec(tmp_path, GOOD.replace("rtol: 0, atol: 0", 'rtol: 0, atol: "max(1e-4, 1e-6 * n)"')))
+    assert spec.instantiate({"n": 10}).outputs[0].atol == 1e-4
+    assert spec.instantiate({"n": 1000}).outputs[0].atol == pytest.approx(1e-3)
+    path = write_spec(tmp_path, GOOD.replace("atol: 0", 'atol: "1e-6 * m"'))
+    assert_spec_error(path, "field 'outputs[0].atol'", "unknown name(s) m")
+
+
+def test_large_matmul_tolerance_covers_float32_rounding():
+    """On an H100 the Width=4096 matmuls were off the float64 reference by up to 3.8e-4 (float32 FMA
+    accumulation of 4096 products); the spec's atol grows with Width so that passes, while a wrong element (off
+    by O(1)) still fails."""
+    for name in ("matmul_naive", "matmul_tiled"):
+        launch = load_spec(name).instantiate({"Width": 4096})
+        assert launch.outputs[0].atol > 3.8e-4 * 2
+        assert launch.outputs[0].atol < 1e-2
+        assert load_spec(name).instantiate().outputs[0].atol == 1e-4
