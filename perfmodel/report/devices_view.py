@@ -98,8 +98,15 @@ def render_device(device: Device, console: Console) -> None:
     if device.notes:
         console.print(Text(device.notes), soft_wrap=True)
     if device.measured:
-        console.print(Text("measured:", style="bold"))
-        for key, value in device.measured.items():
-            console.print(f"  {key}: {value}")
+        measured = Table(title="Measured", title_justify="left")
+        for column in ("field", "value", "source", "how"):
+            measured.add_column(column, overflow="fold")
+        for key, entry in device.measured.items():
+            if isinstance(entry, dict) and "value" in entry:
+                rest = "; ".join(f"{k}: {v}" for k, v in entry.items() if k not in ("value", "source"))
+                measured.add_row(key, format_field(key, entry["value"]), str(entry.get("source", "-")), rest)
+            else:
+                measured.add_row(key, str(entry), "-", "")
+        console.print(measured)
     if device.source_file:
         console.print(Text(f"file: {device.source_file}", style="dim"))
