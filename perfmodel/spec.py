@@ -883,7 +883,17 @@ def _scalar(value: Any, dtype: np.dtype, file: str, field_name: str) -> int | fl
 # ==============================================================================================================
 # Loading
 
-_CACHE: dict[tuple[str, int, int], KernelSpec] = {}
+# (yaml path, mtime, size) -> (spec, (source mtime, size)): a spec is reloaded when its yaml or its .cu changes
+# (the .cu's #defines decide which params are passed to the frontend as defines).
+_CACHE: dict[tuple[str, int, int], tuple[KernelSpec, tuple[int, int] | None]] = {}
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def spec_search_path() -> list[Path]:
@@ -909,25 +919,50 @@ def _format_loc(loc: tuple) -> str:
     return text
 
 
+_SCALAR_TYPE_ERRORS = {"int_type", "float_type", "string_type", "int_parsing", "float_parsing", "int_from_float"}
+_MAPPING_TYPE_ERRORS = {"model_type", "dict_type", "model_attributes_type"}
+
+
 def _validation_error(path: Path, err: ValidationError) -> SpecError:
-    problems = []
+    """One message naming the file and each offending field. A union field (number | expression |
+    {default, help}) reports one problem per alternative in pydantic; they are folded into one line."""
+    by_loc: dict[str, list[dict]] = {}
     for item in err.errors():
         loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and (
-            p.startswith("function-") or p in ("int", "float", "str", "ParamSpec", "StrictInt", "StrictFloat"))))
-        message = item["msg"]
-        if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
-        if item["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif item["type"] == "missing":
-            message = "required field is missing"
-        given = item.get("input")
-        shown = "" if item["type"] in ("missing", "extra_forbidden") or isinstance(given, (dict, list)) else \
-            f" (got {given!r})"
-        problems.append(f"field '{_format_loc(loc)}': {message}{shown}")
-    # a union (number | expression | {default, help}) reports one problem per alternative: keep each field once
-    unique = list(dict.fromkeys(problems))
-    return SpecError(f"{path}: " + "; ".join(unique))
+            p.startswith("function-") or p in ("int", "float", "str", "ParamSpec"))))
+        by_loc.setdefault(_format_loc(loc), []).append(item)
+    # a mapping given where a number | expression | mapping is allowed: the mapping branch's problems (deeper
+    # fields) say what is wrong, the "not a number" ones do not
+    for loc in list(by_loc):
+        if any(other.startswith(loc + ".") for other in by_loc):
+            kept = [item for item in by_loc[loc] if item["type"] not in _SCALAR_TYPE_ERRORS]
+            if kept:
+                by_loc[loc] = kept
+            else:
+                del by_loc[loc]
+    problems = []
+    for loc, items in by_loc.items():
+        given = items[0].get("input")
+        if isinstance(given, dict):  # the mapping branch's own problems are the useful ones
+            items = [item for item in items if item["type"] not in _SCALAR_TYPE_ERRORS] or items
+        types = {item["type"] for item in items}
+        if len(items) > 1 and types <= _SCALAR_TYPE_ERRORS | _MAPPING_TYPE_ERRORS:
+            what = "a number or an expression" + (" or {default, help}" if types & _MAPPING_TYPE_ERRORS else "")
+            problems.append(f"field '{loc}': expected {what}, got {given!r}")
+            continue
+        for item in items:
+            message = item["msg"]
+            if message.startswith("Value error, "):
+                message = message[len("Value error, "):]
+            if item["type"] == "extra_forbidden":
+                message = "unknown field"
+            elif item["type"] == "missing":
+                message = "required field is missing"
+            value = item.get("input")
+            shown = "" if item["type"] in ("missing", "extra_forbidden") or isinstance(value, (dict, list)) \
+                or "got" in message else f" (got {value!r})"
+            problems.append(f"field '{loc}': {message}{shown}")
+    return SpecError(f"{path}: " + "; ".join(dict.fromkeys(problems)))
 
 
 def _load_file(path: Path) -> KernelSpec:
@@ -936,8 +971,9 @@ def _load_file(path: Path) -> KernelSpec:
     except OSError as err:
         raise SpecError(f"{path}: cannot read kernel spec ({err.strerror})") from None
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key in _CACHE:
-        return _CACHE[key]
+    cached = _CACHE.get(key)
+    if cached is not None and cached[1] == _stat_key(cached[0].source_path):
+        return cached[0]
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
@@ -952,7 +988,7 @@ def _load_file(path: Path) -> KernelSpec:
     except ValidationError as err:
         raise _validation_error(path, err) from None
     spec = KernelSpec(model, path.resolve())
-    _CACHE[key] = spec
+    _CACHE[key] = (spec, _stat_key(spec.source_path))
     return spec
 
 

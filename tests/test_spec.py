@@ -296,3 +296,13 @@ def test_large_matmul_tolerance_covers_float32_rounding():
         assert launch.outputs[0].atol > 3.8e-4 * 2
         assert launch.outputs[0].atol < 1e-2
         assert load_spec(name).instantiate().outputs[0].atol == 1e-4
+
+
+def test_source_change_reloads(tmp_path):
+    path = write_spec(tmp_path, GOOD)
+    assert load_spec(path).instantiate().defines == {"TILE": 32}
+    import os
+    source = tmp_path / "scale.cu"
+    source.write_text(SOURCE.replace("#define TILE 16", "#define TILE 16\n#define n_unused 1"))
+    os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
+    assert "n_unused" in load_spec(path).source_defines
