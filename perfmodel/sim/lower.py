@@ -1040,7 +1040,19 @@ class Lowerer:
                 a.const is not None and b.const is not None and b.const != 0:
             with np.errstate(all="ignore"):
                 return const_e(impl(a.const, b.const), rt)
-        if flops:
+        if fma_with is not None:
+            prod_first = fma_with is a
+
+            def fn(ctx):
+                x = af(ctx)
+                y = bf(ctx)
+                ctx.count_op(site, flops)
+                p, q = (x, y) if prod_first else (y, x)
+                # the product is a fresh temporary: add into it when it already has the result's shape
+                if is_lanes(p) and p.shape == np.broadcast_shapes(p.shape, np.shape(q)):
+                    return impl(x, y, out=p)
+                return impl(x, y)
+        elif flops:
             def fn(ctx):
                 x = af(ctx)
                 y = bf(ctx)

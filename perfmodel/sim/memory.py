@@ -11,7 +11,8 @@ import numpy as np
 from perfmodel.sim import warps as W
 from perfmodel.sim.runtime import Ctx, value_at
 
-_STRIDE_WORD = 4
+# Wavefronts of one block's (pattern, mask), keyed by their exact bytes; shared by all runs (exact, bounded).
+_WAVEFRONT_MEMO: dict = {}
 
 
 def _is_lanes(v) -> bool:
@@ -178,7 +179,18 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
             k2 = np.broadcast_to(words, full_shape).reshape(ctx.nB, ctx.T * lpt)
             m2 = None if m is None else np.broadcast_to(m, ctx.shape).reshape(ctx.nB, ctx.T)
             f = 1
-    per_row = W.wavefronts_per_warp(k2, m2, lpt).sum(axis=1)
+    if k2.shape[0] == 1:
+        # One block's pattern stands for every block: memoise it by its exact bytes (loops revisit patterns).
+        key = (k2.tobytes(), None if m2 is None else m2.tobytes(), lpt, k2.dtype.str)
+        memo = _WAVEFRONT_MEMO
+        per_row = memo.get(key)
+        if per_row is None:
+            per_row = W.wavefronts_per_warp(k2, m2, lpt).sum(axis=1)
+            if len(memo) > 65536:
+                memo.clear()
+            memo[key] = per_row
+    else:
+        per_row = W.wavefronts_per_warp(k2, m2, lpt).sum(axis=1)
     c.units[site] += int(per_row.sum()) * f
     c.per_block["shared_wavefronts"][off:off + ctx.nB] += _per_block(ctx, per_row, f)
 
@@ -187,14 +199,27 @@ def shared_load(ctx: Ctx, site: int, mem, idx):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
     shared_count(ctx, site, mem, idx)
     if _is_lanes(idx):
-        return mem.data[ctx.brow, idx]
+        if idx.shape[0] == 1:      # the same offsets in every block: one gather along the row axis
+            return np.take(mem.data, idx.reshape(-1), axis=1).reshape((ctx.nB,) + idx.shape[1:])
+        return mem.data[ctx.brow, idx.astype(np.intp, copy=False)]
     return mem.data[:, idx].reshape(ctx.nB, 1, 1, 1)
 
 
 def shared_store(ctx: Ctx, site: int, mem, idx, value):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
     shared_count(ctx, site, mem, idx)
+    if ctx.mask is None and _is_lanes(idx) and idx.shape[0] == 1 and _is_identity(ctx, idx, mem.size):
+        # every thread writes its own linear slot (tile[ty][tx] = ...): a plain copy per block
+        mem.data[:, :ctx.T] = np.broadcast_to(value, ctx.shape).reshape(ctx.nB, ctx.T)
+        return
     _scatter(mem.data, idx, value, ctx.mask, rows=ctx.brow)
+
+
+def _is_identity(ctx, idx, size) -> bool:
+    if size < ctx.T:
+        return False
+    flat = np.broadcast_to(idx, (1,) + ctx.shape[1:]).reshape(-1)
+    return bool(flat[0] == 0 and (np.diff(flat) == 1).all())
 
 
 # ---------------------------------------------------------------- constant / local ----------------------------
