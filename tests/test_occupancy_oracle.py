@@ -27,11 +27,9 @@ HEADER = CUDA_INCLUDE / "cuda_occupancy.h"
 
 THREADS = sorted(set(range(32, 1025, 32)) | {1, 17, 31, 33, 63, 65, 100, 129, 200, 255, 257, 300, 500, 513,
                                               700, 999, 1023})
-REGISTERS = [0, 1, 8, 16, 20, 21, 24, 25, 32, 33, 40, 48, 56, 63, 64, 65, 72, 80, 96, 112, 128, 129, 168,
-             200, 232, 255]
-SHARED_KIB = [0, 1, 2, 4, 8, 12, 16, 24, 32, 40, 47, 48, 49, 64, 80, 96, 100, 128, 132, 150, 163, 164, 196, 200,
-              227, 228]
-SHARED = sorted({k * 1024 for k in SHARED_KIB} | {1, 100, 1000, 1023, 1025, 3000, 5000, 12345, 49153, 50000})
+REGISTERS = [0, 1, 8, 16, 21, 24, 32, 33, 40, 48, 63, 64, 65, 72, 96, 128, 129, 168, 232, 255]
+SHARED_KIB = [0, 1, 2, 4, 8, 16, 32, 47, 48, 49, 64, 96, 100, 128, 132, 163, 164, 196, 227, 228]
+SHARED = sorted({k * 1024 for k in SHARED_KIB} | {1, 1000, 1025, 12345, 49153, 50000})
 CARVEOUT_PERCENT = [0, 10, 25, 50, 75, 100]
 
 
@@ -111,7 +109,7 @@ def _compare(device: Device, cases: list[tuple[int, int, int, int]], oracle) -> 
 @pytest.mark.parametrize("device", _modern_devices(), ids=lambda d: d.id)
 def test_blocks_per_sm_agree_with_cuda_occupancy_h(device, oracle):
     cases = [(t, r, s, -1) for t, r, s in itertools.product(THREADS, REGISTERS, SHARED)]
-    assert _compare(device, cases, oracle) > 10000
+    assert _compare(device, cases, oracle) > 20000
 
 
 @pytest.mark.parametrize("device", [d for d in _modern_devices() if d.cc >= (7, 0)], ids=lambda d: d.id)
