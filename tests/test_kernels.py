@@ -122,3 +122,35 @@ def test_tile_width_really_rebuilds():
 def test_load_by_path(tmp_path):
     spec = load_spec(load_spec("vec_add").path)
     assert spec.name == "vec_add"
+
+
+def test_sources_compile_with_nvcc(tmp_path):
+    """Every shipped .cu is real CUDA: nvcc compiles them all (one translation unit, each file in a namespace of
+    its own, its #defines undone after it), for sm_90."""
+    import shutil
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    unit = []
+    for spec in list_specs():
+        unit.append(f"namespace spec_{spec.name} {{\n#include \"{spec.source_path}\"\n}}")
+        unit.extend(f"#undef {name}" for name in spec.source_defines)
+    path = tmp_path / "all_kernels.cu"
+    path.write_text("\n".join(unit) + "\n")
+    process = subprocess.run([nvcc, "--cubin", "-arch=sm_90", "-o", str(tmp_path / "all.cubin"), str(path)],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr
+
+
+def test_spec_defaults_match_the_source_defines():
+    """A param that overrides a #define defaults to the source's own value, so the default case is the source
+    as written."""
+    import re
+
+    for spec in list_specs():
+        for name, value in spec.instantiate().defines.items():
+            match = re.search(rf"^\s*#\s*define\s+{name}\s+(\S+)\s*$", spec.source_text, re.MULTILINE)
+            assert match, (spec.name, name)
+            assert int(match.group(1)) == value, (spec.name, name, match.group(1), value)
