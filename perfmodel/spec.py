@@ -1028,12 +1028,19 @@ def list_specs() -> list[KernelSpec]:
 # ==============================================================================================================
 # One call: spec -> launch -> compile -> simulate -> check
 
-class RunResult(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """What :func:`run` did. Unpacks as ``launch, program, result, check = run(...)``; ``args`` holds the args
+    after the run (the output arrays as the kernel left them)."""
+
     launch: Launch
-    program: Any          # perfmodel.frontend.KernelProgram
-    result: Any           # perfmodel.sim.SimResult
-    check: OutputCheck | None   # None for a sampled run (block_ids given): outputs are only partly written
-    args: list[Any]       # the args after the run
+    program: Any                 # perfmodel.frontend.KernelProgram
+    result: Any                  # perfmodel.sim.SimResult
+    check: OutputCheck | None    # None for a sampled run (block_ids given): outputs are only partly written
+    args: list[Any]
+
+    def __iter__(self):
+        return iter((self.launch, self.program, self.result, self.check))
 
 
 def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] | None = None, *,

@@ -154,3 +154,9 @@ def test_spec_defaults_match_the_source_defines():
             match = re.search(rf"^\s*#\s*define\s+{name}\s+(\S+)\s*$", spec.source_text, re.MULTILINE)
             assert match, (spec.name, name)
             assert int(match.group(1)) == value, (spec.name, name, match.group(1), value)
+
+
+def test_run_unpacks_as_the_contract_says():
+    launch, program, result, check = _run("vec_add", 0)
+    assert check.correct and result.counts.to_json()["global"]["stores"] == launch.params["N"]
+    assert program.name == "VecAdd"
