@@ -270,3 +270,27 @@ def test_block_of_3d_threads_and_grid_of_3d_blocks_linearise_x_fastest():
     r = run(src, (2, 3, 2), (4, 3, 2), [o])
     assert o.tolist() == list(range(24)) * 12
     assert r.counts.warps == 12 and r.counts.blocks == 12
+
+
+def test_atomic_min_max_return_running_values_in_lane_order():
+    src = r"""
+    __global__ void k(int *mx, unsigned int *mn, int *v, int *old_mx, unsigned int *old_mn) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        old_mx[i] = atomicMax(&mx[i % 3], v[i]);
+        old_mn[i] = atomicMin(&mn[i % 2], (unsigned int)v[i]);
+    }"""
+    rng = np.random.default_rng(7)
+    v = rng.integers(-1000, 1000, 200).astype(np.int32)
+    mx = np.array([-5, 0, 5], np.int32)
+    mn = np.array([4000000000, 7], np.uint32)
+    old_mx = np.zeros(200, np.int32)
+    old_mn = np.zeros(200, np.uint32)
+    mx0, mn0 = mx.copy(), mn.copy()
+    run(src, 4, 50, [mx, mn, v, old_mx, old_mn])
+    cur_mx, cur_mn = mx0.astype(np.int64), mn0.astype(np.int64)
+    for i in range(200):                     # sequential reference in lane order
+        assert old_mx[i] == cur_mx[i % 3]
+        cur_mx[i % 3] = max(cur_mx[i % 3], v[i])
+        assert old_mn[i] == cur_mn[i % 2]
+        cur_mn[i % 2] = min(cur_mn[i % 2], int(np.uint32(v[i])))
+    assert mx.tolist() == cur_mx.tolist() and mn.tolist() == cur_mn.tolist()

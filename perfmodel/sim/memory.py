@@ -295,6 +295,21 @@ def atomic(ctx: Ctx, site: int, mem, idx, op: str, value, compare=None):
         last = np.ones(len(ks), bool)
         last[:-1] = start[1:]
         flat[ks[last]] = old_sorted[last] + vs[last]
+    elif op in ("min", "max") and dtype.kind in "iu" and dtype.itemsize <= 4:
+        # segmented running max (min = max of negated values): shift each address's segment above the previous
+        sign = 1 if op == "max" else -1
+        w = sign * vs.astype(np.int64)
+        iw = sign * init.astype(np.int64)
+        offset = seg.astype(np.int64) << 34
+        pm = np.maximum.accumulate(w + offset) - offset           # running max within the segment, inclusive
+        excl = np.empty_like(pm)
+        excl[1:] = pm[:-1]
+        excl[start] = np.iinfo(np.int64).min // 4
+        old_w = np.maximum(iw[seg], excl)
+        old_sorted[:] = (sign * old_w).astype(dtype)
+        last = np.ones(len(ks), bool)
+        last[:-1] = start[1:]
+        flat[ks[last]] = (sign * np.maximum(old_w[last], w[last])).astype(dtype)
     elif op == "exch":
         old_sorted[1:] = vs[:-1]
         old_sorted[start] = init
