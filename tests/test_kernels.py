@@ -13,6 +13,7 @@ import pytest
 
 from perfmodel.devices import list_devices, load_device
 from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
+from perfmodel.registers import resolve_registers
 from perfmodel.spec import list_specs, load_spec, run
 
 # Small cases: sizes that exercise the bounds checks (sizes that are not a multiple of the block) but run fast.
@@ -37,10 +38,6 @@ SMALL: dict[str, list[dict]] = {
 DEVICES = [device.id for device in list_devices()]
 SPECS = [spec.name for spec in list_specs()]
 CASES = [(name, i) for name in SPECS for i in range(len(SMALL.get(name, [{}])))]
-
-# Registers per thread for the occupancy check when the spec has no measured figure for the device: a modest
-# count that every shipped device can hold for the small blocks used here.
-ASSUMED_REGISTERS = 16
 
 
 @cache
@@ -74,7 +71,8 @@ def test_runs_on_every_device(name, device_id):
     for size, limit in zip(launch.grid, device.max_grid_dim):
         assert size <= limit
     # ... and the occupancy calculator accepts it (it raises OccupancyError on an impossible launch)
-    registers = launch.registers.get(device.compute_capability, ASSUMED_REGISTERS)
+    # registers as `perfmodel analyze` takes them without --regs: the spec's measured value, else the estimate
+    registers = resolve_registers(device, regs=None, spec_registers=launch.registers).per_thread
     shared = kernel_shared_memory_bytes(device, program.static_shared_bytes, launch.dynamic_shared_bytes,
                                         program.param_bytes)
     occ = occupancy(device, launch.threads_per_block, registers, shared, grid_blocks=launch.total_blocks)
