@@ -306,3 +306,19 @@ def test_source_change_reloads(tmp_path):
     source.write_text(SOURCE.replace("#define TILE 16", "#define TILE 16\n#define n_unused 1"))
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
     assert "n_unused" in load_spec(path).source_defines
+
+
+def test_dynamic_shared_memory_and_multi_dim_launch(tmp_path):
+    text = GOOD.replace('grid: ["cdiv(n, BLOCK_SIZE)"]\nblock: [BLOCK_SIZE]',
+                        'grid: ["cdiv(n, BLOCK_SIZE)", 2, 3]\nblock: [BLOCK_SIZE, 2]\n'
+                        "dynamic_shared_memory: BLOCK_SIZE * 4")
+    launch = load_spec(write_spec(tmp_path, text)).instantiate({"BLOCK_SIZE": 16})
+    assert launch.grid == (7, 2, 3) and launch.block == (16, 2, 1)
+    assert launch.total_blocks == 42 and launch.threads_per_block == 32
+    assert launch.dynamic_shared_bytes == 64
+    path = write_spec(tmp_path, text.replace("BLOCK_SIZE * 4", "BLOCK_SIZE - 100"))
+    with pytest.raises(SpecError, match=r"field 'dynamic_shared_memory'.*>= 0"):
+        load_spec(path).instantiate()
+    path = write_spec(tmp_path, text.replace("block: [BLOCK_SIZE, 2]", "block: [BLOCK_SIZE, 0]"))
+    with pytest.raises(SpecError, match=r"field 'block\[1\]'.*>= 1"):
+        load_spec(path).instantiate()
