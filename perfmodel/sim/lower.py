@@ -38,6 +38,34 @@ def union(a, b):
     return a | b
 
 
+def store_var(ctx, slot, v):
+    """Assign a variable for the active lanes. A variable declared under mask m is only ever seen by lanes of m
+    (masks only shrink inside its scope), so when the active mask is still the declaration's mask the value is
+    replaced outright; otherwise the inactive lanes keep their old values."""
+    m = ctx.mask
+    if m is None or m is ctx.decl_mask[slot]:
+        ctx.vals[slot] = v
+    else:
+        old = ctx.vals[slot]
+        ctx.vals[slot] = v if old is None else np.where(m, v, old)
+
+
+def store_ptr(ctx, slot, ref):
+    m = ctx.mask
+    old = ctx.vals[slot]
+    if m is None or old is None or m is ctx.decl_mask[slot]:
+        ctx.vals[slot] = ref
+        return
+    if old[0] is not ref[0]:
+        raise FrontendError(f"pointer would point into different arrays ({old[0].name}, {ref[0].name}) in "
+                            "different threads; not supported")
+    ctx.vals[slot] = (ref[0], np.where(m, ref[1], old[1]))
+
+
+def declare(ctx, slot):
+    ctx.decl_mask[slot] = ctx.mask
+
+
 def cast(v, src: T.ScalarType, dst: T.ScalarType):
     if src is dst or src.dtype == dst.dtype:
         return v
@@ -327,16 +355,10 @@ class Lowerer:
                 raise self.err(node, f"cannot initialise pointer {node.name} from {init.t}")
             f = init.fn
 
-            def run(ctx, f=f, slot=slot, node=node):
+            def run(ctx, f=f, slot=slot):
                 ref = f(ctx)
-                old = ctx.vals[slot]
-                if ctx.mask is not None and old is not None and old[0] is not ref[0]:
-                    raise FrontendError(f"{self.loc(node)}: pointer {node.name} would point into different "
-                                        "arrays in different threads; not supported")
-                if ctx.mask is None or old is None:
-                    ctx.vals[slot] = ref
-                else:
-                    ctx.vals[slot] = (ref[0], np.where(ctx.mask, ref[1], old[1]))
+                ctx.decl_mask[slot] = ctx.mask
+                store_ptr(ctx, slot, ref)
             return run
         if isinstance(t, T.ArrayType):                            # thread-local array
             if node.init is not None:
@@ -363,6 +385,7 @@ class Lowerer:
             zero = t.dtype.type(0)
 
             def run(ctx, slot=slot, zero=zero):
+                ctx.decl_mask[slot] = ctx.mask
                 if ctx.vals[slot] is None:
                     ctx.vals[slot] = zero
             return run
@@ -370,7 +393,7 @@ class Lowerer:
             raise self.err(node, "initialiser lists are not supported")
         init = self.rvalue(node.init)
         self.scopes[-1][node.name] = var
-        return self.assign_var_fn(var, init, node)
+        return self.assign_var_fn(var, init, node, declare=True)
 
     def shared_decl(self, node):
         t = self.decl_type(node, "shared")
@@ -1095,18 +1118,17 @@ class Lowerer:
             raise self.err(node, "cannot assign to a built-in index variable")
         raise self.err(node, f"unsupported assignment target {type(node).__name__}")
 
-    def assign_var_fn(self, var: Var, e: E, node):
+    def assign_var_fn(self, var: Var, e: E, node, declare=False):
         e = self.convert(e, var.t)
         f, slot = e.fn, var.slot
-
-        def run(ctx):
-            v = f(ctx)
-            m = ctx.mask
-            if m is None:
+        if declare:
+            def run(ctx):
+                v = f(ctx)
+                ctx.decl_mask[slot] = ctx.mask
                 ctx.vals[slot] = v
-            else:
-                old = ctx.vals[slot]
-                ctx.vals[slot] = v if old is None else np.where(m, v, old)
+        else:
+            def run(ctx):
+                store_var(ctx, slot, f(ctx))
         return run
 
     def assignment(self, node):
@@ -1125,11 +1147,7 @@ class Lowerer:
 
             def run(ctx):
                 ref = vf(ctx)
-                old = ctx.vals[slot]
-                if ctx.mask is None or old is None:
-                    ctx.vals[slot] = ref
-                else:
-                    ctx.vals[slot] = (ref[0], np.where(ctx.mask, ref[1], old[1]))
+                store_ptr(ctx, slot, ref)
                 return ref
             return E(run, sym.t)
         rhs = self.expr(node.rvalue)
@@ -1146,12 +1164,7 @@ class Lowerer:
 
             def run(ctx):
                 v = vf(ctx)
-                m = ctx.mask
-                if m is None:
-                    ctx.vals[slot] = v
-                else:
-                    old = ctx.vals[slot]
-                    ctx.vals[slot] = v if old is None else np.where(m, v, old)
+                store_var(ctx, slot, v)
                 return v
             return E(run, var.t)
         _, ref, elem, space, name = lv
@@ -1198,7 +1211,7 @@ class Lowerer:
             def run(ctx):
                 old = ctx.vals[slot]
                 ref = vf(ctx)
-                ctx.vals[slot] = ref if ctx.mask is None else (ref[0], np.where(ctx.mask, ref[1], old[1]))
+                store_ptr(ctx, slot, ref)
                 return old if post else ref
             return E(run, sym.t)
         one = const_e(1, T.INT)
@@ -1212,8 +1225,7 @@ class Lowerer:
             def run(ctx):
                 old = ctx.vals[slot]
                 v = vf(ctx)
-                m = ctx.mask
-                ctx.vals[slot] = v if m is None else np.where(m, v, old)
+                store_var(ctx, slot, v)
                 return old if post else v
             return E(run, var.t)
         _, ref, elem, space, name = lv
@@ -1412,8 +1424,10 @@ class Lowerer:
             ctx.loops = []
             for slot, v in vals:
                 ctx.vals[slot] = v
+                ctx.decl_mask[slot] = m0
             if rslot is not None:
                 ctx.vals[rslot] = ret_t.dtype.type(0)
+                ctx.decl_mask[rslot] = m0
             if body is not None:
                 body(ctx)
             ctx.loops = saved_loops

@@ -120,6 +120,7 @@ class Ctx:
         self.empty = False
         self.brow = np.arange(nB).reshape(nB, 1, 1, 1)
         self.vals: list = [None] * program.n_slots
+        self.decl_mask: list = [None] * program.n_slots     # the active mask when each variable was declared
         self.mask = None
         self.live = None                 # lanes that have not returned from the kernel
         self._stats = None
