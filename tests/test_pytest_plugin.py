@@ -70,3 +70,12 @@ def test_fixture_is_provided_by_the_installed_plugin(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*matmul_tiled on g80 (TILE_WIDTH=8) misses 1 of 1 limit:*",
                                  "*predicted_gflops = 172.8 is below the minimum 300*"])
+
+
+def test_assert_perf_with_the_real_analyzer():
+    analysis = assert_perf("matmul_tiled", "g80", {"TILE_WIDTH": 16, "Width": 64},
+                           cgma=16.0, occupancy__occupancy__min=0.5, correct=True)
+    assert analysis["kernel"] == "matmul_tiled" and analysis["device"] == "g80"
+    with pytest.raises(AssertionError, match=r"matmul_tiled on g80 \(TILE_WIDTH=8, Width=64\) misses 1 of 2 limits:\n"
+                                             r"  - cgma = 8 is below the minimum 16 \(short by 8, -50.0%\)"):
+        assert_perf("matmul_tiled", "g80", {"TILE_WIDTH": 8, "Width": 64}, cgma__min=16, correct=True)

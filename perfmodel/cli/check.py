@@ -5,10 +5,12 @@ baseline, a kernel spec or a device profile is invalid (raised as a ``PerfmodelE
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from perfmodel.cli.common import DefineOption, JsonOption, console, err_console, parse_defines
 
@@ -91,7 +93,10 @@ def check(
     else:
         from perfmodel.report.check_view import render_check
 
-        render_check(result, console)
+        out = console
+        if not console.is_terminal and "COLUMNS" not in os.environ:
+            out = Console(width=160)  # a CI log is wide enough for the table; rich would assume 80 columns
+        render_check(result, out)
     raise typer.Exit(result.exit_code)
 
 
