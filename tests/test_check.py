@@ -280,6 +280,16 @@ def test_entry_missing_from_baseline_is_noted_not_failed(tmp_path):
     assert "not in the baseline" in result.cases[0].notes[0]
 
 
+def test_baseline_records_the_budget_no_longer_checks_are_noted(tmp_path):
+    budget = load_budget(write_budget(tmp_path, {"entries": [TILED]}))
+    baseline = baseline_from(run_check(budget, analyze=fake_analyze), budget)
+    fewer = budget.model_copy(update={"entries": [budget.entries[0].model_copy(update={"devices": ["g80"]})]})
+    result = run_check(fewer, baseline=baseline, analyze=fake_analyze)
+    assert result.passed
+    assert result.notes == ["the baseline also records tiled on h100, which the budget no longer checks; "
+                            "--update-baseline drops them"]
+
+
 def test_update_leaves_out_cases_without_metrics(tmp_path):
     budget = load_budget(write_budget(tmp_path, {"entries": [dict(TILED, params={"TILE_WIDTH": 32})]}))
     baseline = baseline_from(run_check(budget, analyze=fake_analyze), budget)

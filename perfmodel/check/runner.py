@@ -312,8 +312,16 @@ def run_check(budget: Budget, *, baseline: Baseline | None = None, analyze: Anal
             if progress is not None:
                 progress(f"{entry.id} on {target.device}")
             cases.append(_run_case(budget, entry, target.device, target.thresholds, analyze_fn, baseline))
-    return CheckResult(budget=str(budget.path) if budget.path else "budget", cases=cases,
-                       baseline_compared=baseline is not None)
+    result = CheckResult(budget=str(budget.path) if budget.path else "budget", cases=cases,
+                         baseline_compared=baseline is not None)
+    if baseline is not None:
+        checked = {(case.entry, case.device) for case in cases}
+        stale = sorted(f"{entry} on {device}" for entry, record in baseline.entries.items()
+                       for device in record.devices if (entry, device) not in checked)
+        if stale:
+            result.notes.append(f"the baseline also records {', '.join(stale)}, which the budget no longer "
+                                "checks; --update-baseline drops them")
+    return result
 
 
 def baseline_from(result: CheckResult, budget: Budget) -> Baseline:
