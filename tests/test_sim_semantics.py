@@ -294,3 +294,115 @@ def test_atomic_min_max_return_running_values_in_lane_order():
         assert old_mn[i] == cur_mn[i % 2]
         cur_mn[i % 2] = min(cur_mn[i % 2], int(np.uint32(v[i])))
     assert mx.tolist() == cur_mx.tolist() and mn.tolist() == cur_mn.tolist()
+
+
+REDUCE = r"""
+#define BLOCK 256
+__device__ void warpReduce(volatile float *s, unsigned int tid) {
+    s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; s[tid] += s[tid + 8];
+    s[tid] += s[tid + 4]; s[tid] += s[tid + 2]; s[tid] += s[tid + 1];
+}
+__global__ void reduce(const float * __restrict__ in, float *out, unsigned int n) {
+    __shared__ float sdata[BLOCK];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    float v = 0.0f;
+    if (i < n) v = in[i];
+    if (i + blockDim.x < n) v += in[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid < 32) warpReduce(sdata, tid);
+    if (tid == 0) atomicAdd(out, sdata[0]);
+}"""
+
+
+def test_shared_memory_reduction_with_device_function_and_atomic():
+    x = np.random.default_rng(0).random(5000).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    r = run(REDUCE, (5000 + 511) // 512, 256, [x, out, 5000])
+    assert abs(out[0] - x.astype(np.float64).sum()) < 1e-2
+    assert r.counts.barriers == 10 * 3          # 10 blocks: one barrier + two loop iterations (s = 128, 64)
+    assert r.counts.global_["atomics"] == 10
+
+
+TRANSPOSE = r"""
+#define TILE_DIM 32
+#define BLOCK_ROWS 8
+__global__ void transpose(float *odata, const float *idata, int width, int height) {
+    __shared__ float tile[TILE_DIM][TILE_DIM + PAD];
+    int x = blockIdx.x * TILE_DIM + threadIdx.x;
+    int y = blockIdx.y * TILE_DIM + threadIdx.y;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        tile[threadIdx.y + j][threadIdx.x] = idata[(y + j) * width + x];
+    __syncthreads();
+    x = blockIdx.y * TILE_DIM + threadIdx.x;
+    y = blockIdx.x * TILE_DIM + threadIdx.y;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        odata[(y + j) * width + x] = tile[threadIdx.x][threadIdx.y + j];
+}"""
+
+
+@pytest.mark.parametrize("pad,load_wavefronts_per_request", [(0, 32), (1, 1)])
+def test_transpose_column_reads_conflict_unless_padded(pad, load_wavefronts_per_request):
+    W = 128
+    a = np.random.default_rng(0).random((W, W), dtype=np.float32)
+    o = np.zeros_like(a)
+    program = compile_kernel(source=TRANSPOSE, path="t.cu", defines={"PAD": pad})
+    r = simulate(program, (W // 32, W // 32), (32, 8), [o, a, W, W])
+    assert np.array_equal(o, a.T)
+    sh = r.counts.shared
+    assert sh["load_requests"] == sh["store_requests"] == 16 * 8 * 4
+    assert sh["store_wavefronts"] == sh["store_requests"]
+    assert sh["load_wavefronts"] == sh["load_requests"] * load_wavefronts_per_request
+    assert r.counts.global_["load_sectors"] == r.counts.global_["store_sectors"] == W * W * 4 // 32
+
+
+def test_histogram_with_shared_atomics_and_grid_stride_loop():
+    src = r"""
+    __global__ void histo(const unsigned char *buffer, long size, unsigned int *histo) {
+        __shared__ unsigned int temp[256];
+        temp[threadIdx.x] = 0;
+        __syncthreads();
+        int i = threadIdx.x + blockIdx.x * blockDim.x;
+        int offset = blockDim.x * gridDim.x;
+        while (i < size) {
+            atomicAdd(&temp[buffer[i]], 1);
+            i += offset;
+        }
+        __syncthreads();
+        atomicAdd(&(histo[threadIdx.x]), temp[threadIdx.x]);
+    }"""
+    buf = np.random.default_rng(1).integers(0, 256, 20000).astype(np.uint8)
+    h = np.zeros(256, np.uint32)
+    r = run(src, 8, 256, [buf, 20000, h])
+    assert np.array_equal(h, np.bincount(buf, minlength=256))
+    assert r.counts.shared["atomics"] == 20000
+
+
+def test_scan_with_dynamic_shared_double_buffer():
+    src = r"""
+    __global__ void scan(float *g_odata, float *g_idata, int n) {
+        extern __shared__ float temp[];
+        int thid = threadIdx.x;
+        int pout = 0, pin = 1;
+        temp[pout*n + thid] = (thid > 0) ? g_idata[thid-1] : 0;
+        __syncthreads();
+        for (int offset = 1; offset < n; offset *= 2) {
+            pout = 1 - pout; pin = 1 - pout;
+            if (thid >= offset)
+                temp[pout*n+thid] = temp[pin*n+thid] + temp[pin*n+thid - offset];
+            else
+                temp[pout*n+thid] = temp[pin*n+thid];
+            __syncthreads();
+        }
+        g_odata[thid] = temp[pout*n+thid];
+    }"""
+    n = 128
+    xi = np.arange(n, dtype=np.float32)
+    xo = np.zeros(n, np.float32)
+    run(src, 1, n, [xo, xi, n], dynamic_shared_bytes=2 * n * 4)
+    assert np.array_equal(xo, np.concatenate([[0], np.cumsum(xi)[:-1]]))

@@ -71,6 +71,14 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
             data[:src.size] = src.astype(decl.dtype)
         consts.append(ConstArray(decl.name, data))
 
+    scalars = {}
+    for p, slot, a in zip(program.params, program.param_slots, args):
+        if not p.is_pointer:
+            try:     # C conversion of the host value to the parameter's type (-1 -> 0xffffffff for unsigned)
+                scalars[slot] = np.asarray(a).astype(p.dtype)[()]
+            except (TypeError, ValueError):
+                raise SimulationError(f"argument {p.name} ({p.ctype}) must be a number, got {a!r}") from None
+
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:
@@ -93,7 +101,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                           for name, dt, n, word_off in shared_layout]
             for p, slot, a in zip(program.params, program.param_slots, args):
                 if not p.is_pointer:
-                    ctx.vals[slot] = p.dtype.type(a)
+                    ctx.vals[slot] = scalars[slot]
             if program.body is not None:
                 program.body(ctx)
             _finish_batch(ctx, counters, start)

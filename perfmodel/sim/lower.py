@@ -179,6 +179,7 @@ class Lowerer:
         self.scopes: list[dict] = []
         self.params = []                        # (name, type or ArrayType, slot or index)
         self.shared = []                        # (name, ArrayType, dynamic)
+        self._shared_index: dict = {}
         self.constants = []                     # (name, ArrayType)
         self.locals = []                        # (slot, ArrayType) local arrays
         self.call_stack: list[str] = []
@@ -408,8 +409,12 @@ class Lowerer:
                                  "dynamic allocation)")
         if node.init is not None:
             raise self.err(node, "__shared__ variables cannot have initialisers")
-        idx = len(self.shared)
-        self.shared.append((node.name, t, dynamic))
+        # one allocation per declaration, however many times a __device__ function holding it is inlined
+        idx = self._shared_index.get(id(node))
+        if idx is None:
+            idx = len(self.shared)
+            self._shared_index[id(node)] = idx
+            self.shared.append((node.name, t, dynamic))
         self.scopes[-1][node.name] = Arr("shared", idx, t) if kind == "shared" else ("shared_scalar", idx, t)
         return None
 
