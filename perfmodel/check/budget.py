@@ -73,6 +73,15 @@ def lookup(document: Any, path: str) -> Any:
     return node
 
 
+def display_path(path: Path | str) -> str:
+    """``path`` relative to the working folder when it is inside it (short, and the same on every CI runner)."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _check_path(path: str) -> str:
     if not path or any(not part for part in path.split(".")):
         raise ValueError(f"'{path}' is not a dotted metric path like 'occupancy.occupancy'")
@@ -335,6 +344,11 @@ class Budget(BaseModel):
         return self
 
     @property
+    def label(self) -> str:
+        """The budget file as messages and reports name it: relative to the working folder when inside it."""
+        return display_path(self.path) if self.path is not None else "budget"
+
+    @property
     def folder(self) -> Path:
         return self.path.parent if self.path is not None else Path.cwd()
 
@@ -366,7 +380,7 @@ class Budget(BaseModel):
                     rules[metric] = rule.over(rules.get(metric))
         for metric, rule in rules.items():
             if rule.better is None:
-                raise CheckInputError(f"{self.path or 'budget'}: tolerance for '{metric}' "
+                raise CheckInputError(f"{self.label}: tolerance for '{metric}' "
                                       f"(entry '{entry.id}') must declare 'better: higher' or 'better: lower'")
         return rules
 

@@ -163,13 +163,13 @@ def apply_overrides(budget: Budget, overrides: Mapping[str, int | float],
         try:
             known = known_params(budget.resolve(entry.kernel))
         except PerfmodelError as err:
-            raise CheckInputError(f"{budget.path}: entry '{entry.id}': {err}") from err
+            raise CheckInputError(f"{budget.label}: entry '{entry.id}': {err}") from err
         mine = {name: value for name, value in overrides.items() if name in known}
         used.update(mine)
         entries.append(entry.model_copy(update={"params": {**entry.params, **mine}}) if mine else entry)
     unused = sorted(set(overrides) - used)
     if unused:
-        raise CheckInputError(f"-D {', '.join(unused)}: no entry of {budget.path} has a kernel with "
+        raise CheckInputError(f"-D {', '.join(unused)}: no entry of {budget.label} has a kernel with "
                               f"{'this param' if len(unused) == 1 else 'these params'}")
     return budget.model_copy(update={"entries": entries})
 
@@ -193,7 +193,7 @@ def validate_references(budget: Budget) -> None:
                 problems.append(f"entry '{entry.id}': device '{target.device}': {err}")
     if problems:
         unique = list(dict.fromkeys(problems))
-        raise CheckInputError(f"{budget.path}: " + "; ".join(unique))
+        raise CheckInputError(f"{budget.label}: " + "; ".join(unique))
 
 
 def compare_with_baseline(metric: str, value: Any, base: Any, rule: Tolerance) -> CheckItem:
@@ -247,7 +247,7 @@ def _params_moved(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str 
 def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str, Any], analyze: AnalyzeFn,
               baseline: Baseline | None) -> CaseResult:
     case = CaseResult(entry=entry.id, kernel=entry.kernel, device=device, params=dict(entry.params))
-    where = f"{budget.path}: entry '{entry.id}' on device '{device}'"
+    where = f"{budget.label}: entry '{entry.id}' on device '{device}'"
     started = time.perf_counter()
     try:
         analysis = to_jsonable(analyze(budget.resolve(entry.kernel), budget.resolve(device),
@@ -312,7 +312,7 @@ def run_check(budget: Budget, *, baseline: Baseline | None = None, analyze: Anal
             if progress is not None:
                 progress(f"{entry.id} on {target.device}")
             cases.append(_run_case(budget, entry, target.device, target.thresholds, analyze_fn, baseline))
-    result = CheckResult(budget=str(budget.path) if budget.path else "budget", cases=cases,
+    result = CheckResult(budget=budget.label, cases=cases,
                          baseline_compared=baseline is not None)
     if baseline is not None:
         checked = {(case.entry, case.device) for case in cases}

@@ -43,6 +43,7 @@ def check(
         validate_references,
         write_baseline,
     )
+    from perfmodel.check.budget import display_path
 
     if no_baseline and (baseline is not None or update_baseline):
         raise CheckInputError("--no-baseline cannot be combined with --baseline or --update-baseline")
@@ -58,7 +59,7 @@ def check(
         if declared or baseline_path.exists():
             reference = load_baseline(baseline_path)  # a declared baseline that is missing is an error
         else:
-            notes.append(f"no baseline at {baseline_path}: thresholds only "
+            notes.append(f"no baseline at {display_path(baseline_path)}: thresholds only "
                          "(record one with --update-baseline)")
 
     show_progress = not json_output and err_console.is_terminal
@@ -70,12 +71,12 @@ def check(
         result = run_check(plan, baseline=reference)
     result.notes.extend(notes)
     if reference is not None:
-        result.baseline = str(baseline_path)
+        result.baseline = display_path(baseline_path)
     if update_baseline:
         write_baseline(baseline_from(result, plan), baseline_path)
-        result.baseline, result.baseline_written = str(baseline_path), True
+        result.baseline, result.baseline_written = display_path(baseline_path), True
         skipped = [case.name for case in result.cases if case.error is not None]
-        result.notes.append(f"baseline written to {baseline_path}"
+        result.notes.append(f"baseline written to {display_path(baseline_path)}"
                             + (f" (without {', '.join(skipped)}: no metrics)" if skipped else ""))
 
     if junit is not None:
