@@ -93,11 +93,8 @@ def _check_path(path: str) -> str:
 
 
 def as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    return None
+    """A metric value as a float (true/false count as 1/0), or None when it is not a number."""
+    return float(value) if isinstance(value, (bool, int, float)) else None
 
 
 def format_value(value: Any) -> str:
@@ -168,7 +165,7 @@ class Threshold(BaseModel):
             return False, f"{metric} is null (the analysis gave no value), limit {self.describe()}"
         number = as_number(value)
         if number is None or isinstance(value, bool):
-            raise TypeError(f"'{metric}' is {format_value(value)!s} ({type(value).__name__}), not a number, "
+            raise TypeError(f"'{metric}' is {format_value(value)} ({type(value).__name__}), not a number, "
                             f"so it cannot have a min/max limit; use a bare value to require equality")
         if self.min is not None and number < self.min:
             return False, (f"{metric} = {format_value(value)} is below the minimum {format_value(self.min)} "
@@ -190,7 +187,7 @@ def _equal(value: Any, expected: Scalar) -> bool:
 
 def _percent(value: float, reference: float) -> str:
     if reference == 0:
-        return "n/a %"
+        return "n/a"
     return f"{(value - reference) / abs(reference) * 100:+.1f}%"
 
 

@@ -48,7 +48,7 @@ class CheckItem:
     kind: Kind
     status: Status
     value: Any
-    expected: str  # the limit ("">= 300"") or the baseline ("345.6 (higher is better, tolerance 2%)")
+    expected: str  # the limit (">= 300") or the baseline ("345.6 (higher is better, tolerance 2%)")
     message: str
     baseline: Any = None
     change: float | None = None  # value - baseline
