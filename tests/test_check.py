@@ -342,7 +342,8 @@ def test_junit_and_markdown_carry_the_failure_text(tmp_path):
 
     text = check_markdown(result)
     assert text.startswith("### :x: perfmodel check failed: 2 of 2 cases")
-    assert "predicted_gflops fell from 345.6 to 172.8" in text and "| tiled | g80 | `predicted_gflops` |" in text
+    assert "- **tiled on g80**: predicted_gflops fell from 345.6 to 172.8 (-172.8, -50.0%)" in text
+    assert "| tiled | g80 | TILE_WIDTH=8, Width=64 | 14 | 7 | :x: fail |" in text  # the per-case table
 
 
 def test_report_of_a_pass(tmp_path):

@@ -108,8 +108,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         if value == 0:
             return "0"
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
+        if value.is_integer() and abs(value) < 1e15 or 1e3 <= abs(value) < 1e15:
+            return f"{value:,.0f}"
         return f"{value:.4g}"
     return str(value)
 

@@ -11,6 +11,16 @@ _ICON = {"fail": ":x: fail", "improved": ":arrow_up: improved", "new": ":new: ne
          "pass": ":white_check_mark: pass"}
 
 
+#: Rows per list: a pull-request comment must stay under GitHub's 65,536 characters.
+MAX_ROWS = 60
+
+
+def _more(count: int) -> list[str]:
+    if count <= MAX_ROWS:
+        return []
+    return ["", f"... and {count - MAX_ROWS} more (the CI log and the JUnit report list them all)"]
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -45,17 +55,25 @@ def check_markdown(result: CheckResult) -> str:
     failed = [(case, item) for case, item in result.rows() if item.status == "fail"]
     if failed:
         lines += ["**What moved:**", ""]
-        lines += [f"- **{_cell(case.name)}**: {_cell(item.message)}" for case, item in failed]
-        lines += [""] + _table(failed) + [""]
+        lines += [f"- **{_cell(case.name)}**: {_cell(item.message)}" for case, item in failed[:MAX_ROWS]]
+        lines += _more(len(failed)) + [""]
     notable = [(case, item) for case, item in result.rows() if item.status in ("improved", "new")]
     if notable:
         lines += [f"{summary['improved']} improved and {summary['new']} new metrics "
                   "(run `perfmodel check BUDGET --update-baseline` to record them):", ""]
-        lines += _table(notable) + [""]
+        lines += _table(notable[:MAX_ROWS]) + _more(len(notable)) + [""]
     notes = [f"{case.name}: {note}" for case in result.cases for note in case.notes] + result.notes
     if notes:
         lines += ["Notes:", ""] + [f"- {_cell(note)}" for note in notes] + [""]
-    lines += ["<details><summary>All checks</summary>", ""] + _table(result.rows()) + ["", "</details>", ""]
+    # one row per case, not per check, for the same reason as MAX_ROWS
+    lines += ["<details><summary>All cases</summary>", "", "| entry | device | params | checks | failed | result |",
+              "|---|---|---|---:|---:|---|"]
+    for case in result.cases:
+        params = ", ".join(f"{k}={v}" for k, v in case.params.items()) or "defaults"
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            case.entry, case.device, params, str(len(case.items)), str(len(case.failures)),
+            _ICON["pass" if case.passed else "fail"])) + " |")
+    lines += ["", "</details>", ""]
     return "\n".join(lines)
 
 
