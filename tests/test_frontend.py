@@ -50,6 +50,18 @@ def test_program_metadata():
     assert p.source_lines[1].strip() == "#define TILE_WIDTH 16"
 
 
+def test_function_like_macros_and_multi_line_defines():
+    src = ("#define IDX(r, c, w) ((r) * (w) + (c))\n"
+           "#define SQR(x) ((x) * (x))\n"
+           "#define BODY(name, e) __global__ void name(float *o) { \\\n"
+           "    int t = threadIdx.x; \\\n"
+           "    o[IDX(0, t, 4)] = e; }\n"
+           "BODY(k, SQR(t + 1))\n")
+    o = np.zeros(4, np.float32)
+    simulate(compile_kernel(source=src, path="m.cu"), 1, 4, [o])
+    assert o.tolist() == [1.0, 4.0, 9.0, 16.0]
+
+
 def test_compile_is_cached_by_path_mtime_entry_and_defines(tmp_path):
     f = tmp_path / "k.cu"
     f.write_text("#define T 4\n__global__ void a(float *x) { x[threadIdx.x] = T; }\n"
@@ -100,8 +112,11 @@ def test_unsupported_constructs_are_rejected_with_location(body, construct):
 def test_parse_errors_and_function_like_macros_have_locations():
     with pytest.raises(FrontendError, match=r"^p\.cu:2:\d+: cannot parse"):
         compile_kernel(source="__global__ void k(float *a) {\n a[0] = template<int>; }\n", path="p.cu")
-    with pytest.raises(FrontendError, match=r"^p\.cu:1:1: function-like macro SQR"):
-        compile_kernel(source="#define SQR(x) ((x)*(x))\n__global__ void k(float *a) { }\n", path="p.cu")
+    with pytest.raises(FrontendError, match=r"^p\.cu:1:1: function-like macro CAT\(\.\.\.\) uses"):
+        compile_kernel(source="#define CAT(a, b) a##b\n__global__ void k(float *a) { }\n", path="p.cu")
+    with pytest.raises(FrontendError, match=r"^p\.cu:2:1: macro SQR takes 1 arguments, 2 given"):
+        compile_kernel(source="#define SQR(x) ((x)*(x))\n__global__ void k(float *a) { a[0] = SQR(1, 2); }\n",
+                       path="p.cu")
     with pytest.raises(FrontendError, match="recursive call of f"):
         compile_kernel(source="__device__ int f(int n) { return n ? f(n - 1) : 0; }\n"
                               "__global__ void k(int *a) { a[0] = f(3); }\n", path="p.cu")

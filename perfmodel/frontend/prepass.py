@@ -89,33 +89,79 @@ def _eval_condition(expr: str, defines: dict, loc: Location) -> bool:
     return bool(eval(compile(tree, "<if>", "eval"), {"__builtins__": {}}, {}))  # noqa: S307 - allow-listed AST
 
 
+class FunctionMacro:
+    """``#define NAME(a, b) body`` (no ``#``/``##``, no variadic arguments)."""
+
+    def __init__(self, params: list, body: str):
+        self.params = params
+        self.body = body
+
+
+def _call_args(text: str, open_paren: int):
+    """Split the arguments of a macro call whose '(' is at ``open_paren``; returns (args, index after ')')."""
+    depth, args, cur = 0, [], []
+    i = open_paren
+    while i < len(text):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+            if depth > 1:
+                cur.append(ch)
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args, i + 1
+            cur.append(ch)
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    return None, None
+
+
 def _expand(text: str, defines: dict, active: set):
-    """Expand object-like macros in ``text``; returns (new_text, [(old_start, old_end, new_start, new_end)])."""
+    """Expand macros in ``text``; returns (new_text, [(old_start, old_end, new_start, new_end)])."""
     pieces, spans = [], []
     pos = new_pos = 0
     for m in _IDENT.finditer(text):
         name = m.group(0)
-        if name not in defines or name in active:
+        if m.start() < pos or name not in defines or name in active:
             continue
         # Skip identifiers that are member names (threadIdx.x) or inside a number literal like 1e5f.
         if m.start() > 0 and (text[m.start() - 1] == "." or text[m.start() - 1].isdigit()):
             continue
-        body, _ = _expand(defines[name], defines, active | {name})
-        body = f"({body})" if _needs_parens(body) else body
+        macro = defines[name]
+        end = m.end()
+        if isinstance(macro, FunctionMacro):
+            j = end
+            while j < len(text) and text[j] in " \t":
+                j += 1
+            if j >= len(text) or text[j] != "(":
+                continue                      # the name without a call is not expanded (as in C)
+            args, end = _call_args(text, j)
+            if args is None:
+                raise FrontendError(f"the call of macro {name}(...) must close on the same line")
+            if args == [""] and not macro.params:
+                args = []
+            if len(args) != len(macro.params):
+                raise FrontendError(f"macro {name} takes {len(macro.params)} arguments, {len(args)} given")
+            values = {p: _expand(a, defines, active)[0] for p, a in zip(macro.params, args)}
+            # plain token substitution, as the C preprocessor does (no parentheses are added)
+            body = _IDENT.sub(lambda t: values.get(t.group(0), t.group(0)), macro.body)
+            body, _ = _expand(body, defines, active | {name})
+        else:
+            body, _ = _expand(macro, defines, active | {name})
         pieces.append(text[pos:m.start()])
         new_pos += m.start() - pos
-        spans.append((m.start(), m.end(), new_pos, new_pos + len(body)))
+        spans.append((m.start(), end, new_pos, new_pos + len(body)))
         pieces.append(body)
         new_pos += len(body)
-        pos = m.end()
+        pos = end
     pieces.append(text[pos:])
     return "".join(pieces), spans
-
-
-def _needs_parens(body: str) -> bool:
-    body = body.strip()
-    return bool(re.search(r"[-+*/%<>&|^?:=!~]", body)) and not (body.startswith("(") and body.endswith(")")) \
-        and not re.fullmatch(r"[-+]?[\d.]+([eE][-+]?\d+)?[fFuUlL]*", body)
 
 
 def _replace_keywords(line: str, lineno: int, filename: str) -> str:
@@ -152,10 +198,11 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
     lines = text.split("\n")
     # Join backslash continuations (the continued lines become blank, keeping the numbering).
     for i in range(len(lines)):
-        while lines[i].endswith("\\") and i + 1 < len(lines):
-            nxt = next(k for k in range(i + 1, len(lines)) if lines[k] is not None)
+        nxt = i + 1
+        while lines[i].endswith("\\") and nxt < len(lines):
             lines[i] = lines[i][:-1] + " " + lines[nxt]
             lines[nxt] = ""
+            nxt += 1
     defines: dict = dict(overrides)
     cond_stack: list = []       # entries: [taking, any_taken, parent_active]
     active = True
@@ -201,11 +248,18 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
                 dm = re.match(r"([A-Za-z_]\w*)(\(?)\s*(.*)$", rest)
                 if not dm:
                     raise FrontendError(f"malformed #define: {rest!r}", location=loc)
-                if dm.group(2):
-                    raise FrontendError(f"function-like macro {dm.group(1)}(...) is not supported "
-                                        "(write it as a __device__ function)", location=loc)
                 name = dm.group(1)
-                if name not in overrides:
+                if dm.group(2):
+                    fm = re.match(r"([^)]*)\)\s*(.*)$", dm.group(3))
+                    params = [q.strip() for q in fm.group(1).split(",")] if fm and fm.group(1).strip() else []
+                    if not fm or "..." in fm.group(1) or "#" in fm.group(2) or \
+                            not all(re.fullmatch(r"[A-Za-z_]\w*", q) for q in params):
+                        raise FrontendError(f"function-like macro {name}(...) uses variadic arguments, # or ##, "
+                                            "which are not supported (write it as a __device__ function)",
+                                            location=loc)
+                    if name not in overrides:
+                        defines[name] = FunctionMacro(params, fm.group(2).strip())
+                elif name not in overrides:
                     defines[name] = dm.group(3).strip()
             elif active and word == "undef":
                 defines.pop(rest.split()[0], None)
@@ -219,7 +273,10 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
         if not active:
             out_lines.append("")
             continue
-        new, spans = _expand(line, defines, set())
+        try:
+            new, spans = _expand(line, defines, set())
+        except FrontendError as exc:
+            raise FrontendError(exc.message, location=Location(filename, lineno, 1)) from None
         if spans:
             colmaps[lineno] = spans
         for dm in re.finditer(r"\bextern\s+__shared__\s+[\w\s]*?\b(\w+)\s*\[\s*\]", new):
@@ -231,7 +288,8 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
     body = "\n".join(out_lines)
     kernel_names = re.findall(r"__global__[\s\w]*?\b(?!void\b)([A-Za-z_]\w*)\s*\(",
                               _mark_globals(lines, defines))
-    pre = Prepassed(text=_PRELUDE + f'# 1 "{filename}"\n' + body, defines=defines, kernel_names=kernel_names,
+    object_defines = {k: v for k, v in defines.items() if not isinstance(v, FunctionMacro)}
+    pre = Prepassed(text=_PRELUDE + f'# 1 "{filename}"\n' + body, defines=object_defines, kernel_names=kernel_names,
                     dynamic_shared=dynamic_shared)
     pre.colmaps = colmaps
     return pre
