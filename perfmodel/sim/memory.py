@@ -75,28 +75,20 @@ def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
     ctx.mark_worked()
     m = ctx.mask
     bitmap = mem.stored if store else mem.loaded
-    off = ctx.batch_offset
-    pbk = "global_stores" if store else "global_loads"
-    psk = "global_store_sectors" if store else "global_load_sectors"
+    pb_acc = ctx.pb["global_stores" if store else "global_loads"]
+    pb_sec = ctx.pb["global_store_sectors" if store else "global_load_sectors"]
+    pb_acc += ctx.T if _pb is None else _pb
     if not _is_lanes(idx):
-        sec = (int(idx) * mem.itemsize) >> 5
+        bitmap[(int(idx) * mem.itemsize) >> 5] = True
         c.units[site] += nw
-        bitmap[sec] = True
-        if warps_pb is None:
-            c.per_block[psk][off:off + ctx.nB] += ctx.nw
-            c.per_block[pbk][off:off + ctx.nB] += ctx.T
-        else:
-            c.per_block[psk][off:off + ctx.nB] += warps_pb
-            c.per_block[pbk][off:off + ctx.nB] += _pb
+        pb_sec += ctx.nw if warps_pb is None else warps_pb
         return
     sec = (idx.astype(np.int64) * mem.itemsize) >> 5 if mem.size * mem.itemsize >= 2 ** 31 else \
         (idx * mem.itemsize) >> 5
     k2, m2, f = _rows(ctx, sec, m)
-    per_warp = W.distinct_per_warp(k2, m2)
-    per_row = per_warp.sum(axis=1)
+    per_row = W.distinct_per_warp(k2, m2).sum(axis=1)
     c.units[site] += int(per_row.sum()) * f
-    c.per_block[psk][off:off + ctx.nB] += _per_block(ctx, per_row, f)
-    c.per_block[pbk][off:off + ctx.nB] += ctx.T if _pb is None else _pb
+    pb_sec += _per_block(ctx, per_row, f)
     bitmap[k2 if m2 is None else k2[m2]] = True
 
 
@@ -146,7 +138,6 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
     c.warps[site] += nw
     c.bytes[site] += n * mem.itemsize
     ctx.mark_worked()
-    off = ctx.batch_offset
     isz = mem.itemsize
     if not _is_lanes(idx):
         if isz <= 4:
@@ -155,7 +146,7 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
         else:
             c.units[site] += nw * (isz // 4)
             per_block = (_wpb if _wpb is not None else ctx.nw) * (isz // 4)
-        c.per_block["shared_wavefronts"][off:off + ctx.nB] += per_block
+        ctx.pb["shared_wavefronts"] += per_block
         return
     m = ctx.mask
     byte = idx.astype(np.int64) * isz
@@ -192,7 +183,7 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
     else:
         per_row = W.wavefronts_per_warp(k2, m2, lpt).sum(axis=1)
     c.units[site] += int(per_row.sum()) * f
-    c.per_block["shared_wavefronts"][off:off + ctx.nB] += _per_block(ctx, per_row, f)
+    ctx.pb["shared_wavefronts"] += _per_block(ctx, per_row, f)
 
 
 def shared_load(ctx: Ctx, site: int, mem, idx):

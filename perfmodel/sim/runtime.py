@@ -120,6 +120,8 @@ class Ctx:
         self.empty = False
         self.brow = np.arange(nB).reshape(nB, 1, 1, 1)
         self.vals: list = [None] * program.n_slots
+        # this batch's rows of the per-block counters (views)
+        self.pb = {k: v[batch_offset:batch_offset + nB] for k, v in counters.per_block.items()}
         self.decl_mask: list = [None] * program.n_slots     # the active mask when each variable was declared
         self.mask = None
         self.live = None                 # lanes that have not returned from the kernel

@@ -35,6 +35,16 @@ def distinct_per_warp(keys: np.ndarray, active: np.ndarray | None, lanes_per_thr
     """
     rows = keys.shape[0]
     width = WARP * lanes_per_thread
+    if keys.size <= 64 and keys.shape[1] <= width:
+        # one (partial) warp per row and few lanes: a Python set is cheaper than the numpy machinery
+        out = np.zeros((rows, 1), np.int64)
+        klist = keys.tolist()
+        alist = None if active is None else \
+            (np.repeat(active, lanes_per_thread, axis=1) if lanes_per_thread > 1 else active).tolist()
+        for r in range(rows):
+            ks = klist[r] if alist is None else [k for k, a in zip(klist[r], alist[r]) if a]
+            out[r, 0] = len(set(ks))
+        return out
     if active is None and keys.shape[1] % width == 0:
         k = keys.reshape(-1, width)
         d = np.diff(k, axis=1)
