@@ -5,6 +5,7 @@ budget. Sizes are small (Width=64) to keep it fast."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -160,3 +161,42 @@ def test_the_projects_own_budget_covers_every_shipped_kernel_and_device():
     baseline = load_baseline(REPO / "perf" / "baseline.json")
     recorded = {(name, device) for name, entry in baseline.entries.items() for device in entry.devices}
     assert recorded == {(entry.id, target.device) for entry in budget.entries for target in entry.targets()}
+
+
+def test_register_increase_lowers_occupancy_and_fails(tmp_path, cli):
+    """The seed's 16x16 tiles on G80: 10 registers per thread fit 3 blocks (768 threads); 12 fit only 2."""
+    budget = write_budget(tmp_path, [dict(TILED, regs=10)])
+    assert cli("check", budget, "--update-baseline")[0] == 0
+    budget.write_text(budget.read_text().replace("regs: 10", "regs: 12"))
+    code, out, _ = cli("check", budget, "--json")
+    assert code == 1
+    moved = {c["metric"]: c for c in json.loads(out)["cases"][0]["checks"] if c["status"] == "fail"}
+    assert moved["occupancy.blocks_per_sm"]["baseline"] == 3 and moved["occupancy.blocks_per_sm"]["value"] == 2
+    assert "occupancy.occupancy fell from 1 to 0.6667" in moved["occupancy.occupancy"]["message"]
+
+
+def test_more_bank_conflicts_in_an_edited_kernel_fail(tmp_path, cli):
+    """A kernel edit that stores the d_N tile transposed and reads it along rows: still correct, but a warp's
+    reads of Nds[tx][k] hit a few banks TILE_WIDTH floats apart - more shared wavefronts than the baseline."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for name in ("matmul_tiled.yaml", "matmul_tiled.cu"):
+        shutil.copy(shipped_dir("kernels_spec") / name, specs / name)
+    budget = write_budget(tmp_path, [dict(TILED, kernel="specs/matmul_tiled.yaml")])
+    assert cli("check", budget, "--update-baseline")[0] == 0
+
+    source = specs / "matmul_tiled.cu"
+    text = source.read_text()
+    edited = text.replace("Nds[ty][tx] = d_N[", "Nds[tx][ty] = d_N[").replace("Nds[k][tx]", "Nds[tx][k]")
+    assert edited.count("Nds[tx]") == 2, "the shipped kernel changed: update this test's edit"
+    source.write_text(edited)
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # a new mtime for the caches
+
+    code, out, _ = cli("check", budget, "--json")
+    assert code == 1
+    case = json.loads(out)["cases"][0]
+    moved = {c["metric"]: c for c in case["checks"] if c["status"] == "fail"}
+    assert "counts.shared.load_wavefronts" in moved, case["checks"]
+    assert moved["counts.shared.load_wavefronts"]["value"] > moved["counts.shared.load_wavefronts"]["baseline"]
+    assert {c["metric"]: c["status"] for c in case["checks"]}["correct"] == "pass"
