@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from perfmodel.cli.common import DefineOption, JsonOption, console, err_console, parse_defines
+from perfmodel.cli.common import JsonOption, console, err_console, parse_defines
 
 
 def check(
@@ -28,7 +28,9 @@ def check(
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     markdown: Annotated[Path | None, typer.Option(
         "--markdown", help="Write a Markdown summary (for a pull-request comment) here.")] = None,
-    defines: DefineOption = None,
+    defines: Annotated[list[str] | None, typer.Option(
+        "-D", "--define", help="Set a param in every entry whose kernel declares it: -D NAME=VALUE "
+                               "(repeatable), e.g. -D TILE_WIDTH=8 to try a change against the baseline.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Analyze every budget entry on its devices; fail (exit 1) on a broken threshold or a regression
