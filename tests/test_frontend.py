@@ -17,11 +17,12 @@ def test_comments_are_blanked_keeping_lines_and_columns():
 
 
 def test_defines_overrides_and_conditionals():
-    src = "#define TILE 16\n#ifndef MASK\n#define MASK 5\n#endif\n#if TILE > 8 && defined(MASK)\nint big;\n#else\nint small;\n#endif\n"
+    src = ("#define TILE 16\n#ifndef MASK\n#define MASK 5\n#endif\n#if TILE > 8 && defined(MASK)\n"
+           "const int big = 1;\n#else\nconst int small = 2;\n#endif\n")
     pre = prepass(src, "x.cu", {"TILE": 4})
     assert pre.defines["TILE"] == "4" and pre.defines["MASK"] == "5"
     lines = pre.text.split("\n")
-    assert "int small;" in pre.text and "int big;" not in pre.text
+    assert "int small" in pre.text and "int big" not in pre.text
     assert lines.count("") >= 7            # directives became blank lines: numbering intact
 
 
@@ -60,6 +61,33 @@ def test_function_like_macros_and_multi_line_defines():
     o = np.zeros(4, np.float32)
     simulate(compile_kernel(source=src, path="m.cu"), 1, 4, [o])
     assert o.tolist() == [1.0, 4.0, 9.0, 16.0]
+
+
+def test_host_code_in_a_complete_cu_file_is_ignored():
+    src = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+#define N 8
+const int SCALE = 3;
+static float host_buffer[N];
+extern "C" {
+__global__ void scale(float *a) { a[threadIdx.x] *= SCALE; }
+}
+void check(cudaError_t e) { if (e != cudaSuccess) { printf("%s\n", cudaGetErrorString(e)); } }
+int main(int argc, char **argv) {
+    float *d;
+    dim3 grid(1), block(N);
+    check(cudaMalloc(&d, N * sizeof(float)));
+    scale<<<grid, block>>>(d);
+    std::printf("{ unbalanced in a string\n");
+    return 0;
+}
+"""
+    p = compile_kernel(source=src, path="full.cu")
+    assert p.name == "scale" and [q.name for q in p.params] == ["a"]
+    a = np.ones(N := 8, np.float32)
+    simulate(p, 1, N, [a])
+    assert a.tolist() == [3.0] * 8
 
 
 def test_compile_is_cached_by_path_mtime_entry_and_defines(tmp_path):

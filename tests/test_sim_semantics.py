@@ -406,3 +406,35 @@ def test_scan_with_dynamic_shared_double_buffer():
     xo = np.zeros(n, np.float32)
     run(src, 1, n, [xo, xi, n], dynamic_shared_bytes=2 * n * 4)
     assert np.array_equal(xo, np.concatenate([[0], np.cumsum(xi)[:-1]]))
+
+
+def test_warp_shuffle_reduction_votes_ldg_and_comma():
+    src = r"""
+    __global__ void k(const float *x, float *sums, unsigned int *ballots, int *anyall, float *shifted) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        float v = __ldg(&x[i]);
+        shifted[i] = __shfl_up_sync(0xffffffff, v, 1);
+        for (int off = 16; off > 0; off /= 2)
+            v += __shfl_down_sync(0xffffffff, v, off);
+        if ((threadIdx.x & (warpSize - 1)) == 0) sums[i / 32] = v;
+        ballots[i] = __ballot_sync(0xffffffff, x[i] > 0.5f);
+        anyall[i] = __any_sync(0xffffffff, x[i] > 0.99f) * 2 + __all_sync(0xffffffff, x[i] >= 0.0f);
+        __syncwarp();
+        int a, b;
+        for (a = 0, b = 10; a < b; a++, b--) ;
+        if (a != 5) sums[0] = -1.0f;
+    }"""
+    x = np.random.default_rng(4).random(128).astype(np.float32)
+    sums = np.zeros(4, np.float32)
+    ballots = np.zeros(128, np.uint32)
+    anyall = np.zeros(128, np.int32)
+    shifted = np.zeros(128, np.float32)
+    run(src, 2, 64, [x, sums, ballots, anyall, shifted])
+    assert np.allclose(sums, x.reshape(4, 32).sum(axis=1), rtol=1e-5)
+    w = x.reshape(4, 32)
+    expect_ballot = [sum(1 << j for j in range(32) if w[r, j] > 0.5) for r in range(4)]
+    assert ballots.reshape(4, 32)[:, 0].tolist() == expect_ballot
+    assert (ballots.reshape(4, 32) == ballots.reshape(4, 32)[:, :1]).all()
+    assert anyall.reshape(4, 32)[:, 0].tolist() == [2 * int((w[r] > 0.99).any()) + 1 for r in range(4)]
+    lanes = np.arange(128) % 32
+    assert np.array_equal(shifted, np.where(lanes == 0, x, np.roll(x, 1)))

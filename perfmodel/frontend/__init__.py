@@ -56,7 +56,7 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
         ast = parser.parse(pre.text, filename)
     except ParseError as exc:
         raise _parse_error(exc, filename, pre, parser) from None
-    funcs, globals_, kernels = {}, {}, []
+    funcs, globals_, kernels, file_consts = {}, {}, [], {}
     for ext in ast.ext:
         if isinstance(ext, c_ast.FuncDef):
             funcs[ext.decl.name] = ext
@@ -69,6 +69,8 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
                 globals_[ext.name] = ext
             elif ext.name in ("bool", "uint", "size_t"):
                 continue
+            elif "const" in (ext.quals or []) and ext.init is not None:
+                file_consts[ext.name] = ext         # `const int N = 64;`: a compile-time constant
             else:
                 c = ext.coord
                 loc = Location(filename, c.line, map_col(pre, c.line, c.column))
@@ -87,7 +89,8 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
         raise FrontendError(f"{filename}: no __global__ kernel named '{entry}' (kernels: {', '.join(kernels)})",
                             location=Location(filename))
     device_funcs = {n: f for n, f in funcs.items() if n not in kernels}
-    low = Lowerer(filename, lambda line, col: map_col(pre, line, col), device_funcs, globals_, pre.dynamic_shared)
+    low = Lowerer(filename, lambda line, col: map_col(pre, line, col), device_funcs, globals_, pre.dynamic_shared,
+                  file_consts)
     body = low.kernel(funcs[entry])
 
     params = []

@@ -281,13 +281,14 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
             colmaps[lineno] = spans
         for dm in re.finditer(r"\bextern\s+__shared__\s+[\w\s]*?\b(\w+)\s*\[\s*\]", new):
             dynamic_shared.add(dm.group(1))
-        out_lines.append(_replace_keywords(new, lineno, filename))
+        out_lines.append(new)
     if cond_stack:
         raise FrontendError("#if/#ifdef without #endif", location=Location(filename, len(lines), 1))
 
-    body = "\n".join(out_lines)
+    device_text = strip_host_code("\n".join(out_lines))
     kernel_names = re.findall(r"__global__[\s\w]*?\b(?!void\b)([A-Za-z_]\w*)\s*\(",
-                              _mark_globals(lines, defines))
+                              re.sub(r"__launch_bounds__\s*\([^)]*\)", "", device_text))
+    body = "\n".join(_replace_keywords(ln, i + 1, filename) for i, ln in enumerate(device_text.split("\n")))
     object_defines = {k: v for k, v in defines.items() if not isinstance(v, FunctionMacro)}
     pre = Prepassed(text=_PRELUDE + f'# 1 "{filename}"\n' + body, defines=object_defines, kernel_names=kernel_names,
                     dynamic_shared=dynamic_shared)
@@ -295,10 +296,82 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
     return pre
 
 
-def _mark_globals(lines, defines) -> str:
-    """Source text (comments stripped, macros expanded) in which __global__ still appears, for finding kernels."""
-    return "\n".join(_expand(re.sub(r"__launch_bounds__\s*\([^)]*\)", "", ln), defines, set())[0]
-                     for ln in lines if not _DIRECTIVE.match(ln))
+_DEVICE_MARK = re.compile(r"\b(__global__|__device__|__constant__|__shared__)\b")
+
+
+def _blank(text: str) -> str:
+    return "".join(ch if ch == "\n" else " " for ch in text)
+
+
+def strip_host_code(text: str) -> str:
+    """Blank host code so that a complete .cu file (with main(), cudaMalloc, <<<...>>> launches) is accepted.
+
+    At file scope: a function definition without __global__/__device__ is host code (blanked with its body);
+    a declaration ending in ';' is kept only when it is device data or a device prototype (__constant__,
+    __device__, __shared__, __global__), a typedef, or a `const` scalar that device code may use; `extern "C" {`
+    blocks are unwrapped. Newlines are kept, so line numbers do not move.
+    """
+    out = list(text)
+    n = len(text)
+    i = depth = 0
+    decl_start = 0
+    linkage = []                       # depth at which an extern "C" { ... } block was opened
+
+    def blank(a, b):
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "{":
+            if depth == 0:
+                header = text[decl_start:i]
+                if re.search(r'\bextern\s*"C"\s*$', header):
+                    blank(i, i + 1)
+                    linkage.append(depth)
+                    i += 1
+                    decl_start = i
+                    continue
+                if "(" in header and not _DEVICE_MARK.search(header):
+                    # a host function: skip to its matching brace
+                    d, j = 0, i
+                    while j < n:
+                        if text[j] == "{":
+                            d += 1
+                        elif text[j] == "}":
+                            d -= 1
+                            if d == 0:
+                                break
+                        j += 1
+                    blank(decl_start, min(j + 1, n))
+                    i = j + 1
+                    decl_start = i
+                    continue
+            depth += 1
+        elif ch == "}":
+            if depth == 0 and linkage:
+                linkage.pop()
+                blank(i, i + 1)
+                decl_start = i + 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    decl_start = i + 1
+                    # a struct/union definition ends with '};' - its ';' ends nothing else
+        elif ch == ";" and depth == 0:
+            decl = text[decl_start:i + 1]
+            if decl.strip() and not (_DEVICE_MARK.search(decl) or re.search(r"\b(typedef|const)\b", decl)):
+                blank(decl_start, i + 1)       # a host variable, prototype or C++ declaration
+            decl_start = i + 1
+        i += 1
+    return "".join(out)
 
 
 def map_col(prepassed: Prepassed, line: int, col: int) -> int:

@@ -148,6 +148,11 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicMin": "min", "atomicM
             "atomicCAS": "cas", "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc",
             "atomicDec": "dec"}
 
+_WARP_FUNCS = {"__shfl_sync": ("idx", (3, 4)), "__shfl_up_sync": ("up", (3, 4)),
+               "__shfl_down_sync": ("down", (3, 4)), "__shfl_xor_sync": ("xor", (3, 4)),
+               "__ballot_sync": ("ballot", (2,)), "__any_sync": ("any", (2,)), "__all_sync": ("all", (2,)),
+               "__activemask": ("activemask", (0,))}
+
 _BUILTIN_VECS = {"threadIdx": "tid", "blockIdx": "bid", "blockDim": "bdim", "gridDim": "gdim"}
 
 
@@ -167,7 +172,8 @@ class FuncRec:
 
 
 class Lowerer:
-    def __init__(self, filename, map_col, funcs, globals_, dynamic_shared):
+    def __init__(self, filename, map_col, funcs, globals_, dynamic_shared, file_consts=None):
+        self.file_consts = file_consts or {}
         self.filename = filename
         self.map_col = map_col
         self.funcs = funcs                      # name -> FuncDef
@@ -266,6 +272,13 @@ class Lowerer:
         scope = self.scopes[0]
         for name, val in (("true", 1), ("false", 0)):
             scope[name] = ("const", const_e(val, T.BOOL))
+        scope["warpSize"] = ("const", const_e(32, T.INT))
+        for name, decl in self.file_consts.items():
+            t = self.decl_type(decl, "constant")
+            init = self.expr(decl.init)
+            if not isinstance(t, T.ScalarType) or init.const is None:
+                raise self.err(decl, f"file-scope const {name} must be a number with a constant initialiser")
+            scope[name] = ("const", const_e(cast(init.const, init.t, t), t))
         # file-scope __constant__ arrays
         for name, decl in self.file_globals.items():
             t = self.decl_type(decl, "constant")
@@ -1265,9 +1278,72 @@ class Lowerer:
             return self.barrier(node)
         if name in _ATOMICS:
             return self.atomic_call(node, name, args)
+        if name in ("__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system"):
+            # lockstep execution already orders every lane's memory operations: nothing to do but count
+            site = self.site(node, "sync", name)
+            for a in args:
+                self.expr(a)
+
+            def run(ctx):
+                ctx.count_op(site)
+            return E(run, None)
+        if name in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"):
+            if len(args) != 1:
+                raise self.err(node, f"{name} takes 1 argument")
+            target = self.expr(args[0])
+            if not isinstance(target.t, T.ArrayType):
+                raise self.err(node, f"the argument of {name} must be an address (&a[i] or a + i)")
+            return self.elem_load(node, target.fn, target.t.elem, target.t.space, _name_of(args[0]))
+        if name in _WARP_FUNCS:
+            return self.warp_call(node, name, args)
         if name in self.funcs:
             return self.inline_call(node, name, args)
         return self.math_call(node, name, args)
+
+    def warp_call(self, node, name, args):
+        kind, nargs = _WARP_FUNCS[name]
+        if len(args) not in nargs:
+            raise self.err(node, f"{name} takes {' or '.join(map(str, nargs))} arguments")
+        site = self.site(node, "warp op", name)
+        es = [self.scalar(a) for a in args]
+        if kind == "activemask":
+            def fn(ctx):
+                ctx.count_op(site)
+                return warp_vote(ctx, "ballot", np.ones((1, 1, 1, 1), bool))
+            return E(fn, T.UINT)
+        if kind in ("ballot", "any", "all"):
+            pf = self.cond(args[1]).fn
+
+            def fn(ctx):
+                p = pf(ctx)
+                ctx.count_op(site)
+                return warp_vote(ctx, kind, p)
+            return E(fn, T.UINT if kind == "ballot" else T.INT)
+        val = es[1]
+        if not isinstance(val.t, T.ScalarType):
+            raise self.err(node, f"{name} of a pointer is not supported")
+        vf, af = val.fn, self.convert(es[2], T.INT).fn
+        wf = self.convert(es[3], T.INT).fn if len(es) > 3 else (lambda ctx: np.int32(32))
+        dt = val.t.dtype
+
+        def fn(ctx):
+            v = vf(ctx)
+            a = af(ctx)
+            w = int(wf(ctx))
+            ctx.count_op(site)
+            return warp_shuffle(ctx, kind, v, a, w).astype(dt, copy=False)
+        return E(fn, val.t)
+
+    def e_ExprList(self, node):
+        es = [self.expr(e) for e in node.exprs]
+        fns = [e.fn for e in es]
+
+        def fn(ctx):
+            v = None
+            for f in fns:
+                v = f(ctx)
+            return v
+        return E(fn, es[-1].t)
 
     def e_FuncCall(self, node):
         return self.call(node)
@@ -1557,3 +1633,50 @@ def check_barrier(ctx, site, loc):
             f"{tcoord(int(missing[0]))} does not", location=loc, block=blk,
             thread=(int(missing[0]) % bx, (int(missing[0]) // bx) % by, int(missing[0]) // (bx * by)))
     c.block_execs[site] += int(np.count_nonzero(arrived))
+
+
+def _warp_view(ctx, v, fill):
+    """(blocks, warps, 32) view of a lane value, missing lanes of a partial warp set to ``fill``."""
+    from perfmodel.sim import warps as W
+    full = np.broadcast_to(v, ctx.shape).reshape(ctx.nB, ctx.T)
+    return W._pad(full, fill).reshape(ctx.nB, ctx.nw, 32)
+
+
+def _from_warp_view(ctx, w):
+    return w.reshape(ctx.nB, ctx.nw * 32)[:, :ctx.T].reshape(ctx.shape)
+
+
+def warp_shuffle(ctx, kind, v, arg, width):
+    """__shfl*_sync: every lane reads a lane of its warp (its own value when the source is outside its
+    ``width``-lane segment, as CUDA specifies for up/down)."""
+    vals = _warp_view(ctx, v, 0)
+    lane = np.arange(32).reshape(1, 1, 32)
+    a = _warp_view(ctx, arg, 0).astype(np.int64)
+    seg = lane // width * width
+    if kind == "idx":
+        src = seg + a % width
+    elif kind == "up":
+        src = np.where(lane - seg >= a, lane - a, lane)
+    elif kind == "down":
+        src = np.where(lane - seg + a < width, lane + a, lane)
+    else:
+        x = lane ^ a
+        src = np.where(x // width == lane // width, x, lane)
+    src = np.broadcast_to(src, vals.shape)
+    return _from_warp_view(ctx, np.take_along_axis(vals, src, axis=2))
+
+
+def warp_vote(ctx, kind, pred):
+    """__ballot_sync / __any_sync / __all_sync over the active lanes of each warp."""
+    active = np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask
+    p = _warp_view(ctx, np.asarray(pred, bool) & active, False)
+    if kind == "ballot":
+        bits = (p.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=2).astype(np.uint32)
+        out = np.broadcast_to(bits[..., None], p.shape)
+        return _from_warp_view(ctx, out)
+    act = _warp_view(ctx, active, False)
+    if kind == "any":
+        r = p.any(axis=2)
+    else:
+        r = (p | ~act).all(axis=2)
+    return _from_warp_view(ctx, np.broadcast_to(r[..., None], p.shape)).astype(np.int32)
