@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
 
         t0 = time.time()
         try:
-            metrics, info = ncu.collect([{"kernel": c["kernel"], "overrides": c["overrides"]}
+            metrics, info = ncu.collect_all([{"kernel": c["kernel"], "overrides": c["overrides"]}
                                          for c in document["cases"]], workdir="/tmp/perfmodel_ncu_work")
             document["ncu_info"] = info
             for record, found in zip(document["cases"], metrics):
@@ -126,8 +126,8 @@ def main(argv: list[str]) -> int:
                     grid = "(" + ", ".join(str(g) for g in record["grid"]) + ")"
                     if found.get("ncu_grid_size") and found["ncu_grid_size"] != grid:
                         record["ncu_mapping_warning"] = f"ncu grid {found['ncu_grid_size']} != {grid}"
-            print(f"ncu: {info.get('profiled_kernels')} kernels in {time.time() - t0:.1f}s "
-                  f"{info.get('warning', '')}", flush=True)
+            print(f"ncu: {info['counts'].get('profiled_kernels')} kernels in {time.time() - t0:.1f}s "
+                  f"{' '.join(i.get('warning', '') for i in info.values())}", flush=True)
         except Exception as err:  # noqa: BLE001
             document["ncu_error"] = f"{type(err).__name__}: {err}"
             print("NCU FAILED", document["ncu_error"][-2000:], flush=True)

@@ -33,7 +33,7 @@ def validate(
     if ncu:
         from perfmodel.gpu import ncu as ncu_mod
 
-        found, info = ncu_mod.collect([{"kernel": kernel, "overrides": overrides}], device_index=device_index)
+        found, info = ncu_mod.collect_all([{"kernel": kernel, "overrides": overrides}], device_index=device_index)
         record["ncu"] = found[0]
         record["ncu_info"] = info
     document = {"device": device_properties(cp, device_index), "clocks": clocks(device_index),
