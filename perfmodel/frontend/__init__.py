@@ -107,7 +107,7 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
             n = t.elem.itemsize
             for d in t.shape:
                 n *= d
-            shape = () if t.shape == (1,) and name not in _array_names(low) else t.shape
+            shape = () if name in low.shared_scalars else t.shape
             shared.append(SharedDecl(name, t.elem.dtype, shape, n))
     constants = [ConstDecl(name, t.elem.dtype, t.shape) for name, t in low.constants]
     return KernelProgram(
@@ -115,10 +115,6 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
         constants=constants, defines=dict(pre.defines), sites=low.sites, n_slots=low.n_slots, body=body,
         param_slots=[slot for _n, _t, slot in low.params], shared_types=[t for _n, t, _d in low.shared],
         const_types=[t for _n, t in low.constants])
-
-
-def _array_names(low) -> set:
-    return set()
 
 
 def _parse_error(exc: ParseError, filename: str, pre, parser) -> FrontendError:

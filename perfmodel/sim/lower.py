@@ -76,10 +76,6 @@ def cast(v, src: T.ScalarType, dst: T.ScalarType):
     return dst.dtype.type(v)
 
 
-def truthy(v, t: T.ScalarType):
-    return v if t is T.BOOL else (v != 0)
-
-
 # ------------------------------------------------------------------ symbols ----------------------------------
 class Var:
     __slots__ = ("slot", "t")
@@ -164,13 +160,6 @@ class LoopRec:
         self.cont = EMPTY
 
 
-class FuncRec:
-    __slots__ = ("ret_slot",)
-
-    def __init__(self, ret_slot):
-        self.ret_slot = ret_slot
-
-
 class Lowerer:
     def __init__(self, filename, map_col, funcs, globals_, dynamic_shared, file_consts=None):
         self.file_consts = file_consts or {}
@@ -186,11 +175,11 @@ class Lowerer:
         self.params = []                        # (name, type or ArrayType, slot or index)
         self.shared = []                        # (name, ArrayType, dynamic)
         self._shared_index: dict = {}
+        self.shared_scalars: set = set()        # names of `__shared__ T x;` (not arrays)
         self.constants = []                     # (name, ArrayType)
-        self.locals = []                        # (slot, ArrayType) local arrays
         self.call_stack: list[str] = []
         self.loop_depth = 0
-        self.func_stack: list = []              # None for the kernel, FuncRec slot holder for device functions
+        self.func_stack: list = []              # None for the kernel, (return Var, type) for device functions
 
     # ---- helpers ---------------------------------------------------------------------------------------------
     def loc(self, node) -> Location:
@@ -379,7 +368,6 @@ class Lowerer:
                 raise self.err(node, "initialisers of local arrays are not supported")
             slot = self.new_slot()
             self.scopes[-1][node.name] = Arr("local", slot, t)
-            self.locals.append((slot, t))
             n = 1
             for d in t.shape:
                 n *= d
@@ -428,6 +416,8 @@ class Lowerer:
             idx = len(self.shared)
             self._shared_index[id(node)] = idx
             self.shared.append((node.name, t, dynamic))
+            if kind == "shared_scalar":
+                self.shared_scalars.add(node.name)
         self.scopes[-1][node.name] = Arr("shared", idx, t) if kind == "shared" else ("shared_scalar", idx, t)
         return None
 
@@ -556,7 +546,6 @@ class Lowerer:
                 init(ctx)
                 if ctx.empty:
                     return
-            m_entry = ctx.mask
             exited = EMPTY
             rec = LoopRec()
             ctx.loops.append(rec)
@@ -1017,7 +1006,7 @@ class Lowerer:
     def arith(self, node, op, a, b, fused=False):
         if op in ("<<", ">>"):
             if not (a.t.is_int and b.t.is_int):
-                raise self.err(node, f"shift of a non-integer")
+                raise self.err(node, "shift of a non-integer")
             t = T.promote(a.t)
             a = self.convert(a, t)
             b = self.convert(b, T.promote(b.t))

@@ -98,11 +98,6 @@ def global_load(ctx: Ctx, site: int, mem, idx):
     return mem.data[idx]
 
 
-def _target(ctx, idx, value, m):
-    shape = np.broadcast_shapes(np.shape(idx), np.shape(value), (1,) if m is None else m.shape)
-    return shape
-
-
 def global_store(ctx: Ctx, site: int, mem, idx, value):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
     global_count(ctx, site, mem, idx, True)

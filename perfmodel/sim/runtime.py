@@ -136,12 +136,6 @@ class Ctx:
         self._worked_mask_id = None
 
     # ---- masks -------------------------------------------------------------------------------------------
-    def set_mask(self, m):
-        if m is not None and not isinstance(m, np.ndarray):
-            m = None if m else np.zeros((1, 1, 1, 1), bool)
-        self.mask = m
-        self._stats = None
-
     def lanes2d(self, a: np.ndarray):
         """(rows, T) lanes of a broadcastable array, and how many blocks each row stands for."""
         if a.shape[0] == 1:
@@ -168,9 +162,6 @@ class Ctx:
                 st = (n, nwarps, per_row, warps_row)
             self._stats = st
         return st
-
-    def active_any(self) -> bool:
-        return self.mask is None or bool(self.mask.any())
 
     # ---- counting -----------------------------------------------------------------------------------------
     def count_op(self, site: int, flops: int = 0):
@@ -223,10 +214,6 @@ class Ctx:
 
 def fmt3(t) -> str:
     return "(" + ",".join(str(int(v)) for v in t) + ")"
-
-
-def full_mask_value(ctx: Ctx):
-    return np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask
 
 
 def value_at(value, bad, ctx: Ctx):
