@@ -114,7 +114,7 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
         name=entry, path=filename, source_lines=source.split("\n"), params=params, shared=shared,
         constants=constants, defines=dict(pre.defines), sites=low.sites, n_slots=low.n_slots, body=body,
         param_slots=[slot for _n, _t, slot in low.params], shared_types=[t for _n, t, _d in low.shared],
-        const_types=[t for _n, t in low.constants])
+        const_types=[t for _n, t in low.constants], local_bytes=low.local_bytes)
 
 
 def _parse_error(exc: ParseError, filename: str, pre, parser) -> FrontendError:

@@ -45,6 +45,7 @@ class KernelProgram:
     param_slots: list = field(repr=False, default_factory=list)
     shared_types: list = field(repr=False, default_factory=list)
     const_types: list = field(repr=False, default_factory=list)
+    local_bytes: int = 0          # thread-local array bytes per thread (local memory)
 
     @property
     def param_bytes(self) -> int:

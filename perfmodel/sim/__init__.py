@@ -15,6 +15,7 @@ __all__ = ["simulate", "SimResult", "Counts"]
 
 DEFAULT_MAX_LANES = 1 << 20          # lanes per batch: ~1M keeps every lane array at a few MB
 DEFAULT_MAX_STEPS = 1 << 20          # iterations of one loop execution before it is called runaway
+LOCAL_BUDGET = 256 << 20            # bytes of thread-local arrays per batch
 _GLOBAL_BASE = 0x7F0000000000        # first cudaMalloc-like address (256-byte aligned)
 
 
@@ -87,6 +88,8 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
             raise SimulationError(f"block_ids must lie in [0, {total_blocks})")
     max_lanes = max_lanes or DEFAULT_MAX_LANES
     per_batch = max(1, max_lanes // tpb)
+    if program.local_bytes:     # thread-local arrays live per lane: keep them under LOCAL_BUDGET per batch
+        per_batch = max(1, min(per_batch, LOCAL_BUDGET // (program.local_bytes * tpb)))
     counters = Counters(len(program.sites), len(ids))
     shared_layout = _shared_layout(program, dynamic_shared_bytes)
     max_steps = max_steps or DEFAULT_MAX_STEPS

@@ -176,6 +176,7 @@ class Lowerer:
         self.shared = []                        # (name, ArrayType, dynamic)
         self._shared_index: dict = {}
         self.shared_scalars: set = set()        # names of `__shared__ T x;` (not arrays)
+        self.local_bytes = 0                    # bytes of thread-local arrays per thread
         self.constants = []                     # (name, ArrayType)
         self.call_stack: list[str] = []
         self.loop_depth = 0
@@ -371,6 +372,7 @@ class Lowerer:
             n = 1
             for d in t.shape:
                 n *= d
+            self.local_bytes += n * t.elem.itemsize
             name = node.name
 
             def run(ctx, slot=slot, n=n, t=t, name=name):
