@@ -281,3 +281,23 @@ def test_idle_threads_and_divergence_of_partial_blocks():
     # valid row splits on Col < n: 8 warps in each of the top three blocks, 7 in the corner block, whose last warp
     # (rows 62, 63) is entirely out. In the bottom row of blocks a warp is entirely in or entirely out: no split.
     assert r.counts.divergent_branches == 8 * 3 + 7
+
+
+@pytest.mark.parametrize("loop,unrolled", [
+    ("for (int k = 0; k < 16; ++k)", True),
+    ("for (int k = 15; k >= 0; k -= 3)", True),
+    ("for (int k = 0; k < 65; k++)", False),          # beyond the full-unroll limit
+    ("for (int k = 0; k < n; k++)", False),           # trip count known only at run time
+    ("for (int k = 0; k < 16; k++) if (a[k] > 2.0f) k++; for (int j = 0; j < 0; j++)", False),  # body moves k
+])
+def test_constant_trip_count_loops_count_no_bookkeeping(loop, unrolled):
+    program = compile_src(f"""
+    __global__ void k(float *a, int n) {{
+        float s = 0.0f;
+        {loop} s += a[0];
+        a[threadIdx.x + 1] = s;
+    }}""")
+    r = simulate(program, 1, 32, [np.zeros(100, np.float32), 16])
+    loop_sites = [s for s in r.sites if s["kind"] == "branch" and s["detail"] == "loop"]
+    assert (loop_sites[0]["warp_instructions"] == 0) == unrolled
+    assert r.counts.global_["loads"] > 0

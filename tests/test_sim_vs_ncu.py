@@ -127,6 +127,11 @@ def test_tiled_matmul_global_traffic_matches_ncu():
     assert (g["load_requests"], g["load_sectors"], g["store_requests"], g["store_sectors"]) == (1024, 4096, 128, 512)
     assert r.counts.fp_ops["fma"] == 262144
     assert r.counts.shared["store_wavefronts"] == 1024          # measured 1024 (the loads are vectorised, above)
+    # the k loop has a constant trip count (TILE_WIDTH): nvcc unrolls it, so only the m loop branches:
+    # 5 condition tests x 128 warps = 640, the measured smsp__sass_branch_targets.sum
+    assert r.counts.branches == 640
+    # issued warp instructions: measured 30848 (smsp__inst_executed.sum); the source-level proxy is within 15%
+    assert abs(r.counts.warp_instructions / 30848 - 1) < 0.15
 
 
 def test_picture_kernel_matches_ncu():

@@ -177,6 +177,7 @@ class Lowerer:
         self._shared_index: dict = {}
         self.shared_scalars: set = set()        # names of `__shared__ T x;` (not arrays)
         self.local_bytes = 0                    # bytes of thread-local arrays per thread
+        self.uncounted = 0                      # > 0 while lowering the bookkeeping of an unrolled loop
         self.constants = []                     # (name, ArrayType)
         self.call_stack: list[str] = []
         self.loop_depth = 0
@@ -515,14 +516,78 @@ class Lowerer:
         self.scopes.append({})
         try:
             init = self.stmt(node.init) if node.init is not None else None
-            cond = self.cond(node.cond) if node.cond is not None else None
+            unrolled = self.static_trip_count(node) is not None
+            # nvcc fully unrolls a loop with a small compile-time trip count: its compare, branch and counter
+            # update are not executed, so they are not counted (docs/semantics.md, "warp_instructions").
+            self.uncounted += unrolled
+            try:
+                cond = self.cond(node.cond) if node.cond is not None else None
+            finally:
+                self.uncounted -= unrolled
             self.loop_depth += 1
             body = self.stmt(node.stmt) if node.stmt is not None else None
             self.loop_depth -= 1
-            step = self.expr(node.next).fn if node.next is not None else None
+            self.uncounted += unrolled
+            try:
+                step = self.expr(node.next).fn if node.next is not None else None
+            finally:
+                self.uncounted -= unrolled
         finally:
             self.scopes.pop()
-        return self.loop(node, init, cond, body, step, test_first=True)
+        return self.loop(node, init, cond, body, step, test_first=True, count_branch=not unrolled)
+
+    def static_trip_count(self, node):
+        """The trip count of `for (i = C1; i < C2; i += C3)` with constant bounds and an `i` the body never
+        assigns, when it is at most UNROLL_LIMIT (what nvcc unrolls completely); else None."""
+        var, start = None, None
+        init = node.init
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init is not None:
+            var, start_node = init.decls[0].name, init.decls[0].init
+        elif isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
+            var, start_node = init.lvalue.name, init.rvalue
+        else:
+            return None
+        cond, nxt = node.cond, node.next
+        if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "<=", ">", ">=", "!=")):
+            return None
+        if isinstance(cond.left, c_ast.ID) and cond.left.name == var:
+            op, bound_node = cond.op, cond.right
+        elif isinstance(cond.right, c_ast.ID) and cond.right.name == var:
+            op, bound_node = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[cond.op], cond.left
+        else:
+            return None
+        if isinstance(nxt, c_ast.UnaryOp) and nxt.op in ("++", "p++", "--", "p--") and \
+                isinstance(nxt.expr, c_ast.ID) and nxt.expr.name == var:
+            step = 1 if "++" in nxt.op else -1
+        elif isinstance(nxt, c_ast.Assignment) and nxt.op in ("+=", "-=") and \
+                isinstance(nxt.lvalue, c_ast.ID) and nxt.lvalue.name == var:
+            step = self._const_value(nxt.rvalue)
+            if step is None:
+                return None
+            step = step if nxt.op == "+=" else -step
+        else:
+            return None
+        start, bound = self._const_value(start_node), self._const_value(bound_node)
+        if start is None or bound is None or step == 0 or _assigns(node.stmt, var):
+            return None
+        tests = {"<": lambda v: v < bound, "<=": lambda v: v <= bound, ">": lambda v: v > bound,
+                 ">=": lambda v: v >= bound, "!=": lambda v: v != bound}[op]
+        v, trips = start, 0
+        while tests(v):
+            trips += 1
+            v += step
+            if trips > UNROLL_LIMIT:
+                return None
+        return trips
+
+    def _const_value(self, node):
+        try:
+            e = self.expr(node)
+        except FrontendError:
+            return None
+        if e.const is None or not isinstance(e.t, T.ScalarType) or not e.t.is_int:
+            return None
+        return int(e.const)
 
     def s_While(self, node):
         cond = self.cond(node.cond)
@@ -538,7 +603,7 @@ class Lowerer:
         self.loop_depth -= 1
         return self.loop(node, None, cond, body, None, test_first=False)
 
-    def loop(self, node, init, cond, body, step, test_first):
+    def loop(self, node, init, cond, body, step, test_first, count_branch=True):
         site = self.site(node, "branch", "loop")
         loc = self.loc(node)
         cf = cond.fn if cond is not None else None
@@ -557,7 +622,8 @@ class Lowerer:
             while True:
                 if cf is not None and (test_first or not first):
                     c = cf(ctx)
-                    ctx.count_op(site)
+                    if count_branch:
+                        ctx.count_op(site)
                     if not is_lanes(c):
                         if not c:
                             exited = union(exited, ctx.mask)
@@ -1068,6 +1134,8 @@ class Lowerer:
                 b = mul
         af, bf = a.fn, b.fn
         impl = _binop_impl(op, t, self.loc(node))
+        if self.uncounted:
+            flops, fma_with = 0, None
         if a.const is not None and b.const is not None and op not in ("/", "%") or \
                 a.const is not None and b.const is not None and b.const != 0:
             with np.errstate(all="ignore"):
@@ -1090,6 +1158,9 @@ class Lowerer:
                 y = bf(ctx)
                 ctx.count_op(site, flops)
                 return impl(x, y)
+        elif self.uncounted:
+            def fn(ctx):
+                return impl(af(ctx), bf(ctx))
         else:
             def fn(ctx):
                 x = af(ctx)
@@ -1506,6 +1577,36 @@ class Lowerer:
             set_mask(ctx, m0)
             return ctx.vals[rslot] if rslot is not None else None
         return E(fn, ret_t)
+
+
+UNROLL_LIMIT = 64      # trip counts up to this are taken as fully unrolled by nvcc
+
+
+def _assigns(node, var) -> bool:
+    """Whether ``node`` (a statement) assigns or increments the variable ``var``."""
+    found = False
+
+    class V(c_ast.NodeVisitor):
+        def visit_Assignment(self, n):
+            nonlocal found
+            if isinstance(n.lvalue, c_ast.ID) and n.lvalue.name == var:
+                found = True
+            self.generic_visit(n)
+
+        def visit_UnaryOp(self, n):
+            nonlocal found
+            if n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.expr, c_ast.ID) and n.expr.name == var:
+                found = True
+            self.generic_visit(n)
+
+        def visit_Decl(self, n):
+            nonlocal found
+            if n.name == var:          # shadowed inside the body: be conservative
+                found = True
+            self.generic_visit(n)
+    if node is not None:
+        V().visit(node)
+    return found
 
 
 def _name_of(node) -> str:
