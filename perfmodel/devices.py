@@ -106,6 +106,15 @@ class Throughput(BaseModel):
     l1_hit_latency_cycles: PositiveFloat | None = None
     lsu_requests_per_clock: PositiveFloat | None = None  # warp-level memory instructions per clock per SM
     warp_instructions_per_clock: PositiveFloat | None = None  # warp instructions issued per clock per SM
+    # The analyzer's bottleneck model (perfmodel/model/calibration.py says how each default was measured)
+    dependent_issue_latency_cycles: PositiveFloat | None = None  # a lone warp's cycles between instructions
+    l1_lines_per_clock: PositiveFloat | None = None  # L1 tag lookups (128-byte lines) per clock per SM
+    block_launch_cycles: PositiveFloat | None = None  # cycles between two block launches on one SM
+    launch_overhead_s: PositiveFloat | None = None  # launch-to-completion floor of a kernel (CUDA events)
+    sass_per_counted_instruction: PositiveFloat | None = None  # compiled instructions per counted operation
+    sass_instructions_per_warp: float | None = None  # compiled per-warp prologue/epilogue instructions
+    overlap_exponent: PositiveFloat | None = None  # p of the model's (sum t^p)^(1/p) resource combination
+    max_loads_in_flight_per_warp: PositiveFloat | None = None
 
 
 # field -> (formula text, function of (device fields, throughput fields so far)). Used when a profile leaves the
@@ -128,6 +137,31 @@ THROUGHPUT_DEFAULTS: dict[str, tuple[str, Any]] = {
         "min(warp_schedulers_per_sm, fp32_lanes_per_sm / warp_size)",
         lambda d, t: min(d["warp_schedulers_per_sm"], d["fp32_lanes_per_sm"] / d["warp_size"])),
 }
+# The bottleneck model's calibrated constants: the H100 calibration (perfmodel/model/calibration.py), assumed
+# where a profile has no measurement of its own.
+_CALIBRATED = {
+    "dependent_issue_latency_cycles": "DEPENDENT_ISSUE_LATENCY_CYCLES",
+    "l1_lines_per_clock": "L1_LINES_PER_CLOCK",
+    "block_launch_cycles": "BLOCK_LAUNCH_CYCLES",
+    "launch_overhead_s": "LAUNCH_OVERHEAD_S",
+    "sass_per_counted_instruction": "SASS_PER_COUNTED_INSTRUCTION",
+    "sass_instructions_per_warp": "SASS_INSTRUCTIONS_PER_WARP",
+    "overlap_exponent": "OVERLAP_EXPONENT",
+    "max_loads_in_flight_per_warp": "MAX_LOADS_IN_FLIGHT_PER_WARP",
+}
+
+
+def _calibrated(name: str):
+    def derive(d, t):
+        from perfmodel.model import calibration
+
+        return getattr(calibration, name)
+    return derive
+
+
+for _field, _constant in _CALIBRATED.items():
+    THROUGHPUT_DEFAULTS[_field] = (f"the H100 calibration (perfmodel/model/calibration.py {_constant}); "
+                                   "not measured on this device", _calibrated(_constant))
 
 
 class Device(BaseModel):
