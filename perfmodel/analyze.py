@@ -20,14 +20,17 @@ import numpy as np
 from perfmodel.errors import OccupancyError, PerfmodelError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.seed import SeedModel, seed_model
-from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
+from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic, l1_line_wavefronts
 from perfmodel.registers import Registers, resolve_registers
 from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread, extrapolate_counts, stratified_blocks
 
 # Exact simulation is the default while the whole grid is expected to take at most this many warp instructions
-# (estimated from one block simulated alone x the number of blocks). The simulator runs roughly 1e7-1e8 warp
-# instructions per second on one core, so this keeps an exact analysis within a few seconds.
-EXACT_BUDGET_WARP_INSTRUCTIONS = 6e7
+# (estimated from one block simulated alone x the number of blocks) and has at most EXACT_BUDGET_THREADS threads.
+# Measured on the 2-core machine: ~2.5e7 warp instructions per second for compute-heavy grids (tiled matmul,
+# W=1024: 1.2e8 in ~5 s) but only ~1e6 threads per second for huge streaming grids (vec_add, 64M threads: 26 s),
+# so both limits keep an exact analysis within about 2 s.
+EXACT_BUDGET_WARP_INSTRUCTIONS = 4e7
+EXACT_BUDGET_THREADS = 1 << 21
 HOT_LINES = 6
 
 
@@ -209,19 +212,21 @@ def _hash_params(params: dict) -> tuple:
 
 
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
-                    exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None) -> tuple[Any, SimOutcome]:
+                    exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
+                    check: bool = True) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
-    blocks; ``sample=0``: always exact."""
+    blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
+    the reference (the reference computes the whole output, which can cost more than the sampled run)."""
     from perfmodel.frontend import compile_kernel
 
     spec = _spec(kernel)
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
     key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
-           _hash_params(launch.params), sample, exact_budget)
+           _hash_params(launch.params), sample, exact_budget, check)
     if key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
@@ -240,12 +245,14 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     sample_reason = ""
     if sample is not None and sample > 0 and sample < total:
         sample_reason = f"--sample {sample}"
-    elif sample is None and estimated_work > exact_budget and total > DEFAULT_SAMPLE_BLOCKS:
+    elif sample is None and total > DEFAULT_SAMPLE_BLOCKS and (
+            estimated_work > exact_budget or launch.total_threads > EXACT_BUDGET_THREADS * exact_budget
+            / EXACT_BUDGET_WARP_INSTRUCTIONS):
         sample = DEFAULT_SAMPLE_BLOCKS
-        sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions, over the "
-                         f"{exact_budget:.2g} budget")
+        sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
+                         f"{launch.total_threads:,} threads, over the time budget of the exact mode")
     if sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check)
     else:
         if total == 1:
             result, args = pilot, pilot_args
@@ -292,7 +299,7 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
     return out
 
 
-def _sampled(spec, launch, program, n: int, reason: str) -> SimOutcome:
+def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     per_stratum = []
     lines_weighted = []
@@ -328,9 +335,11 @@ def _sampled(spec, launch, program, n: int, reason: str) -> SimOutcome:
             changed_elements[name] = changed_elements.get(name, np.zeros(after.size, bool)) | wrote
     counts = extrapolate_counts(per_stratum, array_sectors=_array_sectors(launch))
     checked = int(sum(int(m.sum()) for m in changed_elements.values()))
-    if merged and checked:
+    if not check_outputs:
+        correct, detail = None, "sampled run: outputs not checked (check=False)"
+    elif merged and checked:
         check = launch.check_outputs(merged, elements=changed_elements)
-        correct: bool | None = bool(check.correct)
+        correct = bool(check.correct)
         total_out = int(sum(m.size for m in changed_elements.values()))
         detail = (f"sampled run: checked the {checked:,} of {total_out:,} output elements the "
                   f"{sample.blocks_simulated} simulated blocks wrote - {check.message}")
@@ -355,19 +364,21 @@ def _sampled(spec, launch, program, n: int, reason: str) -> SimOutcome:
 # The models for one device
 
 def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
-            sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS) -> Analysis:
+            sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS,
+            check: bool = True) -> Analysis:
     """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
     (an int) or ``"auto"`` (local ptxas); ``sample`` is the number of blocks to simulate (None: automatic,
-    0: exact). Raises OccupancyError when the launch cannot run on the device."""
+    0: exact); ``check=False`` skips checking a sampled run's outputs. Raises OccupancyError when the launch
+    cannot run on the device."""
     from perfmodel.devices import Device, load_device
 
     dev = device if isinstance(device, Device) else load_device(device)
     spec = _spec(kernel)
     launch = spec.instantiate(dict(params or {}))
     _check_launch_fits(dev, launch)
-    launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch)
+    launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check)
     return model_launch(spec, launch, sim, dev, regs=regs)
 
 
@@ -410,7 +421,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
-                             warps_per_block=warps_per_block)
+                             warps_per_block=warps_per_block,
+                             l1_lines=l1_line_wavefronts(sim.lines, launch.block, dev.warp_size))
     analysis = Analysis(kernel=spec.name, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)

@@ -31,12 +31,20 @@ def test_fp32_time_is_lane_ops_at_half_the_flop_peak(rates, h100):
     assert bn.fp32_time({"fma": 1e12}, rates) == pytest.approx(2e12 / h100.peak_fp32_flops)
 
 
-def test_issue_time_and_its_latency_limit(rates):
-    full = bn.issue_time(4e9, 64, 132, rates)
-    assert full == pytest.approx(4e9 / (rates.warp_instructions_per_clock * 132 * rates.clock_hz))
-    # one warp per SM can issue only every dependent-issue latency
-    one_warp = bn.issue_time(4e9, 1, 132, rates)
-    assert one_warp == pytest.approx(full * rates.warp_instructions_per_clock * rates.dependent_issue_latency_cycles)
+def test_issue_time_and_compiled_instructions(rates):
+    assert bn.issue_time(4e9, 132, rates) == pytest.approx(4e9 / (rates.warp_instructions_per_clock * 132
+                                                                     * rates.clock_hz))
+    # compiled instructions: the calibrated share of the counted operations plus a per-warp prologue
+    assert bn.compiled_instructions(1000, 10, rates) == pytest.approx(
+        rates.sass_per_counted_instruction * 1000 + rates.sass_instructions_per_warp * 10)
+
+
+def test_combination_is_max_at_infinite_p_and_charges_overlap_otherwise():
+    times = {"a": 3.0, "b": 4.0}
+    assert bn.combine(times, math.inf) == 4.0
+    assert bn.combine(times, 2.0) == pytest.approx(5.0)
+    assert bn.combine({"a": 1.0, "b": 0.0}, 3.0) == 1.0
+    assert 4.0 < bn.combine(times, 3.0) < 5.0
 
 
 def test_shared_and_l1_wavefronts(rates):
@@ -50,7 +58,7 @@ def test_shared_and_l1_wavefronts(rates):
 def test_dram_streaming_kernel_is_dram_bound(rates):
     # vector add of 2^26 floats: 2 loads + 1 store per element, perfectly coalesced
     n = 1 << 26
-    counts = {"flops": n, "fp_ops": {"add": n}, "warp_instructions": 10 * n / 32, "warps": n / 32,
+    counts = {"flops": n, "fp_ops": {"add": n}, "warp_instructions": 8 * n / 32, "warps": n / 32,
               "global": {"loads": 2 * n, "stores": n, "load_requests": 2 * n / 32, "store_requests": n / 32,
                          "load_sectors": 2 * n / 8, "store_sectors": n / 8, "unique_load_sectors": 2 * n / 8,
                          "unique_store_sectors": n / 8}}
@@ -59,12 +67,15 @@ def test_dram_streaming_kernel_is_dram_bound(rates):
     result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=n // 256, warps_per_sm=64,
                                  blocks_per_sm=8, warps_per_block=8)
     assert result.bound == "dram"
-    assert result.kernel_time_s == pytest.approx(12 * n / rates.dram_bandwidth_bytes_per_s, rel=0.02)
-    assert result.resource("dram").share_of_peak > 0.9
+    dram = 12 * n / rates.dram_bandwidth_bytes_per_s
+    assert result.resource("dram").time_s == pytest.approx(dram)
+    # the other groups add their non-overlapped share on top of the DRAM time
+    assert dram < result.kernel_time_s < 1.5 * dram
+    assert result.resource("dram").share_of_peak > 0.6
 
 
 def test_latency_bound_with_a_single_warp(rates):
-    # one block of one warp doing 1000 dependent-ish loads: Little's law, not bandwidth, limits it
+    # one block of one warp: its own instruction chain, not any unit's bandwidth, limits it
     counts = {"flops": 0, "warp_instructions": 3000, "warps": 1,
               "global": {"loads": 32000, "load_requests": 1000, "load_sectors": 4000,
                          "unique_load_sectors": 4000, "stores": 0, "store_sectors": 0}}
@@ -72,9 +83,15 @@ def test_latency_bound_with_a_single_warp(rates):
     result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
                                  blocks_per_sm=1, warps_per_block=1)
     assert result.bound == "latency"
-    mlp = rates.max_loads_in_flight_per_warp
-    assert result.latency_time_s == pytest.approx(1000 / mlp * result.average_latency_cycles / rates.clock_hz)
+    sass = bn.compiled_instructions(3000, 1, rates)
+    dram_rounds = math.ceil(1000 / rates.max_loads_in_flight_per_warp)   # all cold: every round goes to DRAM
+    expected = (sass * rates.dependent_issue_latency_cycles + dram_rounds * rates.global_latency_cycles) / rates.clock_hz
+    assert result.latency_time_s == pytest.approx(expected)
     assert result.active_sms == 1
+
+
+def test_block_launch_rate_limits_tiny_blocks(rates):
+    assert bn.block_launch_time(132 * 10, rates) == pytest.approx(10 * rates.block_launch_cycles / rates.clock_hz)
 
 
 def test_wave_quantisation():
@@ -84,9 +101,19 @@ def test_wave_quantisation():
 
 
 def test_latency_counts_whole_waves(rates):
-    one = bn.latency_time(8, 8, 500, 1.0, rates)
-    assert bn.latency_time(8, 8, 500, 1.01, rates) == pytest.approx(2 * one)
-    assert bn.latency_time(8, 8, 500, 0.2, rates) == pytest.approx(one)
+    one = bn.latency_chain_time(100, 1, 1.0, rates)
+    assert bn.latency_chain_time(100, 1, 1.01, rates) == pytest.approx(2 * one)
+    assert bn.latency_chain_time(100, 1, 0.2, rates) == pytest.approx(one)
+
+
+def test_lines_per_request():
+    from perfmodel.model.traffic import lines_per_request
+
+    assert lines_per_request(4, 1) == 1       # 32 consecutive floats: one 128-byte line
+    assert lines_per_request(32, 1) == 32     # a stride of >= 128 bytes: a line per lane
+    assert lines_per_request(2, 2) == 2       # a 16-wide block: a warp reads from two rows
+    assert lines_per_request(1, 4) == 1       # a broadcast
+    assert lines_per_request(5, 1) == 2       # a misaligned 128-byte window
 
 
 def test_cache_reuse_estimate():

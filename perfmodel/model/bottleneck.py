@@ -1,34 +1,34 @@
-"""The bottleneck model: per-resource time bounds, latency hiding by Little's law, wave quantisation.
+"""The bottleneck model: per-resource time bounds, a per-warp latency chain, wave quantisation, and an
+overlap-aware combination of them.
 
-Each resource of the GPU has a time bound: the time it would need to do the kernel's work at its peak rate
-(``work / rate``). The kernel cannot run faster than its busiest resource, and it cannot run faster than the
-latency of its memory requests allows given how many requests the resident warps keep in flight. So
+Each unit of the GPU has a time bound: the time it needs for the kernel's work at its peak rate (``work /
+rate``). Units that are views of one pipeline are grouped (max inside a group), and the groups are combined as
 
-    t_kernel = max( max_r t_r x sm_imbalance , t_latency ) + launch_overhead
+    t_kernel = (sum_g t_g^p)^(1/p)        (p = ``overlap_exponent``; p = inf is the pure max)
+    t_predicted = t_kernel + launch_overhead
 
-where ``r`` runs over the throughput resources below, ``sm_imbalance`` is the busiest SM's share of the blocks
-relative to the average (wave quantisation of a throughput-bound kernel), and ``t_latency`` counts whole waves
-(the tail of a last partial wave of latency-bound blocks takes as long as a full one). Each resource's
-"speed of light" is ``t_r / t_kernel``: the fraction of the run that unit is busy at its peak rate, as in
-Nsight Compute's SOL section. The resource with the largest bound is ``bound``.
+The groups and their resources (rates from the device profile's ``throughput`` section):
 
-Resources (every rate from the device profile's ``throughput`` section or its documented default):
+* ``issue``: ``fp32`` (FP32 lane operations at ``peak_fp32_flops / 2``), ``sfu`` (special functions, division)
+  and ``issue`` (compiled warp instructions at ``warp_instructions_per_clock``; compiled instructions are
+  estimated from the simulator's source-level count with the calibrated ``sass_per_counted_instruction`` and
+  ``sass_instructions_per_warp``).
+* ``l1tex``: ``lsu`` (warp-level memory instructions at ``lsu_requests_per_clock``), ``shared`` (shared-memory
+  wavefronts of 128 bytes at ``shared_bandwidth_bytes_per_clock``) and ``l1`` (L1 tag lookups: the 128-byte
+  lines each global request touches, at ``l1_lines_per_clock``).
+* ``l2``: sectors that miss L1, and every store sector, at ``l2_bandwidth_bytes_per_s``.
+* ``dram``: the estimated DRAM bytes (``perfmodel.model.traffic``) at the achievable DRAM bandwidth (the
+  profile's measured streaming-copy figure where there is one, else the datasheet).
+* ``blocks``: the block scheduler, one launch per ``block_launch_cycles`` on each SM.
+* ``latency``: the warps' own critical path. A warp alone issues an instruction every
+  ``dependent_issue_latency_cycles`` on average and waits ``global_latency_cycles`` for each round of loads that
+  goes to DRAM (``mlp`` loads per round: its loads between two barriers, at most
+  ``max_loads_in_flight_per_warp``). Every wave of resident blocks runs that chain once; a partial last wave
+  costs a whole wave. This is Little's law: the resident warps are the work in flight.
 
-* ``fp32``: FP32 lane operations (add, mul, fma = 1 each, div = 4, special functions on the SFU) over
-  ``peak_fp32_flops / 2`` lane-ops per second.
-* ``issue``: warp instructions over ``warp_instructions_per_clock x sm_count x clock``, and no faster than the
-  resident warps can issue when each waits ``dependent_issue_latency_cycles`` between dependent instructions.
-* ``lsu``: warp-level memory instructions (global, shared, constant, local) over ``lsu_requests_per_clock``.
-* ``shared``: shared-memory wavefronts, each ``32 x 4 B / shared_bandwidth_bytes_per_clock`` clocks.
-* ``l1``: global-load data wavefronts through L1 (a request moves at most ``l1 bytes per clock`` a clock).
-* ``l2``: the sectors that miss L1 (and every store sector) over ``l2_bandwidth_bytes_per_s``.
-* ``dram``: the estimated DRAM bytes (``perfmodel.model.traffic``) over the achievable DRAM bandwidth (the
-  profile's measured streaming-copy figure where there is one, else the datasheet figure).
-* ``latency`` (an adjustment, reported beside the resources): each warp keeps ``mlp`` global loads in flight
-  (its loads between two barriers, at most ``max_loads_in_flight_per_warp``) and waits the average latency of
-  where they are served from (L1 hit, L2 hit, DRAM); a wave of resident blocks therefore takes
-  ``loads_per_warp / mlp x latency``. That is Little's law: requests in flight per SM
-  (``warps_per_sm x mlp``) = throughput x latency.
+SM-local resources are scaled by the busiest SM's share of the blocks (``sm_imbalance``, wave quantisation
+of a throughput-bound kernel). Each resource's "speed of light" is ``t_r / t_predicted``, the fraction of the
+run the unit is busy at its peak, as in Nsight Compute's SOL section; the largest is ``bound``.
 """
 from __future__ import annotations
 
@@ -36,13 +36,18 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from perfmodel.model import calibration
 from perfmodel.model.traffic import SECTOR_BYTES, Traffic
 
-# Fallbacks for rates a profile cannot give (each documented in docs/model.md)
-DEFAULT_DEPENDENT_ISSUE_LATENCY_CYCLES = 4.0   # Volta+ FFMA latency; older profiles set their own
-DEFAULT_MAX_LOADS_IN_FLIGHT_PER_WARP = 8.0     # nvcc unrolls loops 4x by default: 2 loads x 4 iterations
-DEFAULT_LAUNCH_OVERHEAD_S = 3e-6               # launch-to-completion floor of an empty kernel (estimate)
+# Fallbacks for rates a profile cannot give (the calibrated ones are documented in calibration.py)
+DEFAULT_DEPENDENT_ISSUE_LATENCY_CYCLES = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES
+DEFAULT_MAX_LOADS_IN_FLIGHT_PER_WARP = calibration.MAX_LOADS_IN_FLIGHT_PER_WARP
+DEFAULT_LAUNCH_OVERHEAD_S = calibration.LAUNCH_OVERHEAD_S
 DEFAULT_L1_BYTES_PER_CLOCK = 128.0             # one 128-byte wavefront per clock per SM (4 sectors)
+DEFAULT_SASS_PER_COUNTED_INSTRUCTION = calibration.SASS_PER_COUNTED_INSTRUCTION
+DEFAULT_SASS_INSTRUCTIONS_PER_WARP = calibration.SASS_INSTRUCTIONS_PER_WARP
+DEFAULT_BLOCK_LAUNCH_CYCLES = calibration.BLOCK_LAUNCH_CYCLES
+DEFAULT_OVERLAP_EXPONENT = calibration.OVERLAP_EXPONENT
 
 
 def _measured(device: Any, *keys: str) -> float | None:
@@ -86,6 +91,11 @@ class DeviceRates:
     global_latency_cycles: float
     max_loads_in_flight_per_warp: float
     launch_overhead_s: float
+    sass_per_counted_instruction: float  # compiled (SASS) warp instructions per counted source-level operation
+    sass_instructions_per_warp: float    # plus this many per warp (prologue: special registers, addresses, exit)
+    block_launch_cycles: float           # cycles between two block launches on one SM
+    overlap_exponent: float              # p of the resource combination (inf = pure max)
+    l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -131,6 +141,13 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
                                                  DEFAULT_MAX_LOADS_IN_FLIGHT_PER_WARP),
         launch_overhead_s=_measured(device, "launch_overhead_s") or _throughput(
             device, "launch_overhead_s", DEFAULT_LAUNCH_OVERHEAD_S),
+        sass_per_counted_instruction=_throughput(device, "sass_per_counted_instruction",
+                                                 DEFAULT_SASS_PER_COUNTED_INSTRUCTION),
+        sass_instructions_per_warp=_throughput(device, "sass_instructions_per_warp",
+                                               DEFAULT_SASS_INSTRUCTIONS_PER_WARP),
+        l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
+        block_launch_cycles=_throughput(device, "block_launch_cycles", DEFAULT_BLOCK_LAUNCH_CYCLES),
+        overlap_exponent=_throughput(device, "overlap_exponent", DEFAULT_OVERLAP_EXPONENT),
     )
 
 
@@ -165,13 +182,10 @@ def sfu_time(fp_ops: dict, rates: DeviceRates) -> float:
     return (fp_ops.get("special", 0) + fp_ops.get("div", 0)) / rates.sfu_ops_per_s
 
 
-def issue_time(warp_instructions: float, warps_per_sm: float, active_sms: int, rates: DeviceRates) -> float:
-    """Instruction issue: the schedulers' peak, or what the resident warps sustain when each must wait the
-    dependent-issue latency between instructions (no ILP assumed) - whichever is lower."""
-    per_clock = rates.warp_instructions_per_clock
-    if warps_per_sm > 0:
-        per_clock = min(per_clock, warps_per_sm / rates.dependent_issue_latency_cycles)
-    return warp_instructions / (per_clock * active_sms * rates.clock_hz)
+def issue_time(warp_instructions: float, active_sms: int, rates: DeviceRates) -> float:
+    """Instruction issue at the schedulers' peak (``warp_instructions_per_clock`` per SM). What a warp's own
+    dependence chain allows is the ``latency`` bound (:func:`latency_chain_time`)."""
+    return warp_instructions / (rates.warp_instructions_per_clock * active_sms * rates.clock_hz)
 
 
 def lsu_time(memory_requests: float, active_sms: int, rates: DeviceRates) -> float:
@@ -191,8 +205,14 @@ def l1_wavefronts(load_requests: float, load_sectors: float, rates: DeviceRates)
     return max(load_requests, load_sectors / sectors_per_wavefront)
 
 
-def l1_time(load_requests: float, load_sectors: float, active_sms: int, rates: DeviceRates) -> float:
-    return l1_wavefronts(load_requests, load_sectors, rates) / (active_sms * rates.clock_hz)
+def l1_time(lines: float, active_sms: int, rates: DeviceRates) -> float:
+    """The L1 tag stage: one 128-byte line of a global request per clock (``l1_lines_per_clock``)."""
+    return lines / (rates.l1_lines_per_clock * active_sms * rates.clock_hz)
+
+
+def compiled_instructions(counted: float, warps: float, rates: DeviceRates) -> float:
+    """Warp instructions the compiled kernel issues, from the simulator's count of source-level operations."""
+    return rates.sass_per_counted_instruction * counted + rates.sass_instructions_per_warp * warps
 
 
 def l2_time(traffic: Traffic, rates: DeviceRates) -> float:
@@ -217,16 +237,6 @@ def loads_in_flight_per_warp(load_requests_per_warp: float, barrier_intervals_pe
     first result is needed), at most ``max_loads_in_flight_per_warp``, at least 1."""
     per_interval = load_requests_per_warp / max(1.0, barrier_intervals_per_warp)
     return max(1.0, min(rates.max_loads_in_flight_per_warp, per_interval))
-
-
-def latency_time(load_requests_per_warp: float, mlp: float, latency_cycles: float, waves: float,
-                 rates: DeviceRates) -> float:
-    """Little's law per wave: each warp waits ``latency`` once per ``mlp`` loads; a partial last wave costs a
-    whole wave."""
-    if load_requests_per_warp <= 0:
-        return 0.0
-    per_wave = load_requests_per_warp / mlp * latency_cycles / rates.clock_hz
-    return per_wave * max(1, math.ceil(waves - 1e-9))
 
 
 def sm_imbalance(total_blocks: int, sm_count: int) -> float:
@@ -297,15 +307,55 @@ RESOURCE_LABELS = {
     "issue": "instruction issue",
     "lsu": "load/store unit requests",
     "shared": "shared-memory wavefronts",
-    "l1": "L1 data wavefronts",
+    "l1": "L1 tag lookups (lines)",
     "l2": "L2 bandwidth",
     "dram": "DRAM bandwidth",
-    "latency": "memory latency (Little's law)",
+    "blocks": "block launch rate",
+    "latency": "latency chain (per-warp critical path)",
 }
 
 
+def combine(times: dict[str, float], overlap_exponent: float) -> float:
+    """Combine per-resource times into one kernel time.
+
+    ``overlap_exponent`` p: (sum t_r^p)^(1/p) over the resource groups. p = infinity is the pure bottleneck
+    (max) model, in which every other unit's work hides under the busiest one; a finite p charges part of the
+    other units' work as not overlapped (warps that wait on one unit cannot feed another at that moment). The
+    value is a calibrated constant of the device profile (see docs/model.md)."""
+    values = [t for t in times.values() if t > 0]
+    if not values:
+        return 0.0
+    top = max(values)
+    if not math.isfinite(overlap_exponent):
+        return top
+    return top * sum((t / top) ** overlap_exponent for t in values) ** (1.0 / overlap_exponent)
+
+
+# Resources that are different views of one unit are combined by max before the overlap combination: the LSU
+# instruction queue, shared-memory wavefronts and L1 tag lookups all go through the SM's L1/shared-memory
+# pipeline; FP32, SFU and issue are the SM's instruction issue.
+RESOURCE_GROUPS = {"fp32": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
+                   "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency"}
+
+
+def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves: float,
+                       rates: DeviceRates) -> float:
+    """A warp's own critical path, once per wave: each of its instructions waits the average dependent-issue
+    latency, and each round of loads that goes to DRAM waits the DRAM latency. A partial last wave costs a
+    whole wave (its warps run the same chain)."""
+    per_warp = (sass_per_warp * rates.dependent_issue_latency_cycles
+                + dram_rounds_per_warp * rates.global_latency_cycles)
+    return per_warp * max(1, math.ceil(waves - 1e-9)) / rates.clock_hz
+
+
+def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
+    """The block scheduler starts one block per ``block_launch_cycles`` on each SM."""
+    return math.ceil(total_blocks / rates.sm_count) * rates.block_launch_cycles / rates.clock_hz
+
+
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
-                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int) -> BottleneckResult:
+                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
+                     l1_lines: float | None = None) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout)."""
     g = counts.get("global", {})
     s = counts.get("shared", {})
@@ -322,36 +372,46 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomics", 0)
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
                        + c.get("load_requests", 0) + (local.get("loads", 0) + local.get("stores", 0)) / 32.0)
+    l1_work = l1_lines if l1_lines is not None else l1_wavefronts(
+        g.get("load_requests", 0) + g.get("store_requests", 0), g.get("load_sectors", 0) + g.get("store_sectors", 0),
+        rates)
+    issued = compiled_instructions(float(counts.get("warp_instructions", 0)), warps, rates)
     times = {
         "fp32": (fp32_time(fp_ops, rates), float(counts.get("flops", 0)), "flop"),
         "sfu": (sfu_time(fp_ops, rates), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),
-        "issue": (issue_time(counts.get("warp_instructions", 0), warps_per_sm, active_sms, rates),
-                  float(counts.get("warp_instructions", 0)), "warp instr"),
+        "issue": (issue_time(issued, active_sms, rates), issued, "warp instr"),
         "lsu": (lsu_time(memory_requests, active_sms, rates), float(memory_requests), "request"),
         "shared": (shared_time(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0), active_sms, rates),
                    float(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0)), "wavefront"),
-        "l1": (l1_time(g.get("load_requests", 0), g.get("load_sectors", 0), active_sms, rates),
-               l1_wavefronts(g.get("load_requests", 0), g.get("load_sectors", 0), rates), "wavefront"),
+        "l1": (l1_time(l1_work, active_sms, rates), l1_work, "line"),
         "l2": (l2_time(traffic, rates), traffic.l2_bytes, "B"),
         "dram": (dram_time(traffic, rates), traffic.dram_bytes, "B"),
+        "blocks": (block_launch_time(total_blocks, rates), float(total_blocks), "block"),
     }
     sm_local = {"fp32", "sfu", "issue", "lsu", "shared", "l1"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}
 
+    # the latency chain: compiled instructions per warp x dependent-issue latency, plus DRAM round trips
     load_requests = float(g.get("load_requests", 0))
     requests_per_warp = load_requests / warps
     barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks, warps_per_block)
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates)
-    latency_cycles = average_load_latency_cycles(traffic, rates)
-    t_latency = latency_time(requests_per_warp, mlp, latency_cycles, waves, rates)
+    dram_share = (1.0 - traffic.l1_hit_rate) * (1.0 - traffic.l2_hit_rate)
+    dram_rounds = math.ceil(requests_per_warp * dram_share / mlp - 1e-9) if requests_per_warp > 0 else 0
+    t_latency = latency_chain_time(issued / warps, dram_rounds, waves, rates)
     bounded["latency"] = t_latency
+    latency_cycles = average_load_latency_cycles(traffic, rates)
 
-    kernel_time = max(bounded.values()) if bounded else 0.0
+    groups: dict[str, float] = {}
+    for name, t in bounded.items():
+        group = RESOURCE_GROUPS[name]
+        groups[group] = max(groups.get(group, 0.0), t)
+    kernel_time = combine(groups, rates.overlap_exponent)
     bound = max(bounded, key=bounded.get) if kernel_time > 0 else "launch overhead"
     predicted = kernel_time + rates.launch_overhead_s
     resources = []
     for name, t in bounded.items():
-        work, unit = (times[name][1], times[name][2]) if name in times else (requests_per_warp, "loads/warp")
+        work, unit = (times[name][1], times[name][2]) if name in times else (issued / warps, "instr/warp")
         resources.append(Resource(name=name, label=RESOURCE_LABELS[name], time_s=t, work=work, unit=unit,
                                   share_of_peak=(t / predicted) if predicted > 0 else 0.0))
     notes = []
@@ -378,12 +438,11 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
 
 
 def _barriers_per_warp(counts: dict, warps: float, total_blocks: int, warps_per_block: int) -> float:
-    """``__syncthreads()`` each warp passes. The simulator counts barriers per block (one per block per
-    barrier executed); convert to per warp-lifetime intervals."""
+    """``__syncthreads()`` each warp passes: the simulator's ``barrier_warps`` (warp-level barrier instructions)
+    per warp, or its per-block ``barriers`` count per block."""
+    if counts.get("barrier_warps"):
+        return float(counts["barrier_warps"]) / warps
     barriers = float(counts.get("barriers", 0) or 0)
     if barriers <= 0 or total_blocks <= 0:
         return 0.0
-    scope = counts.get("barrier_scope", "block")
-    if scope == "warp":
-        return barriers / warps
     return barriers / total_blocks

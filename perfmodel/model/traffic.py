@@ -21,6 +21,7 @@ On G80 (no L1 or L2 for global memory) every sector goes to DRAM.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 SECTOR_BYTES = 32
@@ -88,7 +89,7 @@ def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_s
         block_load_sectors = load_sectors / max(total_blocks, 1)
         block_footprint_sectors = unique_load_sectors / max(total_blocks, 1)
     reuse = block_reuse_fraction(block_load_sectors, block_footprint_sectors)
-    fit = l1_fit_fraction(l1_bytes, blocks_per_sm, block_footprint_sectors)
+    fit = 1.0 if l1_bytes > 0 else 0.0
     l1_hit = reuse * fit
     l2_load = load_sectors * (1.0 - l1_hit)
     # the compulsory sectors can never be L1 hits of the whole grid
@@ -118,3 +119,36 @@ def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_s
         working_set_bytes=working_set,
         footprint_bytes=footprint,
     )
+
+
+def lines_per_request(sectors_per_request: float, rows_per_warp: int) -> float:
+    """Distinct 128-byte L1 lines one warp request touches, estimated from its sectors.
+
+    The L1 tag stage handles one 128-byte line per clock, so a request costs its lines, not its sectors. The
+    simulator counts 32-byte sectors; lines are estimated from them and the block shape: a request with more
+    sectors than ``8 x rows_per_warp`` is scattered (one line per sector: strided rows, gathers); otherwise a
+    warp that spans ``rows_per_warp`` rows of a 2-D block (blockDim.x < 32) touches one line per row it reads
+    from, and never fewer than ``sectors / 4`` lines."""
+    s = max(1.0, sectors_per_request)
+    if s > 8 * rows_per_warp:
+        return s
+    return max(math.ceil(s / 4 - 1e-9), min(s, float(rows_per_warp)))
+
+
+def l1_line_wavefronts(lines: dict, block: tuple[int, int, int], warp_size: int = 32) -> float | None:
+    """Sum of requests x estimated lines over the kernel's source lines (``SimResult.lines`` aggregates:
+    ``global_requests`` and ``global_sectors`` per source line). None when there are no per-line figures."""
+    if not lines:
+        return None
+    bx = max(1, int(block[0]))
+    rows = max(1, warp_size // bx) if bx < warp_size and (block[1] > 1 or block[2] > 1) else 1
+    total = 0.0
+    seen = False
+    for agg in lines.values():
+        requests = float(agg.get("global_requests", 0) or 0)
+        sectors = float(agg.get("global_sectors", 0) or 0)
+        if requests <= 0:
+            continue
+        seen = True
+        total += requests * lines_per_request(sectors / requests, rows)
+    return total if seen else None

@@ -1,0 +1,46 @@
+"""The bottleneck model's calibrated constants: value, and how each was measured.
+
+Every one was fitted to, or read off, the committed H100 measurements (``validation/h100.json``: 54 kernel
+runs with CUDA-event times and Nsight Compute counters, NVRTC/nvcc 13, H100 SXM5 at 1.98 GHz). They are
+physical quantities of the GPU and its compiler - never per-kernel factors. Device profiles may override each in
+their ``throughput:`` section; profiles that do not get these H100 values as documented defaults.
+"""
+from __future__ import annotations
+
+# Compiled (SASS) warp instructions = SASS_PER_COUNTED_INSTRUCTION x the simulator's source-level operations
+# + SASS_INSTRUCTIONS_PER_WARP x warps. Least-squares fit (relative error) of ncu's smsp__inst_executed.sum over
+# the 54 cases: median error 8%. nvcc unrolls and strength-reduces loops (0.45 instructions per counted
+# operation) and adds a per-thread prologue/epilogue (special registers, 64-bit addresses, exit: 18 per warp).
+SASS_PER_COUNTED_INSTRUCTION = 0.45
+SASS_INSTRUCTIONS_PER_WARP = 18.0
+
+# Cycles between two instructions of one warp when the warp has the SM to itself (the mix of ALU, L1-hit and
+# shared-memory latencies on its dependence chain). Read off the one-wave cases, where nothing but the warps'
+# own chains limits the time: naive matmul W=256 (24.0 and 25.3 cycles per SASS instruction), tiled W=256
+# (24.2, 29.0), matmul_colwise (19.5, 19.8), matmul_elementwise (31.9, 32.2); ncu elapsed cycles minus the
+# launch overhead, divided by the warp's SASS instructions.
+DEPENDENT_ISSUE_LATENCY_CYCLES = 25.0
+
+# Cycles between two block launches on one SM. vec_add with 64-thread blocks (262,144 blocks, 2 warps each)
+# runs at 161 us, 2.3x its DRAM time, with 28% achieved occupancy of a possible 100%: the blocks finish faster
+# than they are launched; 161 us x 1.98 GHz / (262,144 / 132) = 160 cycles per block per SM.
+BLOCK_LAUNCH_CYCLES = 160.0
+
+# Launch-to-completion floor of a kernel, as CUDA events see it (cold L2): the seed's 76 x 62 picture_scale
+# (20 blocks) measures 4.0 us, of which the model's own chain for it is ~0.5 us.
+LAUNCH_OVERHEAD_S = 3.3e-6
+
+# L1 tag lookups: one 128-byte line per clock per SM. matmul_rowwise (a stride-1 KB load: 32 lines per request,
+# plus a broadcast) measures 34 cycles per warp-iteration (ncu: L1 97.6% busy) = 33 lines.
+L1_LINES_PER_CLOCK = 1.0
+
+# p of the (sum t^p)^(1/p) combination of the resource groups. Swept over {2, 2.5, 3, 4, 6, inf} with the
+# other constants: median |error| 9.7-12.9% for p in 2.5..inf; 3 is kept (max error factor 1.88 vs 1.92 at
+# 2.5, and 13% median for the pure max).
+OVERLAP_EXPONENT = 3.0
+
+# Loads one warp can have in flight between two barriers (nvcc unrolls loops 4x: 2 loads x 4 iterations).
+# Not fitted: only decides how many DRAM round trips a warp's latency chain waits.
+MAX_LOADS_IN_FLIGHT_PER_WARP = 8.0
+
+SOURCE_NOTE = "calibrated on validation/h100.json (see perfmodel/model/calibration.py and docs/model.md)"
