@@ -438,3 +438,17 @@ def test_warp_shuffle_reduction_votes_ldg_and_comma():
     assert anyall.reshape(4, 32)[:, 0].tolist() == [2 * int((w[r] > 0.99).any()) + 1 for r in range(4)]
     lanes = np.arange(128) % 32
     assert np.array_equal(shifted, np.where(lanes == 0, x, np.roll(x, 1)))
+
+
+def test_division_by_zero_only_matters_on_active_lanes():
+    src = r"""
+    __global__ void k(int *n, int *d, int *q) {
+        int i = threadIdx.x;
+        if (d[i] != 0) q[i] = n[i] / d[i] + n[i] % d[i];
+    }"""
+    n = np.arange(8, dtype=np.int32) - 4
+    d = np.array([0, 1, -2, 0, 3, 0, 2, 1], np.int32)
+    q = np.zeros(8, np.int32)
+    run(src, 1, 8, [n, d, q])
+    expect = [int(a / b) + int(np.fmod(a, b)) if b else 0 for a, b in zip(n.tolist(), d.tolist())]
+    assert q.tolist() == expect

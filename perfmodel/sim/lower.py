@@ -1168,12 +1168,23 @@ class Lowerer:
                 ctx.count_op(site)
                 return impl(x, y)
         if op in ("/", "%") and t.is_int:
-            def fn(ctx, fn=fn, bf=bf):
+            counted = not self.uncounted
+            where = self.sites[site]
+
+            def fn(ctx):
+                x = af(ctx)
+                y = bf(ctx)
+                if counted:
+                    ctx.count_op(site)
                 try:
-                    return fn(ctx)
+                    return impl(x, y)
                 except ZeroDivisionError:
-                    ctx.error("integer division by zero", self.sites[site],
-                              np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask)
+                    # only active lanes matter: an inactive lane may hold a zero divisor (if (d) q = n / d;)
+                    active = np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask
+                    bad = (y == 0) & active
+                    if np.any(bad):
+                        ctx.error("integer division by zero", where, bad)
+                    return impl(x, np.where(y == 0, y.dtype.type(1), y))
         return E(fn, rt)
 
     # ---- assignment ---------------------------------------------------------------------------------------
