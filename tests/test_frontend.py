@@ -160,3 +160,10 @@ def test_every_shipped_seed_kernel_compiles():
     for f in files:
         for name in re.findall(r"__global__\s+void\s+(\w+)", f.read_text()):
             assert compile_kernel(f, name).name == name
+
+
+def test_pointer_into_another_memory_space_is_rejected():
+    src = ("__global__ void k(float *a) {\n    __shared__ float s[32];\n    float *p = a;\n"
+           "    p = s;\n}\n")
+    with pytest.raises(FrontendError, match=r"^ps\.cu:4:5: pointer p points into global memory; assigning a shared"):
+        compile_kernel(source=src, path="ps.cu")

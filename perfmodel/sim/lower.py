@@ -1231,6 +1231,12 @@ class Lowerer:
                 raise self.err(node, f"unsupported pointer assignment {op}")
             if op == "=":
                 val = self.expr(node.rvalue)
+                if not isinstance(val.t, T.ArrayType) or val.t.elem != sym.t.elem:
+                    raise self.err(node, f"cannot assign {val.t} to the pointer {sym.t}")
+                if val.t.space != sym.t.space or tuple(val.t.shape[1:]) != tuple(sym.t.shape[1:]):
+                    raise self.err(node, f"pointer {node.lvalue.name} points into {sym.t.space} memory; assigning a "
+                                         f"{val.t.space} address is not supported (declare a pointer for each "
+                                         "memory space, with its initialiser)")
             else:
                 val = self.pointer_arith(node, op[0], E(self.ref_fn(sym), sym.t), self.scalar(node.rvalue))
             slot = sym.index
