@@ -951,10 +951,13 @@ class Lowerer:
             t = T.promote(e.t)
             e2 = self.convert(e, t)
             f = e2.fn
-            site = self.site(node, "int op" if t.is_int else "fp neg", op)
             npop = np.negative if op == "-" else np.invert
             if e2.const is not None:
                 return const_e(npop(e2.const), t)
+            if t.is_float or self.uncounted:
+                # a float negation is an operand modifier of the instruction that consumes it: not counted
+                return E(lambda ctx: npop(f(ctx)), t)
+            site = self.site(node, "int op", op)
 
             def fn(ctx):
                 ctx.count_op(site)
@@ -996,8 +999,11 @@ class Lowerer:
             if not is_lanes(cv):
                 return af(ctx) if cv else bf(ctx)
             m0 = ctx.mask
-            if m0 is None and cv.all():
-                return af(ctx)
+            if m0 is None:
+                if cv.all():
+                    return af(ctx)
+                if not cv.any():
+                    return bf(ctx)
             tm = cv if m0 is None else (m0 & cv)
             em = ~cv if m0 is None else (m0 & ~cv)
             av = bv = t.dtype.type(0)
