@@ -35,9 +35,17 @@ def advise(analysis) -> list[str]:
         tips.append(f"Shared-memory bound ({_pct(bound_share)} of its bandwidth): compute more outputs per "
                     "thread from each shared value (register tiling) or use wider loads.")
     elif bound == "latency":
-        tips.append(f"Latency-bound: {occ.warps_per_sm} warps/SM keep ~{model.loads_in_flight_per_warp:.0f} loads "
-                    f"each in flight against ~{model.average_latency_cycles:.0f}-cycle loads - raise occupancy "
-                    f"(limited by {', '.join(occ.limiters)}) or independent loads per thread.")
+        rates = model.rates
+        tips.append(f"Latency-bound: each warp's own chain of dependent instructions (~"
+                    f"{rates.dependent_issue_latency_cycles:.0f} cycles apart, plus DRAM round trips of "
+                    f"~{rates.global_latency_cycles:.0f} cycles) sets the time, {math.ceil(model.waves - 1e-9)} "
+                    f"wave(s) of {occ.warps_per_sm} warps/SM - more warps per SM (occupancy is limited by "
+                    f"{', '.join(occ.limiters)}), more blocks, or more independent work per thread (ILP) would "
+                    "overlap those waits.")
+    elif bound == "blocks":
+        tips.append(f"Block-launch-bound: {a.launch.total_blocks:,} blocks of {a.launch.threads_per_block} "
+                    "threads finish faster than the scheduler starts them - give each block more threads or "
+                    "each thread more elements.")
     elif bound in ("fp32", "issue", "sfu"):
         tips.append(f"Compute-bound ({model.resource(bound).label}, {_pct(bound_share)}): the arithmetic itself "
                     "is the limit; fewer instructions per flop (FMA, unrolling) are what is left.")

@@ -216,6 +216,10 @@ def compiled_instructions(counted: float, warps: float, rates: DeviceRates) -> f
 
 
 def l2_time(traffic: Traffic, rates: DeviceRates) -> float:
+    """L2 traffic at the L2 bandwidth; 0 on a device without an L2 for global memory (G80), where the same
+    bytes are the DRAM traffic and counted there."""
+    if rates.l2_bytes <= 0:
+        return 0.0
     return traffic.l2_bytes / rates.l2_bandwidth_bytes_per_s
 
 
