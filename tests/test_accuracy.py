@@ -98,3 +98,74 @@ def test_markdown_and_json_render(tmp_path):
     text = to_markdown(report)
     assert "| k/Width=64 |" in text and "median |error|" in text
     json.dumps(report.to_json())
+
+
+# --- the model against the committed H100 measurements ------------------------------------------------------
+# One analysis of every case (about a minute on 2 cores: the large cases' inputs dominate), shared by the tests.
+
+@pytest.fixture(scope="module")
+def report():
+    return accuracy(DATASET)
+
+
+def test_every_case_is_analysed(report):
+    summary = report.summary()
+    assert summary["failed"] == []
+    assert summary["cases"] == summary["timed"] >= 40
+
+
+def test_blocks_per_sm_equal_the_cuda_occupancy_api_in_every_case(report):
+    # given the measured registers per thread (the analyzer gets them as regs=...)
+    wrong = [(c.id, c.blocks_per_sm_ours, c.blocks_per_sm_api) for c in report.cases if not c.occupancy_match]
+    assert wrong == []
+
+
+def test_source_level_and_excluded_kernels_cover_every_shipped_kernel():
+    from perfmodel.spec import list_specs
+
+    shipped = {s.name if hasattr(s, "name") else s for s in list_specs()}
+    assert set(SOURCE_LEVEL_KERNELS) | set(EXCLUDED) == shipped
+    assert not set(SOURCE_LEVEL_KERNELS) & set(EXCLUDED)
+
+
+def test_global_counts_equal_ncu_exactly_for_source_level_kernels(report):
+    """Requests and 32-byte sectors of global loads and stores, against l1tex__t_{requests,sectors}_pipe_lsu_
+    mem_global_op_{ld,st}.sum. Exact for every case the analyzer simulated exactly; every source-level kernel
+    has such a case. A sampled analysis extrapolates counts from a stratified sample of blocks: those agree
+    within 0.1% (partial edge blocks - picture_scale 8191 x 8190, conv2d_tiled - are what the strata average)."""
+    exact_kernels = set()
+    for case in report.cases:
+        if case.kernel not in SOURCE_LEVEL_KERNELS:
+            continue
+        assert len(case.global_counts) == len(GLOBAL_COUNTS)
+        for count in case.global_counts:
+            assert count.measured is not None and count.ours is not None, (case.id, count.name)
+            if case.sampled:
+                assert abs(count.ratio - 1) <= 1e-3, (case.id, count.name, count.ours, count.measured)
+            else:
+                assert count.match, (case.id, count.name, count.ours, count.measured)
+        if not case.sampled:
+            exact_kernels.add(case.kernel)
+    assert exact_kernels == set(SOURCE_LEVEL_KERNELS)
+
+
+def test_spmv_exclusion_is_what_the_report_says(report):
+    """spmv_csr: nvcc's unrolled data-dependent loop issues more loads than the source's iterations; stores
+    (one per row) agree exactly."""
+    spmv = [c for c in report.cases if c.kernel == "spmv_csr"]
+    assert spmv
+    for case in spmv:
+        counts = {c.name: c for c in case.global_counts}
+        assert counts["global.store_requests"].match and counts["global.store_sectors"].match, case.id
+        assert counts["global.load_requests"].measured >= counts["global.load_requests"].ours, case.id
+
+
+def test_time_error_median_within_25_percent(report):
+    # issue 7's target; achieved on the committed data: 11.1% (66 cases) when this test was written
+    assert report.summary()["median_abs_time_error"] <= 0.25
+
+
+def test_every_case_within_2x_of_the_measurement(report):
+    # issue 7's target; achieved: worst case 1.88x when this test was written
+    off = [(c.id, round(c.time_factor, 2)) for c in report.cases if c.time_factor > 2.0]
+    assert off == []

@@ -63,6 +63,19 @@ def cases() -> list[dict]:
                                                      "BLOCK_SIZE": 128}},
                {"kernel": "spmv_csr", "overrides": {"matrix": 2, "num_rows": 1 << 20, "half_bandwidth": 8,
                                                      "BLOCK_SIZE": 128}}]
+    # Edge cases at sizes the analyzer simulates exactly (partial blocks, halos at both ends, bounds checks), so
+    # that every kernel's counts are compared with exact simulated counts, not only sampled extrapolations.
+    result += [{"kernel": "matmul_naive", "overrides": {"Width": 300, "BLOCK_WIDTH": 16}},
+               {"kernel": "vec_add", "overrides": {"N": 1000000, "BLOCK_SIZE": 256}},
+               {"kernel": "picture_scale", "overrides": {"n": 1000, "m": 999, "BLOCK_WIDTH": 16}},
+               {"kernel": "picture_scale", "overrides": {"n": 1500, "m": 1000, "BLOCK_WIDTH": 32}},
+               {"kernel": "conv2d_tiled", "overrides": {"Width": 1000, "TILE_WIDTH": 12, "MASK_WIDTH": 5}},
+               {"kernel": "conv2d_tiled", "overrides": {"Width": 500, "TILE_WIDTH": 28, "MASK_WIDTH": 5}},
+               {"kernel": "spmv_csr", "overrides": {"matrix": 1, "num_rows": 65536, "max_row_length": 16,
+                                                     "BLOCK_SIZE": 64}}]
+    for kernel in ("conv1d_basic", "conv1d_constant", "conv1d_tiled", "conv1d_tiled_cache"):
+        result.append({"kernel": kernel, "overrides": {"Width": 1000000, "Mask_Width": 7, "BLOCK_SIZE": 128}})
+    result.append({"kernel": "conv1d_tiled_alt", "overrides": {"Width": 1000000, "MASK_WIDTH": 7, "BLOCK_SIZE": 128}})
     return result
 
 
@@ -75,6 +88,10 @@ def main(argv: list[str]) -> int:
     out_dir = Path(argv[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     only = set(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else None
+    # --skip-existing DATASET: measure only the cases the dataset does not have yet
+    existing = set()
+    if "--skip-existing" in argv:
+        existing = {c["id"] for c in json.loads(Path(argv[argv.index("--skip-existing") + 1]).read_text())["cases"]}
     use_ncu = "--no-ncu" not in argv
     from perfmodel.errors import PerfmodelError
     from perfmodel.gpu.accuracy import case_id
@@ -83,7 +100,9 @@ def main(argv: list[str]) -> int:
     from perfmodel.spec import load_spec
 
     cp = require_cupy()
-    todo = [c for c in cases() if only is None or c["kernel"] in only]
+    from perfmodel.gpu.accuracy import case_id as _case_id
+
+    todo = [c for c in cases() if (only is None or c["kernel"] in only) and _case_id(c) not in existing]
     document = {"device": device_properties(cp, 0), "versions": versions(cp), "clocks_before": clocks(0),
                 "measured_at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": [],
                 "skipped": []}

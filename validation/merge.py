@@ -53,7 +53,9 @@ def main(argv: list[str]) -> int:
                        "metrics": list(EXACT_COUNT_KEYS),
                        "note": "global/shared counts from an ncu run of these eight metrics alone (exact and "
                                "repeatable for the global counts; shared wavefronts vary by up to ~0.5% between "
-                               "runs); the other metrics from the measurement's own runs"}
+                               "runs); the other metrics from the measurement's own runs. Cases measured after the scheme changed "
+                               "(the edge cases, validation/raw/h100_measure_edges.json) got their counts from such a run "
+                               "directly (perfmodel.gpu.ncu.collect_all)"}
     if len(devices) != 1:
         raise SystemExit(f"parts come from different GPUs: {sorted(devices)}")
     document = {

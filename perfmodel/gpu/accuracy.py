@@ -35,12 +35,24 @@ SHARED_COUNTS: tuple[tuple[str, str], ...] = (
     ("shared.store_wavefronts", "shared_store_wavefronts"),
 )
 
-# Kernels whose global request and sector counts are source-level on the H100 (the compiler issues one global
-# load or store instruction per source-level access and per executed iteration, so the counts are a property of
-# the source and the launch alone). Tests assert exact agreement for these; EXCLUDED says why any other kernel
-# is not on the list. Filled from the measured data (validation/h100.json) - see docs/validation.md.
-SOURCE_LEVEL_KERNELS: tuple[str, ...] = ()
-EXCLUDED: dict[str, str] = {}
+# Kernels whose global request and sector counts are source-level on the H100: nvcc issues one global load or
+# store instruction per source-level access and per executed iteration, so ncu's counts are a property of the
+# source and the launch alone. Established from validation/h100.json (every case of these kernels agrees exactly
+# with an exact simulation); tests assert it. EXCLUDED says why any other shipped kernel is not on the list.
+SOURCE_LEVEL_KERNELS: tuple[str, ...] = (
+    "matmul_naive", "matmul_tiled", "matmul_rowwise", "matmul_colwise", "matmul_elementwise", "vec_add",
+    "picture_scale", "conv1d_basic", "conv1d_constant", "conv1d_tiled", "conv1d_tiled_alt", "conv1d_tiled_cache",
+    "conv2d_tiled",
+)
+EXCLUDED: dict[str, str] = {
+    "spmv_csr": (
+        "data-dependent loop unrolled by nvcc: `for (elem = row_start; elem < row_end; elem++)` becomes a 4x "
+        "unrolled body plus a remainder loop, and a warp whose rows have different lengths runs both, so it "
+        "issues more load instructions than the source's iterations (random rows: 1,719,658 load requests vs "
+        "1,552,186 source-level, +10.8%; banded rows, equal lengths except at the ends: +84 of 1,736,788). "
+        "Store counts (y[row]) agree exactly."
+    ),
+}
 
 SHARED_COUNT_NOTES = (
     "Shared-memory instruction and wavefront counts are reported, not required to match: nvcc vectorises "
@@ -127,6 +139,7 @@ class CaseAccuracy:
     global_counts: list[CountComparison]
     shared_counts: list[CountComparison]
     hardware: dict[str, Any]
+    sampled: bool | None = None
     error: str | None = None
     analysis: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -160,7 +173,7 @@ class CaseAccuracy:
             "global_counts": {c.name: c.to_json() for c in self.global_counts},
             "global_counts_match": self.global_counts_match,
             "shared_counts": {c.name: c.to_json() for c in self.shared_counts},
-            "hardware": self.hardware, "error": self.error,
+            "sampled": self.sampled, "hardware": self.hardware, "error": self.error,
         }
 
 
@@ -180,11 +193,18 @@ class AccuracyReport:
         occ = [c.occupancy_match for c in self.cases if c.occupancy_match is not None]
         per_metric = {}
         for ours, _ in GLOBAL_COUNTS:
-            flags = [m.match for c in self.cases for m in c.global_counts if m.name == ours and m.match is not None]
-            src = [m.match for c in self.cases if c.kernel in self.source_level_kernels
-                   for m in c.global_counts if m.name == ours and m.match is not None]
-            per_metric[ours] = {"agree": sum(flags), "compared": len(flags),
-                                "source_level_agree": sum(src), "source_level_compared": len(src)}
+            def flags(keep):
+                return [m.match for c in self.cases if keep(c) for m in c.global_counts
+                        if m.name == ours and m.match is not None]
+
+            every = flags(lambda c: True)
+            exact = flags(lambda c: c.kernel in self.source_level_kernels and not c.sampled)
+            extrapolated = [abs(m.ratio - 1) for c in self.cases if c.kernel in self.source_level_kernels and c.sampled
+                            for m in c.global_counts if m.name == ours and m.ratio is not None]
+            per_metric[ours] = {"agree": sum(every), "compared": len(every),
+                                "source_level_exact_agree": sum(exact), "source_level_exact_compared": len(exact),
+                                "source_level_sampled_max_rel_diff": max(extrapolated) if extrapolated else None,
+                                "source_level_sampled_compared": len(extrapolated)}
         cases_all = [c.global_counts_match for c in self.cases if c.global_counts_match is not None]
         return {
             "cases": len(self.cases), "analysed": sum(1 for c in self.cases if c.error is None),
@@ -228,6 +248,16 @@ def default_analyze() -> Callable[..., Any]:
     return analyze
 
 
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
 def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
                  sample: int | None = None) -> CaseAccuracy:
     params = dict(case.get("overrides") or {})
@@ -240,6 +270,10 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         kwargs: dict[str, Any] = {"params": params, "regs": registers}
         if sample is not None:
             kwargs["sample"] = sample
+        if _accepts(analyze, "check"):
+            # the simulated outputs' correctness is the kernel tests' business; checking a large sampled run
+            # against a whole-output reference (a 4096^3 float64 matmul) would dominate the run time
+            kwargs["check"] = False
         analysis = analyze(case["kernel"], device, **kwargs)
         doc = analysis.to_json() if hasattr(analysis, "to_json") else dict(analysis)
     except PerfmodelError as err:
@@ -248,7 +282,7 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
     counts = doc.get("counts") or {}
     return CaseAccuracy(
         **base, predicted_time_s=doc.get("predicted_time_s"), bound=doc.get("bound"),
-        blocks_per_sm_ours=_dig(doc, "occupancy.blocks_per_sm"),
+        blocks_per_sm_ours=_dig(doc, "occupancy.blocks_per_sm"), sampled=doc.get("sampled"),
         global_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in GLOBAL_COUNTS],
         shared_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in SHARED_COUNTS],
         analysis=doc)

@@ -108,8 +108,11 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
                      f"{s['within_25pct']}/{s['timed']} within 25%, {s['within_2x']}/{s['timed']} within 2x")
     lines.append(f"blocks per SM equal to the CUDA occupancy API: {s['occupancy_agree']}/{s['occupancy_compared']}")
     for name, g in s["global_counts"].items():
-        lines.append(f"{name}: equal to ncu in {g['agree']}/{g['compared']} cases "
-                     f"(source-level kernels: {g['source_level_agree']}/{g['source_level_compared']})")
+        sampled = ("" if not g["source_level_sampled_compared"] else
+                   f"; sampled analyses (extrapolated counts) within {g['source_level_sampled_max_rel_diff'] * 100:.3f}%"
+                   f" in {g['source_level_sampled_compared']}")
+        lines.append(f"{name}: equal to ncu in {g['agree']}/{g['compared']} cases; source-level kernels, exact "
+                     f"simulation: {g['source_level_exact_agree']}/{g['source_level_exact_compared']}{sampled}")
     if s.get("failed"):
         lines.append(f"not analysed: {', '.join(s['failed'])}")
     return lines
