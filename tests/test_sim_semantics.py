@@ -452,3 +452,22 @@ def test_division_by_zero_only_matters_on_active_lanes():
     run(src, 1, 8, [n, d, q])
     expect = [int(a / b) + int(np.fmod(a, b)) if b else 0 for a, b in zip(n.tolist(), d.tolist())]
     assert q.tolist() == expect
+
+
+def test_contracted_multiply_add_never_overwrites_a_variable():
+    # (b * c) - a: the fused operation may reuse the product's temporary, never a's storage
+    src = r"""
+    __global__ void k(const float *x, float *o) {
+        int t = threadIdx.x;
+        float a = x[t], b = x[t] + 1.0f, c = 2.0f;
+        float d = (b * c) - a;
+        float e = a + b * c;
+        o[t] = a;
+        o[t + 32] = d + e;
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    o = np.zeros(64, np.float32)
+    run(src, 1, 32, [x, o])
+    assert o[:32].tolist() == x.tolist()
+    b = x + 1
+    assert np.array_equal(o[32:], (b * 2 - x) + (x + b * 2))

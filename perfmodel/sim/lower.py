@@ -71,6 +71,16 @@ def cast(v, src: T.ScalarType, dst: T.ScalarType):
         return v
     if dst is T.BOOL:
         return v != 0
+    if src.is_float and dst.kind == "int":
+        # PTX cvt.rzi saturates: out-of-range values clamp to the type's range, NaN becomes 0
+        info = np.iinfo(dst.dtype)
+        v = np.nan_to_num(np.trunc(v), nan=0.0)
+        v = np.clip(v, info.min, info.max)
+        if dst.itemsize >= 8:       # float64 cannot hold 2^63 - 1: clamp the top explicitly
+            big = v >= 2.0 ** (63 if dst.signed else 64)
+            out = np.asarray(v).astype(dst.dtype)
+            out = np.where(big, info.max, out).astype(dst.dtype)
+            return out if is_lanes(v) else dst.dtype.type(out)
     if is_lanes(v):
         return v.astype(dst.dtype)
     return dst.dtype.type(v)
@@ -1134,7 +1144,8 @@ class Lowerer:
             mr = self.convert(self.expr(mnode.right), t)
             mlf, mrf = ml.fn, mr.fn
             mul = E(lambda ctx: mlf(ctx) * mrf(ctx), t, None, mnode)
-            if fma_with is a:
+            prod_first = fma_with is a
+            if prod_first:
                 a = mul
             else:
                 b = mul
@@ -1147,8 +1158,6 @@ class Lowerer:
             with np.errstate(all="ignore"):
                 return const_e(impl(a.const, b.const), rt)
         if fma_with is not None:
-            prod_first = fma_with is a
-
             def fn(ctx):
                 x = af(ctx)
                 y = bf(ctx)
