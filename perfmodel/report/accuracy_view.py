@@ -17,6 +17,14 @@ def _time(seconds: float | None) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
+def _short_time(seconds: float | None) -> str:
+    """Three significant digits: 9.31 us, 298 us, 26.0 ms."""
+    if seconds is None:
+        return "-"
+    value, unit = (seconds * 1e3, "ms") if seconds >= 1e-3 else (seconds * 1e6, "us")
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
 def _count(value: float | None) -> str:
     return "-" if value is None else f"{int(round(value)):,}"
 
@@ -70,33 +78,35 @@ def _err_style(case: CaseAccuracy) -> str:
 def render_accuracy(console: Console, report: AccuracyReport) -> None:
     s = report.summary()
     console.print(f"[bold]perfmodel accuracy[/bold]: {report.dataset} - model profile {report.device!r} vs "
-                  f"measurements on {report.measured_on}")
-    table = Table(header_style="bold")
-    for col in ("case", "regs", "blocks/SM ours|API", "measured", "predicted", "error", "bound",
-                "gld req", "gld sect", "gst req", "gst sect", "L2 hit", "DRAM GB/s"):
-        table.add_column(col, justify="left" if col in ("case", "bound") else "right")
+                  f"measurements on {report.measured_on}", highlight=False)
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    table.add_column("case", no_wrap=True)
+    for col in ("regs", "blocks/SM", "measured", "predicted", "error", "bound", "ld/st", "L2 hit", "DRAM GB/s"):
+        table.add_column(col, justify="left" if col in ("bound", "ld/st") else "right", no_wrap=True,
+                         min_width=len(col))
     for case in report.cases:
         if case.error:
-            table.add_row(case.id, str(case.registers), "", _time(case.measured_time_s), "[red]error[/red]",
-                          "", case.error[:60], *[""] * 6)
+            table.add_row(case.id, str(case.registers), "", _time(case.measured_time_s), "[red]error[/red]", "",
+                          case.error[:60], "", "", "")
             continue
         flags = {m.name: m for m in case.global_counts}
-        cells = []
-        for ours, _ in GLOBAL_COUNTS:
-            m = flags.get(ours)
-            cells.append(_flag(m.match if m else None) + ("" if not m or m.match or m.ratio is None
-                                                           else f" {m.ratio:.2f}x"))
+        cells = "".join(_flag(flags[ours].match if ours in flags else None) for ours, _ in GLOBAL_COUNTS)
+        if case.sampled:
+            cells += " [dim]~[/dim]"
         hw = case.hardware
         style = _err_style(case)
         table.add_row(
             case.id, str(case.registers),
-            f"{case.blocks_per_sm_ours}|{case.blocks_per_sm_api} {_flag(case.occupancy_match)}",
-            _time(case.measured_time_s), _time(case.predicted_time_s), f"[{style}]{fmt_error(case.time_error)}[/{style}]",
-            case.bound or "-", *cells,
+            f"{case.blocks_per_sm_ours}|{case.blocks_per_sm_api}{_flag(case.occupancy_match)}",
+            _short_time(case.measured_time_s), _short_time(case.predicted_time_s),
+            f"[{style}]{fmt_error(case.time_error)}[/{style}]", case.bound or "-", cells,
             "-" if hw.get("l2_hit_rate_pct") is None else f"{hw['l2_hit_rate_pct']:.0f}%",
             "-" if hw.get("achieved_dram_gb_per_s") is None else f"{hw['achieved_dram_gb_per_s']:.0f}",
         )
     console.print(table)
+    console.print("[dim]blocks/SM: ours|CUDA occupancy API. global ld/st: load requests, load sectors, store "
+                  "requests, store sectors against ncu (= equal, x different; ~ counts extrapolated from a sampled "
+                  "simulation). error: predicted / measured - 1.[/dim]", highlight=False)
     _render_summary(console, s)
 
 
