@@ -416,7 +416,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
         unique_load_sectors=float(g.get("unique_load_sectors", g.get("load_sectors", 0))),
         unique_store_sectors=float(g.get("unique_store_sectors", g.get("store_sectors", 0))),
         block_load_sectors=sim.block_load_sectors, block_footprint_sectors=sim.block_footprint_sectors,
-        blocks_per_sm=occ.blocks_per_sm, wave_blocks=occ.blocks_per_sm * dev.sm_count,
+        wave_blocks=occ.blocks_per_sm * dev.sm_count,
         total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes)
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,

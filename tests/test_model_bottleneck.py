@@ -5,7 +5,7 @@ import pytest
 
 from perfmodel.devices import load_device
 from perfmodel.model import bottleneck as bn
-from perfmodel.model.traffic import estimate_traffic, l1_fit_fraction, l2_spill_fraction
+from perfmodel.model.traffic import estimate_traffic, l2_spill_fraction
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def _traffic(load_sectors, store_sectors=0, unique=None, total_blocks=1000, bloc
     unique = load_sectors if unique is None else unique
     return estimate_traffic(load_sectors=load_sectors, store_sectors=store_sectors, unique_load_sectors=unique,
                             unique_store_sectors=store_sectors, block_load_sectors=None,
-                            block_footprint_sectors=None, blocks_per_sm=blocks_per_sm,
+                            block_footprint_sectors=None,
                             wave_blocks=blocks_per_sm * 132, total_blocks=total_blocks, l1_bytes=l1, l2_bytes=l2)
 
 
@@ -117,8 +117,6 @@ def test_lines_per_request():
 
 
 def test_cache_reuse_estimate():
-    assert l1_fit_fraction(0, 8, 100) == 0.0
-    assert l1_fit_fraction(1 << 20, 8, 100) == 1.0
     assert l2_spill_fraction(10, 20) == 0.0
     assert l2_spill_fraction(40, 20) == pytest.approx(0.5)
     # no caches (G80): every requested sector goes to DRAM
@@ -127,12 +125,16 @@ def test_cache_reuse_estimate():
     # a footprint that fits L2: only the compulsory sectors come from DRAM
     t = _traffic(1000, 0, unique=100)
     assert t.dram_read_bytes == 100 * 32 and t.l2_hit_rate == pytest.approx(0.9)
-    # block reuse that fits L1 is served by L1
+    # reuse inside a block is served by L1 (none without an L1)
     t = estimate_traffic(load_sectors=1000, store_sectors=0, unique_load_sectors=100, unique_store_sectors=0,
-                         block_load_sectors=100, block_footprint_sectors=25, blocks_per_sm=1, wave_blocks=132,
+                         block_load_sectors=100, block_footprint_sectors=25, wave_blocks=132,
                          total_blocks=10, l1_bytes=1 << 20, l2_bytes=50 << 20)
     assert t.l1_hit_rate == pytest.approx(0.75)
     assert t.l2_load_sectors == pytest.approx(250)
+    t = estimate_traffic(load_sectors=1000, store_sectors=0, unique_load_sectors=100, unique_store_sectors=0,
+                         block_load_sectors=100, block_footprint_sectors=25, wave_blocks=132,
+                         total_blocks=10, l1_bytes=0, l2_bytes=50 << 20)
+    assert t.l1_hit_rate == 0.0
 
 
 def test_l1_left_beside_the_carveout(h100):
