@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfmodel.gpu.ncu import METRICS, named, parse_csv
@@ -183,3 +184,101 @@ def test_microbenchmarks_and_device_profile_agree(data):
     # below the datasheet roofs, as a measurement must be
     assert bw < device.dram_bandwidth_bytes_per_s
     assert fp <= device.peak_fp32_flops * 1.01
+
+
+# --- the runner end to end, on a stand-in for CuPy (CI has no GPU) ------------------------------------------
+
+class _FakeArray:
+    def __init__(self, host):
+        self.host = np.array(host, copy=True)
+        self.nbytes = self.host.nbytes
+
+
+class _FakeKernel:
+    """Runs vec_add's semantics on the host and records what it was launched with."""
+
+    attributes = {"num_regs": 12, "shared_size_bytes": 0, "local_size_bytes": 0}
+
+    def __init__(self, log):
+        self.log = log
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        self.log.append((grid, block, [type(a).__name__ if isinstance(a, _FakeArray) else a for a in args]))
+        a, b, c, n = args
+        c.host[:int(n)] = a.host[:int(n)] + b.host[:int(n)]
+
+
+class _FakeEvent:
+    clock = [0.0]
+
+    def record(self):
+        _FakeEvent.clock[0] += 1e-6
+        self.t = _FakeEvent.clock[0]
+
+    def synchronize(self):
+        pass
+
+
+def _fake_cupy(log, modules):
+    import types
+
+    class RawModule:
+        def __init__(self, code, options, name_expressions):
+            modules.append({"code": code, "options": options, "names": name_expressions})
+
+        def get_function(self, name):
+            return _FakeKernel(log)
+
+    cuda = types.SimpleNamespace(
+        Device=lambda index: __import__("contextlib").nullcontext(),
+        Event=_FakeEvent,
+        get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
+        runtime=types.SimpleNamespace(deviceSynchronize=lambda: None,
+                                      getDeviceProperties=lambda i: {"l2CacheSize": 1 << 20}),
+    )
+
+    class _Flush:
+        def __init__(self, n, dtype=None):
+            self.nbytes = n
+            self.data = types.SimpleNamespace(memset_async=lambda value, size: None)
+
+    return types.SimpleNamespace(RawModule=RawModule, asarray=_FakeArray, asnumpy=lambda d: d.host.copy(),
+                                 cuda=cuda, empty=_Flush, uint8=np.uint8)
+
+
+def test_runner_compiles_launches_checks_and_times_on_a_stand_in(monkeypatch):
+    from perfmodel.gpu import env, runner
+
+    log, modules = [], []
+    monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy(log, modules))
+    monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 8)
+    run = runner.run_kernel("vec_add", {"N": 1000, "BLOCK_SIZE": 128}, max_repeats=7)
+    assert run.correct is True
+    assert run.grid == (8, 1, 1) and run.block == (128, 1, 1)
+    # the scalar went in with the kernel parameter's C type (int -> int32), the arrays as device arrays
+    grid, block, args = log[0]
+    assert args[:3] == ["_FakeArray"] * 3 and isinstance(args[3], np.int32) and args[3] == 1000
+    assert modules[0]["names"] == ["VecAdd"] and "-std=c++17" in modules[0]["options"]
+    assert run.function["num_regs"] == 12 and run.occupancy_api == {"blocks_per_sm": 8}
+    assert run.time_cold.repeats == run.time_warm.repeats == 7
+    assert run.time_s == pytest.approx(1e-6)
+    record = run.to_json()
+    json.dumps(record)
+    assert record["time"]["cold"]["median_s"] == pytest.approx(1e-6)
+
+
+def test_runner_overrides_a_define_by_blanking_it(monkeypatch):
+    from perfmodel.gpu import env, runner
+
+    modules = []
+    monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy([], modules))
+    monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 2)
+    try:
+        runner.run_kernel("matmul_tiled", {"Width": 64, "TILE_WIDTH": 32}, time_it=False, check=False)
+    except Exception:  # noqa: BLE001 - the stand-in kernel only knows vec_add's arguments
+        pass
+    code, options = modules[0]["code"], modules[0]["options"]
+    assert "-DTILE_WIDTH=32" in options
+    assert not re.search(r"^\s*#\s*define\s+TILE_WIDTH\b", code, re.MULTILINE)
+    original = (ROOT / "kernels_spec" / "matmul_tiled.cu").read_text()
+    assert code.count("\n") == original.count("\n")

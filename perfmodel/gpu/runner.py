@@ -246,8 +246,12 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
         def fire():
             kernel(grid, block, kernel_args, shared_mem=dyn)
 
-        fire()
-        cp.cuda.runtime.deviceSynchronize()
+        try:
+            fire()
+            cp.cuda.runtime.deviceSynchronize()
+        except Exception as err:  # noqa: BLE001 - CUDA driver errors: a launch the device refuses or that faults
+            raise GpuError(f"{spec.name}: launching grid {grid} x block {block} with {dyn} B of dynamic shared "
+                           f"memory failed on device {device_index}: {err}") from None
         correct, check_info = None, {}
         if check:
             after = [cp.asnumpy(d) if d is not None else h for d, h in zip(device_args, host_args)]
