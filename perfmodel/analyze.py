@@ -9,6 +9,7 @@ and ``compare`` / ``sweep`` reuse it across devices.
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.errors import OccupancyError, PerfmodelError
+from perfmodel.errors import OccupancyError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.seed import SeedModel, seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic, l1_line_wavefronts
@@ -123,7 +124,7 @@ class Analysis:
                 "param_bytes": self.sim.param_bytes,
                 "defines": dict(launch.defines),
             },
-            "counts": self.counts,
+            "counts": copy.deepcopy(self.counts),   # the simulation is cached: never hand out its dicts
             "correct": self.sim.correct,
             "correct_detail": self.sim.correct_detail,
             "cgma": self.seed.cgma,
@@ -144,8 +145,8 @@ class Analysis:
             "sample": None if self.sim.sample is None else {**self.sim.sample.to_json(),
                                                              "reason": self.sim.sample_reason},
             "blocks_simulated": self.sim.blocks_simulated,
-            "spread": self.sim.spread,
-            "idle": self.sim.per_block_idle,
+            "spread": copy.deepcopy(self.sim.spread),
+            "idle": dict(self.sim.per_block_idle),
             "hot_lines": self.hot_lines,
             "advice": self.advice,
             "simulation_seconds": self.sim.sim_seconds,
@@ -196,15 +197,17 @@ def _run(program, launch, block_ids=None):
     return result, args
 
 
-def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int, weight: float = 1.0) -> dict:
+def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int) -> dict:
+    """Blocks with some (partially idle) or all (fully idle) threads doing no work, e.g. picture_scale's edge
+    blocks that overhang the picture."""
     idle = per_block.get("idle_threads") if per_block else None
     if idle is None:
         return {}
     arr = np.asarray(idle)
     partial = int(((arr > 0) & (arr < threads_per_block)).sum())
     full = int((arr >= threads_per_block).sum())
-    return {"partially_idle_blocks": round(partial * weight), "fully_idle_blocks": round(full * weight),
-            "blocks": total_blocks, "extrapolated": weight != 1.0}
+    return {"partially_idle_blocks": partial, "fully_idle_blocks": full, "blocks": total_blocks,
+            "extrapolated": False}
 
 
 def _hash_params(params: dict) -> tuple:

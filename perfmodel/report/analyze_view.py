@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
