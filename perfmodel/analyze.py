@@ -438,7 +438,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 # which per-line figure ranks the lines for each bounding resource
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_sectors",
                 "lsu": "global_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
-                "fp32": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions"}
+                "fp32": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
+                "launch": "warp_instructions"}
 
 
 def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]:

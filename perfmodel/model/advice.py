@@ -22,7 +22,7 @@ def advise(analysis) -> list[str]:
     tips: list[str] = []
 
     bound = model.bound
-    bound_share = model.resource(bound).share_of_peak if bound != "launch overhead" else 0.0
+    bound_share = model.resource(bound).share_of_peak
     if bound in ("dram", "l2", "l1", "lsu"):
         cgma = a.seed.cgma
         if cgma is not None and cgma < a.seed.required_cgma:
@@ -49,7 +49,7 @@ def advise(analysis) -> list[str]:
     elif bound in ("fp32", "issue", "sfu"):
         tips.append(f"Compute-bound ({model.resource(bound).label}, {_pct(bound_share)}): the arithmetic itself "
                     "is the limit; fewer instructions per flop (FMA, unrolling) are what is left.")
-    elif bound == "launch overhead":
+    elif bound == "launch":
         tips.append("The kernel is too small to keep the GPU busy: its time is the launch overhead.")
 
     requests = float(g.get("load_requests", 0))

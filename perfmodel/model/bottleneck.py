@@ -316,6 +316,7 @@ RESOURCE_LABELS = {
     "dram": "DRAM bandwidth",
     "blocks": "block launch rate",
     "latency": "latency chain (per-warp critical path)",
+    "launch": "launch overhead",
 }
 
 
@@ -411,11 +412,18 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         group = RESOURCE_GROUPS[name]
         groups[group] = max(groups.get(group, 0.0), t)
     kernel_time = combine(groups, rates.overlap_exponent)
-    bound = max(bounded, key=bounded.get) if kernel_time > 0 else "launch overhead"
     predicted = kernel_time + rates.launch_overhead_s
+    # the launch overhead is added, not combined; it is the bound of a kernel too small to load any unit more
+    bounded["launch"] = rates.launch_overhead_s
+    bound = max(bounded, key=bounded.get)
     resources = []
     for name, t in bounded.items():
-        work, unit = (times[name][1], times[name][2]) if name in times else (issued / warps, "instr/warp")
+        if name in times:
+            work, unit = times[name][1], times[name][2]
+        elif name == "latency":
+            work, unit = issued / warps, "instr/warp"
+        else:
+            work, unit = 1.0, "launch"
         resources.append(Resource(name=name, label=RESOURCE_LABELS[name], time_s=t, work=work, unit=unit,
                                   share_of_peak=(t / predicted) if predicted > 0 else 0.0))
     notes = []

@@ -58,7 +58,12 @@ def headline(doc: dict) -> Text:
     text.append(" on ")
     text.append(f"{doc['device_name']} ({doc['device']})", style="bold")
     text.append(": ")
-    text.append(f"{doc['predicted_gflops']:,.1f} GFLOPS", style="bold green")
+    int_ops = doc["counts"].get("int_ops", 0) or 0
+    if not doc["counts"].get("flops") and int_ops and doc["predicted_time_s"]:
+        # an integer kernel (the seed's int matmuls): its rate is in integer operations
+        text.append(f"{int_ops / doc['predicted_time_s'] / 1e9:,.1f} Gop/s (int)", style="bold green")
+    else:
+        text.append(f"{doc['predicted_gflops']:,.1f} GFLOPS", style="bold green")
     text.append(f" in {fmt_time(doc['predicted_time_s'])}")
     text.append("  ·  bound: ")
     bound = doc["bound"]
