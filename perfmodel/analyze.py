@@ -437,7 +437,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 
 # which per-line figure ranks the lines for each bounding resource
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_sectors",
-                "lsu": "global_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
+                "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
                 "fp32": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
                 "launch": "warp_instructions"}
 
@@ -448,7 +448,11 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
     if not sim.lines:
         return []
     metric = _LINE_METRIC.get(bound, "global_sectors")
-    available = {k for agg in sim.lines.values() for k in agg}
+    lines = sim.lines
+    if metric == "memory_requests":   # the LSU: global requests + shared wavefronts of each line
+        lines = {line: {**agg, "memory_requests": float(agg.get("global_requests", 0) or 0)
+                        + float(agg.get("shared_wavefronts", 0) or 0)} for line, agg in lines.items()}
+    available = {k for agg in lines.values() for k in agg}
     if metric not in available:
         for fallback in ("global_sectors", "shared_wavefronts", "flops"):
             if fallback in available:
@@ -456,8 +460,8 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
                 break
         else:
             return []
-    total = sum(float(agg.get(metric, 0) or 0) for agg in sim.lines.values())
-    ranked = sorted(sim.lines.items(), key=lambda kv: -float(kv[1].get(metric, 0) or 0))
+    total = sum(float(agg.get(metric, 0) or 0) for agg in lines.values())
+    ranked = sorted(lines.items(), key=lambda kv: -float(kv[1].get(metric, 0) or 0))
     out = []
     for line, agg in ranked[:limit]:
         value = float(agg.get(metric, 0) or 0)

@@ -128,15 +128,15 @@ def counts_section(doc: dict) -> Table:
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
     fp = c.get("fp_ops", {})
     table.add_row("flops", fmt_num(c.get("flops")), "", ", ".join(f"{k} {fmt_num(v)}" for k, v in fp.items() if v))
-    extra = [f"warp instructions {fmt_num(c.get('warp_instructions'))}", f"barriers {fmt_num(c.get('barriers'))}"]
-    if c.get("simt_efficiency") is not None:
-        extra.append(f"SIMT efficiency {100 * c['simt_efficiency']:.1f}%")
-    if c.get("idle_threads"):
-        extra.append(f"idle threads {fmt_num(c['idle_threads'])} of {fmt_num(c.get('threads'))}")
+    table.add_row("int ops", fmt_num(c.get("int_ops")), "", "")
+    table.add_row("warp instructions", "", fmt_num(c.get("warp_instructions")),
+                  f"SIMT efficiency {100 * c['simt_efficiency']:.1f}%" if c.get("simt_efficiency") is not None else "")
+    table.add_row("barriers", "", fmt_num(c.get("barriers")), "")
     idle = doc.get("idle") or {}
-    if idle.get("partially_idle_blocks"):
-        extra.append(f"partially idle blocks {idle['partially_idle_blocks']:,} of {idle['blocks']:,}")
-    table.add_row("other", "", "", "; ".join(extra))
+    if c.get("idle_threads") or idle.get("partially_idle_blocks"):
+        blocks = (f"{idle['partially_idle_blocks']:,} of {idle['blocks']:,} blocks partially idle"
+                  if idle.get("partially_idle_blocks") else "")
+        table.add_row("idle threads", f"{fmt_num(c.get('idle_threads'))} of {fmt_num(c.get('threads'))}", "", blocks)
     return table
 
 
