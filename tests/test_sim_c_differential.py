@@ -140,8 +140,9 @@ def test_simulator_arithmetic_matches_gcc(seed, tmp_path):
     c_file.write_text(_c_source(cases, inputs))
     exe = tmp_path / "ref"
     subprocess.run(["gcc", "-O0", "-fwrapv", "-ffp-contract=off", "-std=gnu11", "-o", str(exe), str(c_file),
-                    "-lm"], check=True, capture_output=True)
-    ref = [int(x) for x in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
+                    "-lm"], check=True, capture_output=True, timeout=60)
+    ref = [int(x) for x in subprocess.run([str(exe)], check=True, capture_output=True, text=True,
+                                         timeout=30).stdout.split()]
     ref = np.array(ref, dtype=np.int64).reshape(N, len(cases))
 
     o_i = np.zeros(len(cases) * N, np.int32)
