@@ -222,7 +222,7 @@ def test_seed_elementwise_example():
     assert r.counts.flops == 0 and r.counts.int_ops > 0        # integer matmul: no flops
 
 
-@pytest.mark.parametrize("src,W,block", [(TILED, 128, (16, 16)), (NAIVE, 72, (16, 16))])
+@pytest.mark.parametrize("src,W,block", [(TILED, 128, (16, 16)), (NAIVE, 72, (16, 16))], ids=["tiled", "naive"])
 def test_sampled_block_ids_equal_exact_counts_restricted(src, W, block):
     program = compile_src(src)
     grid = ((W + 15) // 16, (W + 15) // 16)
