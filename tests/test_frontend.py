@@ -167,3 +167,10 @@ def test_pointer_into_another_memory_space_is_rejected():
            "    p = s;\n}\n")
     with pytest.raises(FrontendError, match=r"^ps\.cu:4:5: pointer p points into global memory; assigning a shared"):
         compile_kernel(source=src, path="ps.cu")
+
+
+def test_windows_line_endings():
+    src = "#define T 4 \\\r\n  + 1\r\n__global__ void k(float *a) {\r\n  a[threadIdx.x] = T;\r\n}\r\n"
+    a = np.zeros(2, np.float32)
+    simulate(compile_kernel(source=src, path="crlf.cu"), 1, 2, [a])
+    assert a.tolist() == [5.0, 5.0]

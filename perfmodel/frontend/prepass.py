@@ -194,7 +194,7 @@ def _replace_keywords(line: str, lineno: int, filename: str) -> str:
 
 def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepassed:
     overrides = {k: str(v) for k, v in (overrides or {}).items()}
-    text = strip_comments(source)
+    text = strip_comments(source.replace("\r\n", "\n").replace("\r", "\n"))
     lines = text.split("\n")
     # Join backslash continuations (the continued lines become blank, keeping the numbering).
     for i in range(len(lines)):
