@@ -159,12 +159,13 @@ def to_markdown(report: AccuracyReport) -> str:
         bandwidth = hw.get("achieved_dram_gb_per_s")
 
         out.append(
-            f"| {case.id} | {case.registers} | {case.blocks_per_sm_ours} / {case.blocks_per_sm_api} | "
+            f"| {case.id}{' (sampled)' if case.sampled else ''} | {case.registers} | {case.blocks_per_sm_ours} / {case.blocks_per_sm_api} | "
             f"{_time(case.measured_time_s)} | {_time(case.predicted_time_s) if not case.error else 'error'} | "
             f"{fmt_error(case.time_error)} | {case.bound or '-'} | {' | '.join(cells)} | {pct('l1_hit_rate_pct')} | "
             f"{pct('l2_hit_rate_pct')} | "
             f"{'-' if bandwidth is None else f'{bandwidth:.0f}'} | "
             f"{pct('achieved_occupancy_pct')} |")
+    out += ["", "(sampled): the analyzer simulated a stratified sample of blocks and extrapolated the counts."]
     if report.excluded:
         out += ["", "Kernels not held to exact global counts:"]
         out += [f"- `{k}`: {why}" for k, why in report.excluded.items()]
