@@ -176,17 +176,17 @@ def function_attributes(kernel) -> dict[str, Any]:
 # --- the run ---
 
 def _scalar(arg) -> Any:
-    dtype = np.dtype(arg.dtype) if getattr(arg, "dtype", None) is not None else None
-    if dtype is None:
-        dtype = np.dtype(np.float32) if isinstance(arg.value, float) else np.dtype(np.int32)
-    return dtype.type(arg.value)
+    """A scalar kernel argument with its C type (CuPy would pass a Python int as a 64-bit integer)."""
+    if getattr(arg, "dtype", None) is not None:
+        return np.dtype(arg.dtype).type(arg.value)
+    return np.float32(arg.value) if isinstance(arg.value, float) else np.int32(arg.value)
 
 
-def compile_launch(cupy, spec, launch, extra_options: tuple[str, ...] = ()):
+def compile_launch(cupy, spec, launch):
     """Compile the spec's source with the launch's defines; return (module, kernel, options)."""
     source_path = Path(spec.source_path)
     source = strip_defines(source_path.read_text(), launch.defines)
-    options = ["-std=c++17", *define_options(launch.defines), *extra_options]
+    options = ["-std=c++17", *define_options(launch.defines)]
     entry = spec.entry
     try:
         module = cupy.RawModule(code=source, options=tuple(options), name_expressions=[entry])
