@@ -86,7 +86,7 @@ SASS_METRICS = {k: v for k, v in METRICS.items() if v.startswith("smsp__sass_")}
 COUNTER_METRICS = {k: v for k, v in METRICS.items() if k not in SASS_METRICS and k not in EXACT_COUNT_METRICS}
 METRIC_RUNS = {"counts": EXACT_COUNT_METRICS, "counters": COUNTER_METRICS, "sass": SASS_METRICS}
 
-# ncu reports durations in ns with --print-units base? It reports "nsecond"/"msecond" units; convert to seconds.
+# The units row of the CSV (with --print-units base: "nsecond", "cycle/second", "byte"): convert to seconds, Hz, B.
 _TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
                "second": 1.0, "s": 1.0}
 _RATE_UNITS = {"cycle/second": 1.0, "cycle/nsecond": 1e9, "cycle/usecond": 1e6, "cycle/msecond": 1e3,
