@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from perfmodel.errors import PerfmodelError
 
@@ -19,7 +20,7 @@ DefineOption = Annotated[
 
 
 def print_error(message: str) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {message}", markup=True, highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
 
 def parse_defines(items: list[str] | None) -> dict[str, int | float]:
