@@ -45,7 +45,11 @@ def test_list_json():
 def test_show_terminal():
     result = invoke("kernels", "show", "matmul_tiled", "-D", "Width=32")
     assert result.exit_code == 0, result.output
-    assert "global sectors" in result.output and "shared wavefronts" in result.output and "flops" in result.output
+    # Column titles are two lines ("global" over "sectors"); each count stands on its source line.
+    assert "sectors" in result.output and "wavefronts" in result.output and "flops" in result.output
+    inner_product = next(line for line in result.output.splitlines() if "Pvalue += Mds[ty][k]" in line)
+    # Width=32, TILE_WIDTH=16: 2 x 32^3 = 65,536 flops, all on the inner-product line.
+    assert "65,536" in inner_product
     assert "Mds[ty][tx] = d_M[Row*Width + m*TILE_WIDTH + tx];" in result.output
     assert "outputs correct" in result.output
 

@@ -15,14 +15,14 @@ from rich.text import Text
 # The per-line columns of the source view, as Nsight Compute's source page shows them: (key in SimResult.lines,
 # column title).
 LINE_COLUMNS = (
-    ("global_sectors", "global sectors"),
-    ("shared_wavefronts", "shared wavefronts"),
+    ("global_sectors", "global\nsectors"),
+    ("shared_wavefronts", "shared\nwavefr."),
     ("flops", "flops"),
 )
 # Shown only when some line has a non-zero figure (constant-memory and divergent kernels).
 OPTIONAL_LINE_COLUMNS = (
-    ("constant_wavefronts", "constant wavefronts"),
-    ("divergent_branches", "divergent branches"),
+    ("constant_wavefronts", "const.\nwavefr."),
+    ("divergent_branches", "diverg.\nbranches"),
 )
 
 
@@ -194,17 +194,23 @@ def _source_table(outcome, rows: list[dict]) -> Table:
                                     if any(row.get(key) for row in rows)]
     title = "source (counts of this run, per line)" if outcome.check is not None else \
         "source (counts of the simulated blocks only, per line)"
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False, padding=(0, 1))
-    table.add_column("#", justify="right", style="dim")
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, show_edge=False, padding=(0, 1),
+                  caption="sectors: distinct 32-byte global sectors per warp request, summed; wavefr.: shared-memory "
+                          "wavefronts (bank conflicts add some) or constant-memory serialised addresses",
+                  caption_justify="left")
     for _, column_title in columns:
-        table.add_column(column_title, justify="right", style="magenta")
-    table.add_column("source", overflow="fold")
+        table.add_column(column_title, justify="right", style="magenta", no_wrap=True, min_width=9)
+    # One source line per row, as in Nsight Compute's source page: long lines are cut, never folded.
+    table.add_column("source", no_wrap=True, overflow="ellipsis", ratio=1, min_width=20)
     totals = dict.fromkeys((key for key, _ in columns), 0)
     for row, text in zip(rows, lines):
         for key in totals:
             totals[key] += row.get(key, 0) or 0
-        table.add_row(str(row["line"]), *(_fmt(row.get(key)) for key, _ in columns), text)
-    table.add_row("", *(Text(_fmt(totals[key]) or "0", style="bold") for key, _ in columns),
+        # The line number leads the source cell so that it survives a narrow terminal (a column of its own is
+        # the first one rich squeezes out).
+        numbered = Text(f"{row['line']:>4}  ", style="dim") + text
+        table.add_row(*(_fmt(row.get(key)) for key, _ in columns), numbered)
+    table.add_row(*(Text(_fmt(totals[key]) or "0", style="bold") for key, _ in columns),
                   Text("total", style="bold"))
     return table
 
