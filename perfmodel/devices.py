@@ -30,7 +30,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from perfmodel.errors import DeviceError
-from perfmodel.paths import shipped_dir
+from perfmodel.paths import search_path, yaml_files
 from perfmodel.units import Kind, UnitError, parse_quantity
 
 DEVICE_PATH_ENV = "PERFMODEL_DEVICE_PATH"
@@ -444,21 +444,12 @@ def load_device_file(path: str | Path) -> Device:
 
 def search_dirs() -> list[Path]:
     """Folders searched for ``--device NAME``: ``PERFMODEL_DEVICE_PATH`` entries first, then the shipped ones."""
-    dirs = [Path(p) for p in os.environ.get(DEVICE_PATH_ENV, "").split(os.pathsep) if p.strip()]
-    dirs.append(shipped_dir("devices"))
-    return dirs
+    return search_path(DEVICE_PATH_ENV, "devices")
 
 
 def device_files() -> dict[str, Path]:
     """Profile name (file stem) -> file, earlier search folders winning."""
-    found: dict[str, Path] = {}
-    for folder in search_dirs():
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.iterdir()):
-            if path.suffix in (".yaml", ".yml") and path.is_file():
-                found.setdefault(path.stem, path)
-    return found
+    return yaml_files(search_dirs())
 
 
 def load_device(name_or_path: str | Path | Device) -> Device:

@@ -82,7 +82,7 @@ from perfmodel import expr as _expr
 from perfmodel import generators as _generators
 from perfmodel import references as _references
 from perfmodel.errors import SpecError
-from perfmodel.paths import shipped_dir
+from perfmodel.paths import search_path, yaml_files
 
 __all__ = [
     "KernelSpec", "Launch", "ArgValue", "OutputSpec", "OutputResult", "OutputCheck", "RunResult",
@@ -899,12 +899,7 @@ def _stat_key(path: Path) -> tuple[int, int] | None:
 def spec_search_path() -> list[Path]:
     """Folders searched for a spec name: ``$PERFMODEL_KERNEL_PATH`` (os.pathsep-separated), then the shipped
     ``kernels_spec/``."""
-    folders = [Path(p) for p in os.environ.get(SPEC_PATH_ENV, "").split(os.pathsep) if p]
-    try:
-        folders.append(shipped_dir("kernels_spec"))
-    except FileNotFoundError:
-        pass
-    return folders
+    return search_path(SPEC_PATH_ENV, "kernels_spec")
 
 
 def _format_loc(loc: tuple) -> str:
@@ -993,14 +988,7 @@ def _load_file(path: Path) -> KernelSpec:
 
 
 def _candidates() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for folder in spec_search_path():
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.y*ml")):
-            if path.suffix in (".yaml", ".yml"):
-                found.setdefault(path.stem, path)
-    return found
+    return yaml_files(spec_search_path())
 
 
 def load_spec(name_or_path: str | os.PathLike | KernelSpec) -> KernelSpec:
