@@ -23,21 +23,12 @@ def register(app: typer.Typer) -> None:
                       regs: RegsOption = None, sample: SampleOption = None, json_out: JsonOption = False,
                       csv_path: CsvOption = None) -> None:
         """Analyse a kernel at every combination of the --vary values: occupancy, CGMA, predicted GFLOPS."""
-        from perfmodel.report.sweep_view import render_sweep, sweep_csv
         from perfmodel.sweep import sweep
 
         result = sweep(kernel, device, list(vary), params=parse_defines(define), regs=parse_regs(regs),
                        sample=sample)
-        doc = result.to_json()
-        if csv_path is not None:
-            csv_path.write_text(sweep_csv(doc))
-        if json_out:
-            from perfmodel.report.jsonout import print_json
-
-            print_json(doc)
-            return
-        render_sweep(doc, console)
-        if csv_path is not None:
+        _output(result.to_json(), json_out, csv_path)
+        if csv_path is not None and not json_out:
             console.print(f"wrote {csv_path}", style="dim")
 
     @app.command("compare")
@@ -47,17 +38,22 @@ def register(app: typer.Typer) -> None:
                         define: DefineOption = None, regs: RegsOption = None, sample: SampleOption = None,
                         json_out: JsonOption = False, csv_path: CsvOption = None) -> None:
         """The same kernel launch side by side on several devices."""
-        from perfmodel.report.sweep_view import render_sweep, sweep_csv
         from perfmodel.sweep import compare
 
         names = [d.strip() for d in devices.split(",") if d.strip()]
         result = compare(kernel, names, params=parse_defines(define), regs=parse_regs(regs), sample=sample)
-        doc = result.to_json()
-        if csv_path is not None:
-            csv_path.write_text(sweep_csv(doc))
-        if json_out:
-            from perfmodel.report.jsonout import print_json
+        _output(result.to_json(), json_out, csv_path)
 
-            print_json(doc)
-            return
-        render_sweep(doc, console)
+
+def _output(doc: dict, json_out: bool, csv_path: Path | None) -> None:
+    """Write the table as CSV when asked, then print it as JSON or as the rendered table."""
+    from perfmodel.report.sweep_view import render_sweep, sweep_csv
+
+    if csv_path is not None:
+        csv_path.write_text(sweep_csv(doc))
+    if json_out:
+        from perfmodel.report.jsonout import print_json
+
+        print_json(doc)
+        return
+    render_sweep(doc, console)

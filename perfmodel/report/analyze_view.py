@@ -75,7 +75,7 @@ def headline(doc: dict) -> Text:
     return text
 
 
-def _kv_table(rows: list[tuple[str, str]], title: str) -> Table:
+def _kv_table(rows: list[tuple[str, str | Text]], title: str) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
                   padding=(0, 2))
     table.add_column(style="dim")
@@ -158,13 +158,7 @@ def cgma_section(doc: dict) -> Table:
         rows.append(("roofline", line))
     rows.append(("bottleneck model", f"{doc['predicted_gflops']:,.1f} GFLOPS "
                                      f"({100 * doc['predicted_gflops'] / seed['peak_gflops']:.1f}% of peak)"))
-    table = Table(title="CGMA & roofline (seed model)", title_justify="left", title_style="bold", show_header=False,
-                  box=None, padding=(0, 2))
-    table.add_column(style="dim")
-    table.add_column()
-    for key, value in rows:
-        table.add_row(key, value)
-    return table
+    return _kv_table(rows, "CGMA & roofline (seed model)")
 
 
 def resources_section(doc: dict) -> Table:
