@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 
 import pytest
@@ -14,21 +13,6 @@ from perfmodel.devices import load_device
 from perfmodel.errors import OccupancyError
 from perfmodel.occupancy import occupancy
 from perfmodel.registers import override_defines, _parse_ptxas
-
-
-def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    from perfmodel.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["perfmodel", *map(str, args)])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    return (0 if info.value.code is None else int(info.value.code)), out, err
-
-
-@pytest.fixture
-def cli(monkeypatch, capsys):
-    return lambda *args: run_cli(monkeypatch, capsys, *args)
 
 
 def analyze_json(cli, *args) -> dict:

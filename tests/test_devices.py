@@ -177,46 +177,34 @@ def test_device_passes_through():
 
 # ---- the `perfmodel devices` commands -----------------------------------------------------------------------
 
-def _cli(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
-    import sys
-
-    from perfmodel.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["perfmodel", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    return info.value.code or 0, out, err
-
-
-def test_cli_list_and_show(capsys, monkeypatch):
+def test_cli_list_and_show(cli):
     import json
 
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "list", "--json")
+    code, out, _ = cli("devices", "list", "--json")
     assert code == 0
     assert [d["id"] for d in json.loads(out)["devices"]][:2] == ["g80", "fermi"]
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "show", "g80", "--json")
+    code, out, _ = cli("devices", "show", "g80", "--json")
     fields = json.loads(out)["fields"]
     assert fields["peak_fp32_flops"]["value"] == 346.5e9
     assert fields["peak_fp32_flops"]["source"] == "SEED, TR-G92"
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "show", "g80")
+    code, out, _ = cli("devices", "show", "g80")
     assert code == 0 and "346.5 GFLOPS" in out and "TR-G92" in out
 
 
-def test_cli_validate(capsys, monkeypatch, tmp_path):
+def test_cli_validate(cli, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     good = shipped_dir("devices") / "h100.yaml"
     bad = _write(tmp_path, _replace(r"^registers_per_sm:.*$", "registers_per_sm: lots"))
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "validate", str(good), "--strict")
+    code, out, _ = cli("devices", "validate", str(good), "--strict")
     assert code == 0 and "ok" in out
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "validate", str(good), "bad.yaml")
+    code, out, _ = cli("devices", "validate", str(good), "bad.yaml")
     assert code == 2
     assert "bad.yaml: field 'registers_per_sm': expected a positive integer, got 'lots'" in out
     unsourced = _write(tmp_path, _replace(r"^sm_count:.*$", "sm_count: 16"), "unsourced.yaml")
-    code, out, _ = _cli(capsys, monkeypatch, "devices", "validate", "--strict", str(unsourced))
+    code, out, _ = cli("devices", "validate", "--strict", str(unsourced))
     assert code == 2 and "field 'sm_count': expected a source" in out
 
 
-def test_cli_unknown_device(capsys, monkeypatch):
-    code, out, err = _cli(capsys, monkeypatch, "devices", "show", "gtx9999")
+def test_cli_unknown_device(cli):
+    code, out, err = cli("devices", "show", "gtx9999")
     assert code == 2 and "unknown device 'gtx9999'; available:" in err

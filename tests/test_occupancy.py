@@ -201,23 +201,11 @@ def test_sweeps_mark_the_seed_points(g80):
 
 # ---- the `perfmodel occupancy` command ----------------------------------------------------------------------
 
-def _cli(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
-    import sys
-
-    from perfmodel.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["perfmodel", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    return info.value.code or 0, out, err
-
-
-def test_cli_json_contract(capsys, monkeypatch):
+def test_cli_json_contract(cli):
     import json
 
-    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "--device", "g80", "--threads", "256", "--regs", "11",
-                        "--smem", "2048", "--grid-blocks", "4096", "--json")
+    code, out, _ = cli("occupancy", "--device", "g80", "--threads", "256", "--regs", "11",
+                       "--smem", "2048", "--grid-blocks", "4096", "--json")
     assert code == 0
     doc = json.loads(out)
     assert (doc["blocks_per_sm"], doc["warps_per_sm"], doc["threads_per_sm"]) == (2, 16, 512)
@@ -230,24 +218,24 @@ def test_cli_json_contract(capsys, monkeypatch):
                             "error": None}
 
 
-def test_cli_table_marks_the_limiter_and_the_current_point(capsys, monkeypatch):
-    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "-d", "g80", "-t", "16x16", "-r", "11", "-s", "2 KiB")
+def test_cli_table_marks_the_limiter_and_the_current_point(cli):
+    code, out, _ = cli("occupancy", "-d", "g80", "-t", "16x16", "-r", "11", "-s", "2 KiB")
     assert code == 0
     assert "<- limiter" in out
     assert "Impact of varying register count per thread" in out
     assert "here 11: 2 blocks/SM, 67% (same from 11 to 16)" in out
 
 
-def test_cli_impossible_launch_is_a_user_error(capsys, monkeypatch):
-    code, out, err = _cli(capsys, monkeypatch, "occupancy", "--device", "g80", "--threads", "32x32", "--regs", "10")
+def test_cli_impossible_launch_is_a_user_error(cli):
+    code, out, err = cli("occupancy", "--device", "g80", "--threads", "32x32", "--regs", "10")
     assert code == 2
     assert "1024 threads per block is more than g80's maximum of 512" in err
     assert "Traceback" not in err and out == ""
 
 
-def test_cli_device_path(capsys, monkeypatch):
+def test_cli_device_path(cli):
     from perfmodel.paths import shipped_dir
 
-    code, out, _ = _cli(capsys, monkeypatch, "occupancy", "--device", str(shipped_dir("devices") / "h100.yaml"),
-                        "--threads", "256", "--regs", "32", "--smem", "48 KiB", "--json", "--no-sweeps")
+    code, out, _ = cli("occupancy", "--device", str(shipped_dir("devices") / "h100.yaml"),
+                       "--threads", "256", "--regs", "32", "--smem", "48 KiB", "--json", "--no-sweeps")
     assert code == 0 and '"blocks_per_sm": 4' in out and "impact" not in out

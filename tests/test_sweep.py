@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 
 import pytest
 
@@ -58,35 +57,25 @@ def test_compare_across_devices_with_an_invalid_device():
     assert sum(r["best"] for r in rows.values()) == 1
 
 
-def _cli(monkeypatch, capsys, *args):
-    from perfmodel.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["perfmodel", *map(str, args)])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    return (0 if info.value.code is None else int(info.value.code)), out, err
-
-
-def test_sweep_cli_table_chart_csv_and_json(monkeypatch, capsys, tmp_path):
+def test_sweep_cli_table_chart_csv_and_json(cli, tmp_path):
     path = tmp_path / "sweep.csv"
-    code, out, err = _cli(monkeypatch, capsys, "sweep", "matmul_tiled", "--device", "g80", "--vary",
-                          "TILE_WIDTH=4,8,16,32", "-D", "Width=64", "--csv", path)
+    code, out, err = cli("sweep", "matmul_tiled", "--device", "g80", "--vary",
+                         "TILE_WIDTH=4,8,16,32", "-D", "Width=64", "--csv", path)
     assert code == 0, err
     assert "best" in out and "invalid" in out and "predicted GFLOPS" in out
     rows = list(csv.DictReader(path.open()))
     assert [r["TILE_WIDTH"] for r in rows] == ["4", "8", "16", "32"]
     assert rows[3]["valid"] == "False"
-    code, out, err = _cli(monkeypatch, capsys, "sweep", "matmul_tiled", "--device", "g80", "--vary",
-                          "TILE_WIDTH=8,16", "-D", "Width=64", "--json")
+    code, out, err = cli("sweep", "matmul_tiled", "--device", "g80", "--vary",
+                         "TILE_WIDTH=8,16", "-D", "Width=64", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["best"]["TILE_WIDTH"] in (8, 16) and len(doc["points"]) == 2
 
 
-def test_compare_cli(monkeypatch, capsys):
-    code, out, err = _cli(monkeypatch, capsys, "compare", "matmul_tiled", "--devices",
-                          "g80,fermi,kepler_gk110,v100,a100,h100", "-D", "Width=64", "--json")
+def test_compare_cli(cli):
+    code, out, err = cli("compare", "matmul_tiled", "--devices",
+                         "g80,fermi,kepler_gk110,v100,a100,h100", "-D", "Width=64", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert [p["device"] for p in doc["points"]] == ["g80", "fermi", "kepler_gk110", "v100", "a100", "h100"]
