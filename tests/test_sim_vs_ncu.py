@@ -3,52 +3,26 @@
 The figures below were measured on an NVIDIA H100 (sm_90) with ``nvcc -O3 -arch=sm_90`` and
 ``ncu --metrics l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum,
 l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum``
-(the harness is ``HARNESS`` below: each kernel, launched as given). They pin the sector, request and wavefront
-model to the hardware for source-level accesses. Where the compiler changes the instruction stream the counts
-legitimately differ and are not compared here: in the tiled matmul nvcc fuses four ``Mds[ty][k]`` loads into one
-LDS.128 (10240 shared load instructions and 12288 wavefronts measured, 16384 and 16384 at source level), and it
-predicates ``if`` bodies, so the hardware reports no divergent branch targets where the source-level count has them.
+(the harness is ``HARNESS`` below plus the shipped ``kernels_spec/matmul_naive.cu`` and ``matmul_tiled.cu``, which
+it held, statement for statement, as ``naive`` and ``tiled``: each kernel, launched as given). They pin the sector,
+request and wavefront model to the hardware for source-level accesses. Where the compiler changes the instruction
+stream the counts legitimately differ and are not compared here: in the tiled matmul nvcc fuses four ``Mds[ty][k]``
+loads into one LDS.128 (10240 shared load instructions and 12288 wavefronts measured, 16384 and 16384 at source
+level), and it predicates ``if`` bodies, so the hardware reports no divergent branch targets where the source-level
+count has them.
 """
 import numpy as np
 import pytest
 
 from perfmodel.frontend import compile_kernel
 from perfmodel.sim import simulate
+from perfmodel.spec import load_spec
 
 HARNESS = r"""
-#define TILE_WIDTH 16
 __global__ void g_pattern(float *a, float *out, int s) { int i = blockIdx.x * blockDim.x + threadIdx.x;
                                                         out[i] = a[PATTERN]; }
 #define SHK(name, expr) __global__ void name(float *out) { __shared__ float s[64 * 33]; \
     s[threadIdx.x] = threadIdx.x; __syncthreads(); out[blockIdx.x * blockDim.x + threadIdx.x] = s[expr]; }
-__global__ void naive(float* d_M, float* d_N, float* d_P, int Width) {
-    int Row = blockIdx.y*blockDim.y+threadIdx.y;
-    int Col = blockIdx.x*blockDim.x+threadIdx.x;
-    if ((Row < Width) && (Col < Width)) {
-        float Pvalue = 0;
-        for (int k = 0; k < Width; ++k)
-            Pvalue += d_M[Row*Width+k]*d_N[k*Width+Col];
-        d_P[Row*Width+Col] = Pvalue;
-    }
-}
-__global__ void tiled(float* d_M, float* d_N, float* d_P, int Width) {
-    __shared__ float Mds[TILE_WIDTH][TILE_WIDTH];
-    __shared__ float Nds[TILE_WIDTH][TILE_WIDTH];
-    int bx = blockIdx.x;  int by = blockIdx.y;
-    int tx = threadIdx.x; int ty = threadIdx.y;
-    int Row = by * TILE_WIDTH + ty;
-    int Col = bx * TILE_WIDTH + tx;
-    float Pvalue = 0;
-    for (int m = 0; m < Width/TILE_WIDTH; ++m) {
-        Mds[ty][tx] = d_M[Row*Width + m*TILE_WIDTH + tx];
-        Nds[ty][tx] = d_N[(m*TILE_WIDTH + ty)*Width + Col];
-        __syncthreads();
-        for (int k = 0; k < TILE_WIDTH; ++k)
-            Pvalue += Mds[ty][k] * Nds[k][tx];
-        __syncthreads();
-    }
-    d_P[Row*Width + Col] = Pvalue;
-}
 __global__ void pictureKernel(float* d_Pin, float* d_Pout, int n, int m) {
     int Row = blockIdx.y*blockDim.y + threadIdx.y;
     int Col = blockIdx.x*blockDim.x + threadIdx.x;
@@ -75,6 +49,11 @@ __global__ void transpose_nopad(float *odata, const float *idata, int width, int
 
 def _kernel(entry, **defines):
     return compile_kernel(source=HARNESS, path="ncu_harness.cu", entry=entry, defines=defines or None)
+
+
+def _shipped(name):
+    spec = load_spec(name)
+    return compile_kernel(path=spec.source_path, entry=spec.entry)
 
 
 # pattern -> measured (load requests, load sectors, store requests, store sectors); <<<2, 128>>>
@@ -114,7 +93,7 @@ def test_shared_wavefronts_match_ncu(expr):
 ])
 def test_naive_matmul_matches_ncu(W, grid, measured):
     z = np.zeros(W * W, np.float32)
-    r = simulate(_kernel("naive"), grid, (16, 16), [z, z.copy(), z.copy(), W])
+    r = simulate(_shipped("matmul_naive"), grid, (16, 16), [z, z.copy(), z.copy(), W])
     g = r.counts.global_
     got = (g["load_requests"], g["load_sectors"], g["store_requests"], g["store_sectors"], r.counts.fp_ops["fma"])
     assert got == measured
@@ -122,7 +101,7 @@ def test_naive_matmul_matches_ncu(W, grid, measured):
 
 def test_tiled_matmul_global_traffic_matches_ncu():
     z = np.zeros(64 * 64, np.float32)
-    r = simulate(_kernel("tiled"), (4, 4), (16, 16), [z, z.copy(), z.copy(), 64])
+    r = simulate(_shipped("matmul_tiled"), (4, 4), (16, 16), [z, z.copy(), z.copy(), 64])
     g = r.counts.global_
     assert (g["load_requests"], g["load_sectors"], g["store_requests"], g["store_sectors"]) == (1024, 4096, 128, 512)
     assert r.counts.fp_ops["fma"] == 262144

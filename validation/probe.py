@@ -17,28 +17,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-TILED = r"""
-#define TILE_WIDTH 16
-__global__ void MatrixMulKernel(float* d_M, float* d_N, float* d_P, int Width)
-{
-    __shared__ float Mds[TILE_WIDTH][TILE_WIDTH];
-    __shared__ float Nds[TILE_WIDTH][TILE_WIDTH];
-    int bx = blockIdx.x; int by = blockIdx.y; int tx = threadIdx.x; int ty = threadIdx.y;
-    int Row = by * TILE_WIDTH + ty;
-    int Col = bx * TILE_WIDTH + tx;
-    float Pvalue = 0;
-    for (int m = 0; m < Width / TILE_WIDTH; ++m) {
-        Mds[ty][tx] = d_M[Row * Width + m * TILE_WIDTH + tx];
-        Nds[ty][tx] = d_N[(m * TILE_WIDTH + ty) * Width + Col];
-        __syncthreads();
-        for (int k = 0; k < TILE_WIDTH; ++k)
-            Pvalue += Mds[ty][k] * Nds[k][tx];
-        __syncthreads();
-    }
-    d_P[Row * Width + Col] = Pvalue;
-}
-"""
-
 CONV = r"""
 #define MAX_MASK_WIDTH 10
 __constant__ float M[MAX_MASK_WIDTH];
@@ -96,8 +74,11 @@ class FakeSpec:
 
 
 def specs(folder: Path):
-    tiled_path, conv_path = folder / "tiled.cu", folder / "conv.cu"
-    tiled_path.write_text(TILED)
+    from perfmodel.paths import shipped_dir
+
+    # the tiled stand-in launches the shipped kernel; the conv one keeps its own source (mask in constant memory,
+    # under the basic kernel's name)
+    tiled_path, conv_path = shipped_dir("kernels_spec") / "matmul_tiled.cu", folder / "conv.cu"
     conv_path.write_text(CONV)
     rng = np.random.default_rng(1)
 
