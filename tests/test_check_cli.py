@@ -1,13 +1,13 @@
 """End-to-end `perfmodel check` with the real analyzer, through the console script's `main()` (so the exit code
 2 path for invalid input is the real one): exit codes 0/1/2, JUnit, the baseline round trip, a regression made
 on purpose (TILE_WIDTH=8 against a TILE_WIDTH=16 baseline), a launch that does not fit, and the project's own
-budget. Sizes are small (Width=64) to keep it fast."""
+budget. Sizes are small (Width=64) to keep it fast. The `cli` fixture (tests/conftest.py) runs the console
+script in-process."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,23 +19,6 @@ from perfmodel.paths import shipped_dir
 REPO = Path(__file__).resolve().parent.parent
 TILED = {"name": "tiled", "kernel": "matmul_tiled", "device": "g80", "params": {"TILE_WIDTH": 16, "Width": 64},
          "thresholds": {"correct": True, "occupancy.occupancy": {"min": 0.5}}}
-
-
-def perfmodel(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """Run the `perfmodel` console script in-process; return (exit code, stdout, stderr)."""
-    from perfmodel.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["perfmodel", *map(str, args)])
-    with pytest.raises(SystemExit) as info:
-        main()
-    out, err = capsys.readouterr()
-    code = info.value.code
-    return (0 if code is None else int(code)), out, err
-
-
-@pytest.fixture
-def cli(monkeypatch, capsys):
-    return lambda *args: perfmodel(monkeypatch, capsys, *args)
 
 
 def tiled_on(devices: list[str], **changes) -> dict:
