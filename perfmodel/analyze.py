@@ -21,7 +21,7 @@ import numpy as np
 from perfmodel.errors import OccupancyError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.seed import SeedModel, seed_model
-from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic, l1_line_wavefronts
+from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
 from perfmodel.registers import Registers, resolve_registers
 from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread, extrapolate_counts, stratified_blocks
 
@@ -424,8 +424,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
-                             warps_per_block=warps_per_block,
-                             l1_lines=l1_line_wavefronts(sim.lines, launch.block, dev.warp_size))
+                             warps_per_block=warps_per_block)
     analysis = Analysis(kernel=spec.name, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)
@@ -436,7 +435,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 
 
 # which per-line figure ranks the lines for each bounding resource
-_LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_sectors",
+_LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_lines",
                 "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
                 "fp32": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
                 "launch": "warp_instructions"}

@@ -106,14 +106,10 @@ def test_latency_counts_whole_waves(rates):
     assert bn.latency_chain_time(100, 1, 0.2, rates) == pytest.approx(one)
 
 
-def test_lines_per_request():
-    from perfmodel.model.traffic import lines_per_request
-
-    assert lines_per_request(4, 1) == 1       # 32 consecutive floats: one 128-byte line
-    assert lines_per_request(32, 1) == 32     # a stride of >= 128 bytes: a line per lane
-    assert lines_per_request(2, 2) == 2       # a 16-wide block: a warp reads from two rows
-    assert lines_per_request(1, 4) == 1       # a broadcast
-    assert lines_per_request(5, 1) == 2       # a misaligned 128-byte window
+def test_l1_lines_are_the_simulated_lines(rates):
+    # the simulator's exact count wins; counts without it get the lower bound (a line per request at least)
+    assert bn.l1_lines({"load_lines": 70, "store_lines": 5, "load_requests": 10, "load_sectors": 400}, rates) == 75
+    assert bn.l1_lines({"load_requests": 10, "load_sectors": 400}, rates) == bn.l1_wavefronts(10, 400, rates)
 
 
 def test_cache_reuse_estimate():

@@ -205,6 +205,17 @@ def l1_wavefronts(load_requests: float, load_sectors: float, rates: DeviceRates)
     return max(load_requests, load_sectors / sectors_per_wavefront)
 
 
+def l1_lines(g: dict, rates: DeviceRates) -> float:
+    """128-byte lines the global requests look up in L1: the simulator's exact count (distinct lines per warp
+    request, ``load_lines`` + ``store_lines``). Counts without line figures (hand-written, or from an older
+    simulator) get the lower bound :func:`l1_wavefronts` (a request touches at least one line, and at least a line
+    per 128 bytes of sectors)."""
+    if "load_lines" in g or "store_lines" in g:
+        return float(g.get("load_lines", 0) or 0) + float(g.get("store_lines", 0) or 0)
+    return l1_wavefronts(g.get("load_requests", 0) + g.get("store_requests", 0),
+                         g.get("load_sectors", 0) + g.get("store_sectors", 0), rates)
+
+
 def l1_time(lines: float, active_sms: int, rates: DeviceRates) -> float:
     """The L1 tag stage: one 128-byte line of a global request per clock (``l1_lines_per_clock``)."""
     return lines / (rates.l1_lines_per_clock * active_sms * rates.clock_hz)
@@ -359,8 +370,7 @@ def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
 
 
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
-                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
-                     l1_lines: float | None = None) -> BottleneckResult:
+                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout)."""
     g = counts.get("global", {})
     s = counts.get("shared", {})
@@ -377,9 +387,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomics", 0)
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
                        + c.get("load_requests", 0) + (local.get("loads", 0) + local.get("stores", 0)) / 32.0)
-    l1_work = l1_lines if l1_lines is not None else l1_wavefronts(
-        g.get("load_requests", 0) + g.get("store_requests", 0), g.get("load_sectors", 0) + g.get("store_sectors", 0),
-        rates)
+    l1_work = l1_lines(g, rates)
     issued = compiled_instructions(float(counts.get("warp_instructions", 0)), warps, rates)
     times = {
         "fp32": (fp32_time(fp_ops, rates), float(counts.get("flops", 0)), "flop"),

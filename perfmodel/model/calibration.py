@@ -34,12 +34,16 @@ BLOCK_LAUNCH_CYCLES = 160.0
 LAUNCH_OVERHEAD_S = 3.3e-6
 
 # L1 tag lookups: one 128-byte line per clock per SM. matmul_rowwise (a stride-1 KB load: 32 lines per request,
-# plus a broadcast) measures 34 cycles per warp-iteration (ncu: L1 97.6% busy) = 33 lines.
+# plus a broadcast) measures 34 cycles per warp-iteration (ncu: L1 97.6% busy) = 33 lines. The lines are the
+# simulator's exact count (distinct 128-byte lines per warp request, ``global.load_lines``/``store_lines``),
+# 33 per warp-iteration there as well, so the constant did not move when that count replaced the estimate.
 L1_LINES_PER_CLOCK = 1.0
 
 # p of the (sum t^p)^(1/p) combination of the resource groups. Swept over {2, 2.5, 3, 4, 6, inf} with the
-# other constants: median |time error| 9.7-13% for p in 2.5..inf; 3 is kept (66 cases: median 11.1%, worst
-# factor 1.88; 2.5 gives 9.7% but a worst factor of 1.92; the pure max, p = inf, 13%).
+# other constants, with exact L1 line counts: median |time error| 14.7, 8.8, 9.5, 10.7, 14.8, 15.5%; worst factor
+# 1.58, 1.450, 1.447, 1.48, 1.54, 1.74; within 25%: 52, 59, 60, 55, 53, 47 of 66. 3 is kept (2.5 and 3 are
+# within a point of median error of each other; 3 has the lower worst case and one more case within 25%; it
+# was also the choice before the line counts were exact, when 2.5 had the larger worst case, 1.92 vs 1.88).
 OVERLAP_EXPONENT = 3.0
 
 # Loads one warp can have in flight between two barriers (nvcc unrolls loops 4x: 2 loads x 4 iterations).

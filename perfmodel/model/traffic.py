@@ -1,4 +1,4 @@
-"""Where the global-memory sectors are served from: an estimate of L1 and L2 reuse, and of L1 lines.
+"""Where the global-memory sectors are served from: an estimate of L1 and L2 reuse.
 
 The simulator counts, per warp-level request, the distinct 32-byte sectors it touches (``load_sectors``) and,
 over the whole run, the distinct sectors touched at all (``unique_load_sectors``: the compulsory traffic). The
@@ -21,7 +21,6 @@ On G80 (no L1 or L2 for global memory) every sector goes to DRAM.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 SECTOR_BYTES = 32
@@ -109,35 +108,3 @@ def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_s
         footprint_bytes=footprint,
     )
 
-
-def lines_per_request(sectors_per_request: float, rows_per_warp: int) -> float:
-    """Distinct 128-byte L1 lines one warp request touches, estimated from its sectors.
-
-    The L1 tag stage handles one 128-byte line per clock, so a request costs its lines, not its sectors. The
-    simulator counts 32-byte sectors; lines are estimated from them and the block shape: a request with more
-    sectors than ``8 x rows_per_warp`` is scattered (one line per sector: strided rows, gathers); otherwise a
-    warp that spans ``rows_per_warp`` rows of a 2-D block (blockDim.x < 32) touches one line per row it reads
-    from, and never fewer than ``sectors / 4`` lines."""
-    s = max(1.0, sectors_per_request)
-    if s > 8 * rows_per_warp:
-        return s
-    return max(math.ceil(s / 4 - 1e-9), min(s, float(rows_per_warp)))
-
-
-def l1_line_wavefronts(lines: dict, block: tuple[int, int, int], warp_size: int = 32) -> float | None:
-    """Sum of requests x estimated lines over the kernel's source lines (``SimResult.lines`` aggregates:
-    ``global_requests`` and ``global_sectors`` per source line). None when there are no per-line figures."""
-    if not lines:
-        return None
-    bx = max(1, int(block[0]))
-    rows = max(1, warp_size // bx) if bx < warp_size and (block[1] > 1 or block[2] > 1) else 1
-    total = 0.0
-    seen = False
-    for agg in lines.values():
-        requests = float(agg.get("global_requests", 0) or 0)
-        sectors = float(agg.get("global_sectors", 0) or 0)
-        if requests <= 0:
-            continue
-        seen = True
-        total += requests * lines_per_request(sectors / requests, rows)
-    return total if seen else None

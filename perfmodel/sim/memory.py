@@ -1,6 +1,8 @@
 """Loads, stores and atomics on global, shared, constant and local memory, with their counting.
 
-Global: one request per warp with an active lane; sectors = distinct 32-byte sectors per request.
+Global: one request per warp with an active lane; sectors = distinct 32-byte sectors per request, lines =
+distinct 128-byte lines per request (the L1's tag granule; array bases are 256-byte aligned, so offsets from the
+base give the same sectors and lines as absolute addresses).
 Shared: wavefronts = per warp, the largest number of distinct 4-byte words in one of the 32 banks (same word =
 broadcast). Constant: wavefronts = distinct addresses per warp request (serialisation). Local: lane-level counts.
 """
@@ -81,13 +83,16 @@ def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
     if not _is_lanes(idx):
         bitmap[(int(idx) * mem.itemsize) >> 5] = True
         c.units[site] += nw
+        c.lines[site] += nw
         pb_sec += ctx.nw if warps_pb is None else warps_pb
         return
     sec = (idx.astype(np.int64) * mem.itemsize) >> 5 if mem.size * mem.itemsize >= 2 ** 31 else \
         (idx * mem.itemsize) >> 5
     k2, m2, f = _rows(ctx, sec, m)
-    per_row = W.distinct_per_warp(k2, m2).sum(axis=1)
+    sec_w, line_w = W.distinct_sectors_lines(k2, m2)
+    per_row = sec_w.sum(axis=1)
     c.units[site] += int(per_row.sum()) * f
+    c.lines[site] += int(line_w.sum()) * f
     pb_sec += _per_block(ctx, per_row, f)
     bitmap[k2 if m2 is None else k2[m2]] = True
 

@@ -16,7 +16,8 @@ class Counts:
     fp64_ops: int = 0
     global_: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_sectors=0, store_sectors=0, load_bytes=0,
-        store_bytes=0, atomics=0, atomic_requests=0, unique_load_sectors=0, unique_store_sectors=0))
+        store_bytes=0, atomics=0, atomic_requests=0, unique_load_sectors=0, unique_store_sectors=0,
+        load_lines=0, store_lines=0))
     shared: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_wavefronts=0, store_wavefronts=0, atomics=0,
         load_bytes=0, store_bytes=0))
@@ -67,14 +68,15 @@ def build_result(program, counters, globals_, per_block, block_ids, total_blocks
     for i, s in enumerate(program.sites):
         th, wp, un, by, be = (counters.threads[i], counters.warps[i], counters.units[i], counters.bytes[i],
                               counters.block_execs[i])
+        li = counters.lines[i]
         kind = s.kind
         base = kind.replace(" f64", "")
         row = {"file": s.file, "line": s.line, "col": s.col, "kind": kind, "detail": s.detail, "threads": th,
                "warp_instructions": wp}
         ln = lines.setdefault(s.line, dict(flops=0, int_ops=0, global_loads=0, global_stores=0,
-                                           global_requests=0, global_sectors=0, shared_loads=0, shared_stores=0,
-                                           shared_wavefronts=0, constant_loads=0, constant_wavefronts=0,
-                                           local_accesses=0, atomics=0, barriers=0, divergent_branches=0,
+                                           global_requests=0, global_sectors=0, global_lines=0, shared_loads=0,
+                                           shared_stores=0, shared_wavefronts=0, constant_loads=0,
+                                           constant_wavefronts=0, local_accesses=0, atomics=0, barriers=0, divergent_branches=0,
                                            warp_instructions=0))
         ln["warp_instructions"] += wp
         c.warp_instructions += wp
@@ -96,10 +98,12 @@ def build_result(program, counters, globals_, per_block, block_ids, total_blocks
             g["load_requests" if ld else "store_requests"] += wp
             g["load_sectors" if ld else "store_sectors"] += un
             g["load_bytes" if ld else "store_bytes"] += by
+            g["load_lines" if ld else "store_lines"] += li
             ln["global_loads" if ld else "global_stores"] += th
             ln["global_requests"] += wp
             ln["global_sectors"] += un
-            row.update(requests=wp, sectors=un, bytes=by)
+            ln["global_lines"] += li
+            row.update(requests=wp, sectors=un, lines=li, bytes=by)
         elif base in ("shared load", "shared store"):
             ld = base == "shared load"
             sh = c.shared

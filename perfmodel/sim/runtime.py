@@ -36,6 +36,7 @@ class Counters:
         self.threads = [0] * n_sites     # thread-level executions (ops, accesses, lanes at a branch)
         self.warps = [0] * n_sites       # warp-level instructions / requests
         self.units = [0] * n_sites       # sectors (global), wavefronts (shared, constant), divergent warps (branch)
+        self.lines = [0] * n_sites       # global: distinct 128-byte lines per warp request, summed
         self.block_execs = [0] * n_sites  # barriers: (block, barrier) pairs
         self.bytes = [0] * n_sites
         self.unique_load_sectors = 0

@@ -65,6 +65,48 @@ def distinct_per_warp(keys: np.ndarray, active: np.ndarray | None, lanes_per_thr
     return np.where(any_active, n, 0).reshape(rows, -1)
 
 
+def distinct_sectors_lines(sectors: np.ndarray, active: np.ndarray | None,
+                           sectors_per_line: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct 32-byte sectors and distinct 128-byte lines among the active lanes of each warp, from one sort.
+
+    sectors: (rows, T) sector numbers relative to 256-byte aligned array bases (so ``sector // 4`` is the line,
+    the L1's 128-byte tag granule); active: (rows, T) bool or None. Sorting by sector also sorts by line, so both
+    counts come from the same sorted keys. Returns two (rows, n_warps) arrays (0 for a warp with no active lane).
+    """
+    rows = sectors.shape[0]
+    shift = sectors_per_line.bit_length() - 1
+    if sectors.size <= 64 and sectors.shape[1] <= WARP:
+        out_s = np.zeros((rows, 1), np.int64)
+        out_l = np.zeros((rows, 1), np.int64)
+        klist = sectors.tolist()
+        alist = None if active is None else active.tolist()
+        for r in range(rows):
+            ks = klist[r] if alist is None else [k for k, a in zip(klist[r], alist[r]) if a]
+            out_s[r, 0] = len(set(ks))
+            out_l[r, 0] = len({k >> shift for k in ks})
+        return out_s, out_l
+    if active is None and sectors.shape[1] % WARP == 0:
+        # boolean comparisons of neighbours rather than np.diff: a byte per lane instead of eight (about half the
+        # time on the tiled matmul's 1 M-lane loads)
+        k = sectors.reshape(-1, WARP)
+        if not (k[:, 1:] >= k[:, :-1]).all():
+            k = np.sort(k, axis=1)
+        kl = k >> shift
+        return ((1 + np.count_nonzero(k[:, 1:] != k[:, :-1], axis=1)).reshape(rows, -1),
+                (1 + np.count_nonzero(kl[:, 1:] != kl[:, :-1], axis=1)).reshape(rows, -1))
+    act = np.ones(sectors.shape, bool) if active is None else active
+    act = _pad(act, False).reshape(-1, WARP)
+    k = _pad(sectors, 0).reshape(-1, WARP)
+    any_active = act.any(axis=1)
+    first = np.argmax(act, axis=1)
+    fill = k[np.arange(k.shape[0]), first]
+    k = np.sort(np.where(act, k, fill[:, None]), axis=1)
+    kl = k >> shift
+    n_s = 1 + np.count_nonzero(k[:, 1:] != k[:, :-1], axis=1)
+    n_l = 1 + np.count_nonzero(kl[:, 1:] != kl[:, :-1], axis=1)
+    return np.where(any_active, n_s, 0).reshape(rows, -1), np.where(any_active, n_l, 0).reshape(rows, -1)
+
+
 def wavefronts_per_warp(words: np.ndarray, active: np.ndarray | None, lanes_per_thread: int = 1,
                         banks: int = 32) -> np.ndarray:
     """Shared-memory wavefronts per warp: the largest number of distinct 4-byte words that fall in one bank.
