@@ -299,10 +299,6 @@ def prepass(source: str, filename: str, overrides: dict | None = None) -> Prepas
 _DEVICE_MARK = re.compile(r"\b(__global__|__device__|__constant__|__shared__)\b")
 
 
-def _blank(text: str) -> str:
-    return "".join(ch if ch == "\n" else " " for ch in text)
-
-
 def strip_host_code(text: str) -> str:
     """Blank host code so that a complete .cu file (with main(), cudaMalloc, <<<...>>> launches) is accepted.
 
