@@ -65,16 +65,29 @@ def _per_block(ctx, per_row, f):
     return np.broadcast_to(per_row, (ctx.nB,)) if f > 1 else per_row
 
 
-# ---------------------------------------------------------------- global -------------------------------------
-def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
-    n, nw, _pb, warps_pb = ctx.stats()
+# ---------------------------------------------------------------- counting -----------------------------------
+def _count_access(ctx: Ctx, site: int, itemsize: int):
+    """Count one load/store at `site` for the active lanes (threads, warps, bytes) and mark them as having
+    worked; returns ctx.stats(), or None when no lane is active (then nothing is counted)."""
+    st = ctx.stats()
+    n, nw = st[0], st[1]
     if n == 0:
-        return
+        return None
     c = ctx.counters
     c.threads[site] += n
     c.warps[site] += nw
-    c.bytes[site] += n * mem.itemsize
+    c.bytes[site] += n * itemsize
     ctx.mark_worked()
+    return st
+
+
+# ---------------------------------------------------------------- global -------------------------------------
+def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
+    st = _count_access(ctx, site, mem.itemsize)
+    if st is None:
+        return
+    _n, nw, _pb, warps_pb = st
+    c = ctx.counters
     m = ctx.mask
     bitmap = mem.stored if store else mem.loaded
     pb_acc = ctx.pb["global_stores" if store else "global_loads"]
@@ -130,14 +143,11 @@ def _scatter(data, idx, value, m, rows=None):
 
 # ---------------------------------------------------------------- shared -------------------------------------
 def shared_count(ctx: Ctx, site: int, mem, idx):
-    n, nw, _pb, _wpb = ctx.stats()
-    if n == 0:
+    st = _count_access(ctx, site, mem.itemsize)
+    if st is None:
         return
+    _n, nw, _pb, _wpb = st
     c = ctx.counters
-    c.threads[site] += n
-    c.warps[site] += nw
-    c.bytes[site] += n * mem.itemsize
-    ctx.mark_worked()
     isz = mem.itemsize
     if not _is_lanes(idx):
         if isz <= 4:
@@ -216,18 +226,14 @@ def _is_identity(ctx, idx, size) -> bool:
 # ---------------------------------------------------------------- constant / local ----------------------------
 def constant_load(ctx: Ctx, site: int, mem, idx):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
-    n, nw, _pb, _wpb = ctx.stats()
-    if n:
+    st = _count_access(ctx, site, mem.itemsize)
+    if st is not None:
         c = ctx.counters
-        c.threads[site] += n
-        c.warps[site] += nw
-        c.bytes[site] += n * mem.itemsize
-        ctx.mark_worked()
         if _is_lanes(idx):
             k2, m2, f = _rows(ctx, idx, ctx.mask)
             c.units[site] += int(W.distinct_per_warp(k2, m2).sum()) * f
         else:
-            c.units[site] += nw
+            c.units[site] += st[1]
     return mem.data[idx]
 
 
