@@ -21,6 +21,15 @@ def _pad(a: np.ndarray, fill) -> np.ndarray:
     return out
 
 
+def _fill_inactive(k: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(warps, width) keys and active flags -> keys with every inactive lane given its warp's first active key (so
+    inactive lanes add no distinct value and no bank conflict), and which warps have an active lane at all."""
+    any_active = act.any(axis=1)
+    first = np.argmax(act, axis=1)
+    fill = k[np.arange(k.shape[0]), first]
+    return np.where(act, k, fill[:, None]), any_active
+
+
 def warp_any(active: np.ndarray) -> np.ndarray:
     """(rows, T) bool -> (rows, n_warps) bool: which warps have at least one active lane."""
     a = _pad(active, False)
@@ -57,10 +66,8 @@ def distinct_per_warp(keys: np.ndarray, active: np.ndarray | None, lanes_per_thr
         act = np.repeat(active, lanes_per_thread, axis=1) if lanes_per_thread > 1 else active
     act = _pad(act, False).reshape(-1, width)
     k = _pad(keys, 0).reshape(-1, width)
-    any_active = act.any(axis=1)
-    first = np.argmax(act, axis=1)
-    fill = k[np.arange(k.shape[0]), first]
-    k = np.sort(np.where(act, k, fill[:, None]), axis=1)
+    k, any_active = _fill_inactive(k, act)
+    k = np.sort(k, axis=1)
     n = 1 + np.count_nonzero(np.diff(k, axis=1), axis=1)
     return np.where(any_active, n, 0).reshape(rows, -1)
 
@@ -97,10 +104,8 @@ def distinct_sectors_lines(sectors: np.ndarray, active: np.ndarray | None,
     act = np.ones(sectors.shape, bool) if active is None else active
     act = _pad(act, False).reshape(-1, WARP)
     k = _pad(sectors, 0).reshape(-1, WARP)
-    any_active = act.any(axis=1)
-    first = np.argmax(act, axis=1)
-    fill = k[np.arange(k.shape[0]), first]
-    k = np.sort(np.where(act, k, fill[:, None]), axis=1)
+    k, any_active = _fill_inactive(k, act)
+    k = np.sort(k, axis=1)
     kl = k >> shift
     n_s = 1 + np.count_nonzero(k[:, 1:] != k[:, :-1], axis=1)
     n_l = 1 + np.count_nonzero(kl[:, 1:] != kl[:, :-1], axis=1)
@@ -126,10 +131,7 @@ def wavefronts_per_warp(words: np.ndarray, active: np.ndarray | None, lanes_per_
     w = w.reshape(-1, width)
     if act is not None:
         act = act.reshape(-1, width)
-        any_active = act.any(axis=1)
-        first = np.argmax(act, axis=1)
-        fill = w[np.arange(w.shape[0]), first]
-        w = np.where(act, w, fill[:, None])
+        w, any_active = _fill_inactive(w, act)
     bank = w % banks
     key = np.sort(bank * (1 << 40) + w // banks, axis=1)
     new_word = np.ones(key.shape, bool)
