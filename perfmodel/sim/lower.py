@@ -750,9 +750,8 @@ class Lowerer:
 
     def rvalue(self, node) -> E:
         e = self.expr(node)
-        if isinstance(e.t, T.ArrayType) or e.t is None:
-            if e.t is None:
-                raise self.err(node, "a void value is used")
+        if e.t is None:
+            raise self.err(node, "a void value is used")
         return e
 
     def scalar(self, node) -> E:
