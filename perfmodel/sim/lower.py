@@ -534,9 +534,7 @@ class Lowerer:
                 cond = self.cond(node.cond) if node.cond is not None else None
             finally:
                 self.uncounted -= unrolled
-            self.loop_depth += 1
-            body = self.stmt(node.stmt) if node.stmt is not None else None
-            self.loop_depth -= 1
+            body = self.loop_body(node)
             self.uncounted += unrolled
             try:
                 step = self.expr(node.next).fn if node.next is not None else None
@@ -601,17 +599,20 @@ class Lowerer:
 
     def s_While(self, node):
         cond = self.cond(node.cond)
-        self.loop_depth += 1
-        body = self.stmt(node.stmt) if node.stmt is not None else None
-        self.loop_depth -= 1
+        body = self.loop_body(node)
         return self.loop(node, None, cond, body, None, test_first=True)
 
     def s_DoWhile(self, node):
         cond = self.cond(node.cond)
+        body = self.loop_body(node)
+        return self.loop(node, None, cond, body, None, test_first=False)
+
+    def loop_body(self, node):
+        """Lower a loop's body one loop deeper (so break/continue inside it are accepted); None when empty."""
         self.loop_depth += 1
         body = self.stmt(node.stmt) if node.stmt is not None else None
         self.loop_depth -= 1
-        return self.loop(node, None, cond, body, None, test_first=False)
+        return body
 
     def loop(self, node, init, cond, body, step, test_first, count_branch=True):
         site = self.site(node, "branch", "loop")
