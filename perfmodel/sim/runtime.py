@@ -39,8 +39,6 @@ class Counters:
         self.lines = [0] * n_sites       # global: distinct 128-byte lines per warp request, summed
         self.block_execs = [0] * n_sites  # barriers: (block, barrier) pairs
         self.bytes = [0] * n_sites
-        self.unique_load_sectors = 0
-        self.unique_store_sectors = 0
         self.per_block = {k: np.zeros(n_blocks, np.int64) for k in (
             "flops", "global_loads", "global_stores", "global_load_sectors", "global_store_sectors",
             "shared_wavefronts", "idle_threads", "threads")}
