@@ -133,6 +133,7 @@ class Ctx:
         self.worked_full = False
         self.worked = None               # lanes that did a memory access or a flop (when not all did)
         self._worked_mask_id = None
+        self._lane_rows = None           # lane_rows(), built on first use
 
     # ---- masks -------------------------------------------------------------------------------------------
     def lanes2d(self, a: np.ndarray):
@@ -189,6 +190,13 @@ class Ctx:
             else:
                 self.worked |= full
 
+    def lane_rows(self) -> np.ndarray:
+        """Each lane's row in a local array (one row per lane of the batch), in the lane shape."""
+        r = self._lane_rows
+        if r is None:
+            r = self._lane_rows = np.arange(self.nlanes).reshape(self.shape)
+        return r
+
     # ---- errors -------------------------------------------------------------------------------------------
     def lane_where(self, bad: np.ndarray):
         """Block and thread coordinates of the first lane set in ``bad`` (broadcastable to the lane shape)."""
@@ -222,14 +230,3 @@ def value_at(value, bad, ctx: Ctx):
     full = np.broadcast_to(value, ctx.shape).reshape(-1)
     _, _, flat = ctx.lane_where(bad)
     return full[flat]
-
-
-def _lane_rows(self):
-    r = getattr(self, "_lane_rows_cache", None)
-    if r is None:
-        r = np.arange(self.nlanes).reshape(self.shape)
-        self._lane_rows_cache = r
-    return r
-
-
-Ctx.lane_rows = _lane_rows
