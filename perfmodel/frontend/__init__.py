@@ -104,9 +104,7 @@ def _compile(source: str, filename: str, entry, overrides: dict) -> KernelProgra
         if dynamic:
             shared.append(SharedDecl(name, t.elem.dtype, (None,), 0))
         else:
-            n = t.elem.itemsize
-            for d in t.shape:
-                n *= d
+            n = t.elem.itemsize * t.elems
             shape = () if name in low.shared_scalars else t.shape
             shared.append(SharedDecl(name, t.elem.dtype, shape, n))
     constants = [ConstDecl(name, t.elem.dtype, t.shape) for name, t in low.constants]

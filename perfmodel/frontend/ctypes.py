@@ -62,6 +62,14 @@ class ArrayType:
             n *= d
         return n
 
+    @property
+    def elems(self) -> int:
+        """Elements in the whole array (every dimension known)."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
     def sub(self) -> "ArrayType":
         return ArrayType(self.elem, self.space, self.shape[1:])
 

@@ -61,9 +61,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         raise SimulationError(f"unknown __constant__ symbol(s) {sorted(unknown)}; the kernel declares "
                               f"{[c.name for c in program.constants]}")
     for decl, t in zip(program.constants, program.const_types):
-        n = 1
-        for d in t.shape:
-            n *= d
+        n = t.elems
         data = np.zeros(n, decl.dtype)
         if decl.name in constants:
             src = np.asarray(constants[decl.name]).reshape(-1)
@@ -121,9 +119,7 @@ def _shared_layout(program, dynamic_bytes):
         if decl.shape == (None,):
             n = dynamic_bytes // isz
         else:
-            n = 1
-            for d in t.shape:
-                n *= d
+            n = t.elems
         align = max(isz, 4)
         off = (off + align - 1) // align * align
         out.append((decl.name, decl.dtype, n, off // 4))

@@ -380,9 +380,7 @@ class Lowerer:
                 raise self.err(node, "initialisers of local arrays are not supported")
             slot = self.new_slot()
             self.scopes[-1][node.name] = Arr("local", slot, t)
-            n = 1
-            for d in t.shape:
-                n *= d
+            n = t.elems
             self.local_bytes += n * t.elem.itemsize
             name = node.name
 
