@@ -49,5 +49,3 @@ OVERLAP_EXPONENT = 3.0
 # Loads one warp can have in flight between two barriers (nvcc unrolls loops 4x: 2 loads x 4 iterations).
 # Not fitted: only decides how many DRAM round trips a warp's latency chain waits.
 MAX_LOADS_IN_FLIGHT_PER_WARP = 8.0
-
-SOURCE_NOTE = "calibrated on validation/h100.json (see perfmodel/model/calibration.py and docs/model.md)"
