@@ -407,7 +407,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     # the latency chain: compiled instructions per warp x dependent-issue latency, plus DRAM round trips
     load_requests = float(g.get("load_requests", 0))
     requests_per_warp = load_requests / warps
-    barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks, warps_per_block)
+    barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks)
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates)
     dram_share = (1.0 - traffic.l1_hit_rate) * (1.0 - traffic.l2_hit_rate)
     dram_rounds = math.ceil(requests_per_warp * dram_share / mlp - 1e-9) if requests_per_warp > 0 else 0
@@ -457,7 +457,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     )
 
 
-def _barriers_per_warp(counts: dict, warps: float, total_blocks: int, warps_per_block: int) -> float:
+def _barriers_per_warp(counts: dict, warps: float, total_blocks: int) -> float:
     """``__syncthreads()`` each warp passes: the simulator's ``barrier_warps`` (warp-level barrier instructions)
     per warp, or its per-block ``barriers`` count per block."""
     if counts.get("barrier_warps"):
