@@ -262,12 +262,12 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         else:
             result, args = _run(program, launch)
         counts = _counts_json(result.counts)
-        check = launch.check_outputs(args)
+        output_check = launch.check_outputs(args)
         per_block = getattr(result, "per_block", {}) or {}
         outcome = SimOutcome(
             kernel=spec.name, params=dict(launch.params), counts=counts, sampled=False, sample=None,
             blocks_simulated=total, total_blocks=total, spread=block_spread(per_block),
-            correct=bool(check.correct), correct_detail=check.message, lines=_lines_json(result),
+            correct=bool(output_check.correct), correct_detail=output_check.message, lines=_lines_json(result),
             source_lines=list(getattr(program, "source_lines", []) or []),
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
