@@ -12,13 +12,10 @@ from pycparser import c_ast
 from perfmodel.errors import FrontendError, Location
 from perfmodel.frontend import ctypes as T
 from perfmodel.sim import memory as M
+from perfmodel.sim.memory import is_lanes
 from perfmodel.sim.runtime import Site
 
 EMPTY = np.zeros((1, 1, 1, 1), bool)
-
-
-def is_lanes(v) -> bool:
-    return isinstance(v, np.ndarray) and v.ndim > 0
 
 
 def set_mask(ctx, m, empty=False):

@@ -17,7 +17,8 @@ from perfmodel.sim.runtime import Ctx, value_at
 _WAVEFRONT_MEMO: dict = {}
 
 
-def _is_lanes(v) -> bool:
+def is_lanes(v) -> bool:
+    """Whether a value varies over the lanes (a lane array) rather than being one scalar for all of them."""
     return isinstance(v, np.ndarray) and v.ndim > 0
 
 
@@ -25,7 +26,7 @@ def check_index(ctx: Ctx, site, mem, idx, what: str):
     """Raise on an active lane indexing out of bounds; return an index that is safe for inactive lanes too."""
     n = mem.size
     m = ctx.mask
-    if not _is_lanes(idx):
+    if not is_lanes(idx):
         if 0 <= idx < n:
             return idx
         ctx.error(f"out-of-bounds {mem_space(mem)} {what}: {mem.name}[{int(idx)}] but {mem.name} has {n} elements",
@@ -93,7 +94,7 @@ def global_count(ctx: Ctx, site: int, mem, idx, store: bool):
     pb_acc = ctx.pb["global_stores" if store else "global_loads"]
     pb_sec = ctx.pb["global_store_sectors" if store else "global_load_sectors"]
     pb_acc += ctx.T if _pb is None else _pb
-    if not _is_lanes(idx):
+    if not is_lanes(idx):
         bitmap[(int(idx) * mem.itemsize) >> 5] = True
         c.units[site] += nw
         c.lines[site] += nw
@@ -149,7 +150,7 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
     _n, nw, _pb, _wpb = st
     c = ctx.counters
     isz = mem.itemsize
-    if not _is_lanes(idx):
+    if not is_lanes(idx):
         if isz <= 4:
             c.units[site] += nw
             per_block = _wpb if _wpb is not None else ctx.nw
@@ -199,7 +200,7 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
 def shared_load(ctx: Ctx, site: int, mem, idx):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "load")
     shared_count(ctx, site, mem, idx)
-    if _is_lanes(idx):
+    if is_lanes(idx):
         if idx.shape[0] == 1:      # the same offsets in every block: one gather along the row axis
             return np.take(mem.data, idx.reshape(-1), axis=1).reshape((ctx.nB,) + idx.shape[1:])
         return mem.data[ctx.brow, idx.astype(np.intp, copy=False)]
@@ -209,7 +210,7 @@ def shared_load(ctx: Ctx, site: int, mem, idx):
 def shared_store(ctx: Ctx, site: int, mem, idx, value):
     idx = check_index(ctx, ctx.program.sites[site], mem, idx, "store")
     shared_count(ctx, site, mem, idx)
-    if ctx.mask is None and _is_lanes(idx) and idx.shape[0] == 1 and _is_identity(ctx, idx, mem.size):
+    if ctx.mask is None and is_lanes(idx) and idx.shape[0] == 1 and _is_identity(ctx, idx, mem.size):
         # every thread writes its own linear slot (tile[ty][tx] = ...): a plain copy per block
         mem.data[:, :ctx.T] = np.broadcast_to(value, ctx.shape).reshape(ctx.nB, ctx.T)
         return
@@ -229,7 +230,7 @@ def constant_load(ctx: Ctx, site: int, mem, idx):
     st = _count_access(ctx, site, mem.itemsize)
     if st is not None:
         c = ctx.counters
-        if _is_lanes(idx):
+        if is_lanes(idx):
             k2, m2, f = _rows(ctx, idx, ctx.mask)
             c.units[site] += int(W.distinct_per_warp(k2, m2).sum()) * f
         else:
