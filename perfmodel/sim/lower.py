@@ -1152,7 +1152,25 @@ class Lowerer:
                 a.const is not None and b.const is not None and b.const != 0:
             with np.errstate(all="ignore"):
                 return const_e(impl(a.const, b.const), rt)
-        if fma_with is not None:
+        if op in ("/", "%") and t.is_int:     # checks for a zero divisor among the active lanes
+            counted = not self.uncounted
+            where = self.sites[site]
+
+            def fn(ctx):
+                x = af(ctx)
+                y = bf(ctx)
+                if counted:
+                    ctx.count_op(site)
+                try:
+                    return impl(x, y)
+                except ZeroDivisionError:
+                    # only active lanes matter: an inactive lane may hold a zero divisor (if (d) q = n / d;)
+                    active = np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask
+                    bad = (y == 0) & active
+                    if np.any(bad):
+                        ctx.error("integer division by zero", where, bad)
+                    return impl(x, np.where(y == 0, y.dtype.type(1), y))
+        elif fma_with is not None:
             def fn(ctx):
                 x = af(ctx)
                 y = bf(ctx)
@@ -1177,24 +1195,6 @@ class Lowerer:
                 y = bf(ctx)
                 ctx.count_op(site)
                 return impl(x, y)
-        if op in ("/", "%") and t.is_int:
-            counted = not self.uncounted
-            where = self.sites[site]
-
-            def fn(ctx):
-                x = af(ctx)
-                y = bf(ctx)
-                if counted:
-                    ctx.count_op(site)
-                try:
-                    return impl(x, y)
-                except ZeroDivisionError:
-                    # only active lanes matter: an inactive lane may hold a zero divisor (if (d) q = n / d;)
-                    active = np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask
-                    bad = (y == 0) & active
-                    if np.any(bad):
-                        ctx.error("integer division by zero", where, bad)
-                    return impl(x, np.where(y == 0, y.dtype.type(1), y))
         return E(fn, rt)
 
     # ---- assignment ---------------------------------------------------------------------------------------
