@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 from pycparser import c_ast
 
-from perfmodel.errors import FrontendError, Location
+from perfmodel.errors import FrontendError, Location, SimulationError
 from perfmodel.frontend import ctypes as T
 from perfmodel.sim import memory as M
+from perfmodel.sim import warps as W
 from perfmodel.sim.memory import is_lanes
-from perfmodel.sim.runtime import Site
+from perfmodel.sim.runtime import BatchArray, Site
 
 EMPTY = np.zeros((1, 1, 1, 1), bool)
 
@@ -383,7 +384,6 @@ class Lowerer:
 
             def run(ctx, slot=slot, n=n, t=t, name=name):
                 if ctx.vals[slot] is None:
-                    from perfmodel.sim.runtime import BatchArray
                     ctx.vals[slot] = BatchArray(name, "local", np.zeros((ctx.nlanes, n), t.elem.dtype))
             return run
         if t is None:
@@ -663,7 +663,6 @@ class Lowerer:
                 steps += 1
                 if steps > limit:
                     thread, blk, _ = ctx.lane_where(np.ones((1, 1, 1, 1), bool) if ctx.mask is None else ctx.mask)
-                    from perfmodel.errors import SimulationError
                     raise SimulationError(
                         f"{loc}: runaway loop: more than {limit} iterations of the loop at line {loc.line} "
                         f"(e.g. thread ({thread[0]},{thread[1]},{thread[2]}) of block "
@@ -1706,7 +1705,6 @@ def _binop_impl(op, t, loc):
 
 def count_divergence(ctx, site, taken, not_taken):
     """Count the warps whose active lanes split between the two sides of a branch."""
-    from perfmodel.sim import warps as W
     if taken.shape[0] == 1 and not_taken.shape[0] == 1:
         t2, f = ctx.lanes2d(taken)
         n2, _ = ctx.lanes2d(not_taken)
@@ -1719,7 +1717,6 @@ def count_divergence(ctx, site, taken, not_taken):
 
 def check_barrier(ctx, site, loc):
     """Every live (not exited) thread of a block must reach the barrier, or none of them."""
-    from perfmodel.errors import SimulationError
     m = ctx.mask
     live = ctx.live
     n, nw, per_block, _ = ctx.stats()
@@ -1756,7 +1753,6 @@ def check_barrier(ctx, site, loc):
 
 def _warp_view(ctx, v, fill):
     """(blocks, warps, 32) view of a lane value, missing lanes of a partial warp set to ``fill``."""
-    from perfmodel.sim import warps as W
     full = np.broadcast_to(v, ctx.shape).reshape(ctx.nB, ctx.T)
     return W._pad(full, fill).reshape(ctx.nB, ctx.nw, 32)
 
