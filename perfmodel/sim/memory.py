@@ -150,28 +150,17 @@ def shared_count(ctx: Ctx, site: int, mem, idx):
     _n, nw, _pb, _wpb = st
     c = ctx.counters
     isz = mem.itemsize
+    lpt = max(1, isz // 4)         # 4-byte words each lane touches (an 8-byte double: two)
     if not is_lanes(idx):
-        if isz <= 4:
-            c.units[site] += nw
-            per_block = _wpb if _wpb is not None else ctx.nw
-        else:
-            c.units[site] += nw * (isz // 4)
-            per_block = (_wpb if _wpb is not None else ctx.nw) * (isz // 4)
-        ctx.pb["shared_wavefronts"] += per_block
+        c.units[site] += nw * lpt
+        ctx.pb["shared_wavefronts"] += (_wpb if _wpb is not None else ctx.nw) * lpt
         return
     m = ctx.mask
-    byte = idx.astype(np.int64) * isz
-    if isz <= 4:
-        words = mem.word_offset + (byte >> 2)
-        lpt = 1
-    else:
-        k = isz // 4
-        base = mem.word_offset + (byte >> 2)
-        words = base[..., None] + np.arange(k).reshape((1,) * base.ndim + (k,))
-        lpt = k
+    words = mem.word_offset + ((idx.astype(np.int64) * isz) >> 2)
     if lpt == 1:
         k2, m2, f = _rows(ctx, words, m)
     else:
+        words = words[..., None] + np.arange(lpt).reshape((1,) * words.ndim + (lpt,))
         full_shape = ctx.shape + (lpt,)
         if words.shape[0] == 1 and (m is None or m.shape[0] == 1):
             k2 = np.broadcast_to(words, (1,) + full_shape[1:]).reshape(1, ctx.T * lpt)
