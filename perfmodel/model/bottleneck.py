@@ -39,15 +39,8 @@ from typing import Any
 from perfmodel.model import calibration
 from perfmodel.model.traffic import SECTOR_BYTES, Traffic
 
-# Fallbacks for rates a profile cannot give (the calibrated ones are documented in calibration.py)
-DEFAULT_DEPENDENT_ISSUE_LATENCY_CYCLES = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES
-DEFAULT_MAX_LOADS_IN_FLIGHT_PER_WARP = calibration.MAX_LOADS_IN_FLIGHT_PER_WARP
-DEFAULT_LAUNCH_OVERHEAD_S = calibration.LAUNCH_OVERHEAD_S
+# Fallback for a rate a profile cannot give (the calibrated ones are calibration.py's constants)
 DEFAULT_L1_BYTES_PER_CLOCK = 128.0             # one 128-byte wavefront per clock per SM (4 sectors)
-DEFAULT_SASS_PER_COUNTED_INSTRUCTION = calibration.SASS_PER_COUNTED_INSTRUCTION
-DEFAULT_SASS_INSTRUCTIONS_PER_WARP = calibration.SASS_INSTRUCTIONS_PER_WARP
-DEFAULT_BLOCK_LAUNCH_CYCLES = calibration.BLOCK_LAUNCH_CYCLES
-DEFAULT_OVERLAP_EXPONENT = calibration.OVERLAP_EXPONENT
 
 
 def _measured(device: Any, *keys: str) -> float | None:
@@ -122,7 +115,7 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         warp_instructions_per_clock=_throughput(
             device, "warp_instructions_per_clock", min(device.warp_schedulers_per_sm, device.fp32_lanes_per_sm / warp)),
         dependent_issue_latency_cycles=_throughput(device, "dependent_issue_latency_cycles",
-                                                   DEFAULT_DEPENDENT_ISSUE_LATENCY_CYCLES),
+                                                   calibration.DEPENDENT_ISSUE_LATENCY_CYCLES),
         lsu_requests_per_clock=_throughput(device, "lsu_requests_per_clock", device.lsu_per_sm / warp),
         shared_bytes_per_clock=_throughput(
             device, "shared_bandwidth_bytes_per_clock",
@@ -138,16 +131,16 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         l2_latency_cycles=_throughput(device, "l2_latency_cycles", 200.0),
         global_latency_cycles=_throughput(device, "global_latency_cycles", 400.0),
         max_loads_in_flight_per_warp=_throughput(device, "max_loads_in_flight_per_warp",
-                                                 DEFAULT_MAX_LOADS_IN_FLIGHT_PER_WARP),
+                                                 calibration.MAX_LOADS_IN_FLIGHT_PER_WARP),
         launch_overhead_s=_measured(device, "launch_overhead_s") or _throughput(
-            device, "launch_overhead_s", DEFAULT_LAUNCH_OVERHEAD_S),
+            device, "launch_overhead_s", calibration.LAUNCH_OVERHEAD_S),
         sass_per_counted_instruction=_throughput(device, "sass_per_counted_instruction",
-                                                 DEFAULT_SASS_PER_COUNTED_INSTRUCTION),
+                                                 calibration.SASS_PER_COUNTED_INSTRUCTION),
         sass_instructions_per_warp=_throughput(device, "sass_instructions_per_warp",
-                                               DEFAULT_SASS_INSTRUCTIONS_PER_WARP),
+                                               calibration.SASS_INSTRUCTIONS_PER_WARP),
         l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
-        block_launch_cycles=_throughput(device, "block_launch_cycles", DEFAULT_BLOCK_LAUNCH_CYCLES),
-        overlap_exponent=_throughput(device, "overlap_exponent", DEFAULT_OVERLAP_EXPONENT),
+        block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
+        overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
     )
 
 
