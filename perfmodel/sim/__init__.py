@@ -1,7 +1,8 @@
-"""Vectorised counting SIMT simulator: runs a compiled CUDA C kernel on numpy lanes and counts what it does.
+"""Vectorised counting PTX executor: runs a compiled kernel's PTX on numpy lanes and counts what it does.
 
 ``simulate(program, grid, block, args, constants=None, dynamic_shared_bytes=0, block_ids=None, max_steps=None,
-max_lanes=None) -> SimResult``. Semantics and counting rules: docs/semantics.md.
+max_lanes=None, timeout=None) -> SimResult``; ``program`` is a :class:`perfmodel.kernel.KernelProgram`.
+Semantics and counting rules: docs/semantics.md.
 """
 from __future__ import annotations
 
@@ -9,14 +10,12 @@ import numpy as np
 
 from perfmodel.errors import SimulationError
 from perfmodel.sim.result import Counts, SimResult, build_result
-from perfmodel.sim.runtime import BatchArray, ConstArray, Counters, Ctx, GlobalArray
 
 __all__ = ["simulate", "SimResult", "Counts"]
 
 DEFAULT_MAX_LANES = 1 << 20          # lanes per batch: ~1M keeps every lane array at a few MB
-DEFAULT_MAX_STEPS = 1 << 20          # iterations of one loop execution before it is called runaway
-LOCAL_BUDGET = 256 << 20            # bytes of thread-local arrays per batch
-_GLOBAL_BASE = 0x7F0000000000        # first cudaMalloc-like address (256-byte aligned)
+DEFAULT_MAX_STEPS = 1 << 22          # basic-block executions of one batch before the kernel is called runaway
+DEFAULT_TIMEOUT_S = None
 
 
 def _dim3(v, what) -> tuple:
@@ -29,113 +28,80 @@ def _dim3(v, what) -> tuple:
 
 
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
-             max_steps: int | None = None, max_lanes: int | None = None) -> SimResult:
+             max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None) -> SimResult:
+    from perfmodel.sim.launch import LaunchState
+    from perfmodel.sim.machine import Counters, State, run_function
+    from perfmodel.sim.values import Frame
+
     grid = _dim3(grid, "grid")
     block = _dim3(block, "block")
     total_blocks = grid[0] * grid[1] * grid[2]
-    tpb = block[0] * block[1] * block[2]
     if len(args) != len(program.params):
         raise SimulationError(f"{program.name} takes {len(program.params)} arguments "
                               f"({', '.join(p.name for p in program.params)}), {len(args)} given")
-    globals_ = []
-    base = _GLOBAL_BASE
     for p, a in zip(program.params, args):
         if p.is_pointer:
             if not isinstance(a, np.ndarray):
                 raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
-            if a.dtype != p.dtype:
+            if p.dtype is not None and a.dtype != p.dtype:
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
             if not a.flags.c_contiguous:
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
-            g = GlobalArray(p.name, a.reshape(-1), base)
-            base += (a.nbytes + 255) // 256 * 256 + 256
-            globals_.append(g)
-        else:
-            if isinstance(a, np.ndarray) and a.ndim > 0:
-                raise SimulationError(f"argument {p.name} ({p.ctype}) must be a scalar")
-            globals_.append(None)
-    consts = []
-    constants = constants or {}
-    unknown = set(constants) - {c.name for c in program.constants}
-    if unknown:
-        raise SimulationError(f"unknown __constant__ symbol(s) {sorted(unknown)}; the kernel declares "
-                              f"{[c.name for c in program.constants]}")
-    for decl, t in zip(program.constants, program.const_types):
-        n = t.elems
-        data = np.zeros(n, decl.dtype)
-        if decl.name in constants:
-            src = np.asarray(constants[decl.name]).reshape(-1)
-            if src.size > n:
-                raise SimulationError(f"__constant__ {decl.name} holds {n} elements; {src.size} given")
-            data[:src.size] = src.astype(decl.dtype)
-        consts.append(ConstArray(decl.name, data))
-
-    scalars = {}
-    for p, slot, a in zip(program.params, program.param_slots, args):
-        if not p.is_pointer:
-            try:     # C conversion of the host value to the parameter's type (-1 -> 0xffffffff for unsigned)
-                scalars[slot] = np.asarray(a).astype(p.dtype)[()]
-            except (TypeError, ValueError):
-                raise SimulationError(f"argument {p.name} ({p.ctype}) must be a number, got {a!r}") from None
-
+        elif isinstance(a, np.ndarray) and a.ndim > 0 and a.dtype.fields is None:
+            raise SimulationError(f"argument {p.name} ({p.ctype}) must be a scalar")
+    launch = LaunchState(program, grid, block, args, constants, dynamic_shared_bytes,
+                         max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S)
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:
         ids = np.asarray(block_ids, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= total_blocks):
             raise SimulationError(f"block_ids must lie in [0, {total_blocks})")
-    max_lanes = max_lanes or DEFAULT_MAX_LANES
-    per_batch = max(1, max_lanes // tpb)
-    if program.local_bytes:     # thread-local arrays live per lane: keep them under LOCAL_BUDGET per batch
-        per_batch = max(1, min(per_batch, LOCAL_BUDGET // (program.local_bytes * tpb)))
-    counters = Counters(len(program.sites), len(ids))
-    shared_layout = _shared_layout(program, dynamic_shared_bytes)
-    max_steps = max_steps or DEFAULT_MAX_STEPS
-
+    per_batch = launch.batch_blocks(max_lanes or DEFAULT_MAX_LANES)
+    builder = launch.builder
+    cf = builder.get(program.entry)
+    for name in _callees(program.module, program.entry):
+        builder.get(name)
+    counters = Counters(len(builder.instrs), len(ids))
     with np.errstate(all="ignore"):
         for start in range(0, len(ids), per_batch):
             batch = ids[start:start + per_batch]
-            ctx = Ctx(program, counters, batch, start, grid, block, max_steps)
-            ctx.globals = globals_
-            ctx.consts = consts
-            ctx.shared = [BatchArray(name, "shared", np.zeros((len(batch), n), dt), word_off)
-                          for name, dt, n, word_off in shared_layout]
-            for p, slot, a in zip(program.params, program.param_slots, args):
-                if not p.is_pointer:
-                    ctx.vals[slot] = scalars[slot]
-            if program.body is not None:
-                program.body(ctx)
-            _finish_batch(ctx, counters, start)
-    per_block = counters.per_block
-    return build_result(program, counters, globals_, per_block, ids, total_blocks, tpb, list(args))
+            st = State(launch, builder, counters, batch, start)
+            counters.grow(len(builder.instrs))
+            run_function(st, cf, Frame(cf.nregs), st.mask)
+            counters.grow(len(builder.instrs))
+            _finish_batch(st, counters)
+    launch.write_back()
+    return build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
+                        sass_weights=getattr(program, "sass_weights", None),
+                        primary_file=getattr(program, "primary_file", None))
 
 
-def _shared_layout(program, dynamic_bytes):
-    """(name, dtype, elements, word offset) per __shared__ declaration, in declaration order."""
-    out = []
-    off = 0
-    for decl, t in zip(program.shared, program.shared_types):
-        isz = decl.dtype.itemsize
-        if decl.shape == (None,):
-            n = dynamic_bytes // isz
-        else:
-            n = t.elems
-        align = max(isz, 4)
-        off = (off + align - 1) // align * align
-        out.append((decl.name, decl.dtype, n, off // 4))
-        off += n * isz
-    return out
+def _callees(module, entry) -> list[str]:
+    """Functions reachable from the entry through calls (compiled up front so instruction ids are fixed)."""
+    seen, todo = [], [entry]
+    while todo:
+        f = module.functions.get(todo.pop())
+        if f is None:
+            continue
+        for ins in f.instrs:
+            if ins.opcode == "call":
+                name = ins.operands[1].name
+                if name in module.functions and name not in seen and name != entry:
+                    seen.append(name)
+                    todo.append(name)
+    return seen
 
 
-def _finish_batch(ctx: Ctx, counters: Counters, start: int):
-    sl = slice(start, start + ctx.nB)
+def _finish_batch(st, counters):
     pb = counters.per_block
-    pb["flops"][sl] += ctx.pb_flops + ctx.flops_full * ctx.T
-    pb["threads"][sl] += ctx.T
-    if ctx.worked_full:
+    sl = st.sl
+    pb["threads"][sl] += st.T
+    if st.worked_full:
         idle = 0
-    elif ctx.worked is None:
-        idle = ctx.T
+    elif st.worked is None:
+        idle = st.T
     else:
-        idle = ctx.T - np.count_nonzero(ctx.worked.reshape(ctx.nB, -1), axis=1)
+        w = st.worked[:, :st.T]
+        idle = st.T - np.count_nonzero(w, axis=1)
     pb["idle_threads"][sl] += idle

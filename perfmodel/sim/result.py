@@ -1,11 +1,11 @@
-"""Counts (the JSON contract), per-site and per-line aggregates, and the simulation result."""
+"""Counts (the JSON contract), per-line aggregates, and the simulation result, from the executor's counters."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-_FLOPS = {"fp add": 1, "fp mul": 1, "fp fma": 2, "fp div": 1, "fp special": 1}
+from perfmodel.sim.alu import FP_KIND
 
 
 @dataclass
@@ -16,11 +16,11 @@ class Counts:
     fp64_ops: int = 0
     global_: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_sectors=0, store_sectors=0, load_bytes=0,
-        store_bytes=0, atomics=0, atomic_requests=0, unique_load_sectors=0, unique_store_sectors=0,
-        load_lines=0, store_lines=0))
+        store_bytes=0, atomics=0, atomic_requests=0, atomic_same_address=0, unique_load_sectors=0,
+        unique_store_sectors=0, load_lines=0, store_lines=0))
     shared: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_wavefronts=0, store_wavefronts=0, atomics=0,
-        load_bytes=0, store_bytes=0))
+        atomic_requests=0, atomic_same_address=0, load_bytes=0, store_bytes=0))
     constant: dict = field(default_factory=lambda: dict(loads=0, load_requests=0, load_wavefronts=0, load_bytes=0))
     local: dict = field(default_factory=lambda: dict(loads=0, stores=0, load_requests=0, store_requests=0))
     barriers: int = 0
@@ -28,7 +28,9 @@ class Counts:
     branches: int = 0
     divergent_branches: int = 0
     simt_efficiency: float = 1.0
-    warp_instructions: int = 0
+    warp_instructions: int = 0          # SASS-level estimate (PTX weighted per source line), else PTX
+    ptx_warp_instructions: int = 0
+    thread_instructions: int = 0
     threads: int = 0
     warps: int = 0
     blocks: int = 0
@@ -41,6 +43,7 @@ class Counts:
             "local": dict(self.local), "barriers": self.barriers, "barrier_warps": self.barrier_warps,
             "branches": self.branches, "divergent_branches": self.divergent_branches,
             "simt_efficiency": self.simt_efficiency, "warp_instructions": self.warp_instructions,
+            "ptx_warp_instructions": self.ptx_warp_instructions, "thread_instructions": self.thread_instructions,
             "threads": self.threads, "warps": self.warps, "blocks": self.blocks, "idle_threads": self.idle_threads,
         }
 
@@ -48,12 +51,12 @@ class Counts:
 @dataclass
 class SimResult:
     counts: Counts
-    sites: list            # one dict per source site with counters
-    lines: dict            # line -> aggregates
+    lines: dict            # source line -> aggregates (the kernel's own file)
     per_block: dict        # metric -> np.ndarray over simulated blocks
     block_ids: np.ndarray
     blocks_simulated: int
     total_blocks: int
+    instructions: list = field(repr=False, default_factory=list)   # per executed PTX instruction rows
     args: list = field(repr=False, default_factory=list)
 
     @property
@@ -61,100 +64,143 @@ class SimResult:
         return self.blocks_simulated < self.total_blocks
 
 
-def build_result(program, counters, globals_, per_block, block_ids, total_blocks, threads_per_block, args):
+def _new_line():
+    return dict(flops=0, int_ops=0, global_loads=0, global_stores=0, global_requests=0, global_sectors=0,
+                global_lines=0, shared_loads=0, shared_stores=0, shared_wavefronts=0, constant_loads=0,
+                constant_wavefronts=0, local_accesses=0, atomics=0, barriers=0, divergent_branches=0,
+                warp_instructions=0, ptx_warp_instructions=0)
+
+
+def _space(ins) -> str:
+    for m in ins.mods:
+        if m in ("global", "shared", "local", "const", "param"):
+            return m
+    return "generic"
+
+
+def build_result(launch, counters, per_block, block_ids, total_blocks, args, sass_weights=None,
+                 primary_file: int | None = None) -> SimResult:
+    """Totals, per-line aggregates and per-instruction rows from the counters of every batch.
+
+    ``sass_weights``: {(file index, line): SASS instructions per PTX instruction on that line} (the compiled
+    code's static ratio), which turns executed PTX warp instructions into SASS-level ones."""
     c = Counts()
-    site_rows = []
+    builder = launch.builder
     lines: dict = {}
-    for i, s in enumerate(program.sites):
-        th, wp, un, by, be = (counters.threads[i], counters.warps[i], counters.units[i], counters.bytes[i],
-                              counters.block_execs[i])
-        li = counters.lines[i]
-        kind = s.kind
-        base = kind.replace(" f64", "")
-        row = {"file": s.file, "line": s.line, "col": s.col, "kind": kind, "detail": s.detail, "threads": th,
-               "warp_instructions": wp}
-        ln = lines.setdefault(s.line, dict(flops=0, int_ops=0, global_loads=0, global_stores=0,
-                                           global_requests=0, global_sectors=0, global_lines=0, shared_loads=0,
-                                           shared_stores=0, shared_wavefronts=0, constant_loads=0,
-                                           constant_wavefronts=0, local_accesses=0, atomics=0, barriers=0, divergent_branches=0,
-                                           warp_instructions=0))
-        ln["warp_instructions"] += wp
-        c.warp_instructions += wp
-        if base in _FLOPS:
-            f = _FLOPS[base] * th
-            c.flops += f
-            c.fp_ops[base[3:]] += th
-            ln["flops"] += f
-            row["flops"] = f
-            if kind.endswith("f64"):
-                c.fp64_ops += th
-        elif base == "int op":
-            c.int_ops += th
-            ln["int_ops"] += th
-        elif base in ("global load", "global store"):
-            ld = base == "global load"
-            g = c.global_
-            g["loads" if ld else "stores"] += th
-            g["load_requests" if ld else "store_requests"] += wp
-            g["load_sectors" if ld else "store_sectors"] += un
-            g["load_bytes" if ld else "store_bytes"] += by
-            g["load_lines" if ld else "store_lines"] += li
-            ln["global_loads" if ld else "global_stores"] += th
-            ln["global_requests"] += wp
-            ln["global_sectors"] += un
-            ln["global_lines"] += li
-            row.update(requests=wp, sectors=un, lines=li, bytes=by)
-        elif base in ("shared load", "shared store"):
-            ld = base == "shared load"
-            sh = c.shared
-            sh["loads" if ld else "stores"] += th
-            sh["load_requests" if ld else "store_requests"] += wp
-            sh["load_wavefronts" if ld else "store_wavefronts"] += un
-            sh["load_bytes" if ld else "store_bytes"] += by
-            ln["shared_loads" if ld else "shared_stores"] += th
-            ln["shared_wavefronts"] += un
-            row.update(requests=wp, wavefronts=un, bytes=by)
-        elif base == "constant load":
-            c.constant["loads"] += th
-            c.constant["load_requests"] += wp
-            c.constant["load_wavefronts"] += un
-            c.constant["load_bytes"] += by
-            ln["constant_loads"] += th
-            ln["constant_wavefronts"] += un
-            row.update(requests=wp, wavefronts=un)
-        elif base in ("local load", "local store"):
-            ld = base == "local load"
-            c.local["loads" if ld else "stores"] += th
-            c.local["load_requests" if ld else "store_requests"] += wp
-            ln["local_accesses"] += th
-        elif base == "global atomic":
-            c.global_["atomics"] += th
-            c.global_["atomic_requests"] += wp
-            ln["atomics"] += th
-        elif base == "shared atomic":
-            c.shared["atomics"] += th
-            ln["atomics"] += th
-        elif base == "barrier":
-            c.barriers += be
-            c.barrier_warps += wp
-            ln["barriers"] += be
-            row["blocks"] = be
-        elif base == "branch":
-            c.branches += wp
-            c.divergent_branches += un
-            ln["divergent_branches"] += un
-            row["divergent_warps"] = un
-        site_rows.append(row)
-    total_threads = sum(counters.threads)
-    c.simt_efficiency = (total_threads / (32.0 * c.warp_instructions)) if c.warp_instructions else 1.0
-    for g in globals_:
-        if g is not None:
-            c.global_["unique_load_sectors"] += int(np.count_nonzero(g.loaded))
-            c.global_["unique_store_sectors"] += int(np.count_nonzero(g.stored))
+    rows = []
+    cnt = counters
+    thread_insts = 0
+    for fname, cf in builder.funcs.items():
+        bbw = cnt.bb_warps.get(fname)
+        if bbw is None:
+            continue
+        bbt = cnt.bb_threads[fname]
+        divw = cnt.div_warps[fname]
+        f = cf.func
+        for b, blk in enumerate(f.blocks):
+            w_b, t_b = bbw[b], bbt[b]
+            if not w_b:
+                continue
+            cblk = cf.blocks[b]
+            if cblk.term == "cbra":
+                c.branches += w_b
+                c.divergent_branches += divw[b]
+            for k in range(blk.start, blk.end):
+                ins = f.instrs[k]
+                gid = ins.index
+                c.ptx_warp_instructions += w_b
+                thread_insts += t_b
+                weight = 1.0 if sass_weights is None else sass_weights.get((ins.file, ins.line), 1.0)
+                own = primary_file is None or ins.file == primary_file
+                ln = lines.setdefault(ins.line, _new_line()) if own else None
+                if ln is not None:
+                    ln["ptx_warp_instructions"] += w_b
+                    ln["warp_instructions"] += w_b * weight
+                c.warp_instructions += w_b * weight
+                op = ins.opcode
+                if op in ("ld", "ldu", "st", "atom", "red") and cnt.requests[gid]:
+                    sp = _space(ins)
+                    th, rq, un, li, by = (cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
+                                          cnt.bytes[gid])
+                    load = op in ("ld", "ldu")
+                    row = {"line": ins.line, "ptx": ins.text.strip(), "threads": th, "requests": rq}
+                    if op in ("atom", "red"):
+                        tgt = c.global_ if sp in ("global", "generic") else c.shared
+                        tgt["atomics"] += th
+                        tgt["atomic_requests"] += rq
+                        tgt["atomic_same_address"] += cnt.conflicts[gid]
+                        if ln is not None:
+                            ln["atomics"] += th
+                    elif sp in ("global", "generic"):
+                        g = c.global_
+                        g["loads" if load else "stores"] += th
+                        g["load_requests" if load else "store_requests"] += rq
+                        g["load_sectors" if load else "store_sectors"] += un
+                        g["load_bytes" if load else "store_bytes"] += by
+                        g["load_lines" if load else "store_lines"] += li
+                        row.update(sectors=un, lines=li, bytes=by)
+                        if ln is not None:
+                            ln["global_loads" if load else "global_stores"] += th
+                            ln["global_requests"] += rq
+                            ln["global_sectors"] += un
+                            ln["global_lines"] += li
+                    elif sp == "shared":
+                        s = c.shared
+                        s["loads" if load else "stores"] += th
+                        s["load_requests" if load else "store_requests"] += rq
+                        s["load_wavefronts" if load else "store_wavefronts"] += un
+                        s["load_bytes" if load else "store_bytes"] += by
+                        row.update(wavefronts=un, bytes=by)
+                        if ln is not None:
+                            ln["shared_loads" if load else "shared_stores"] += th
+                            ln["shared_wavefronts"] += un
+                    elif sp == "const":
+                        k_ = c.constant
+                        k_["loads"] += th
+                        k_["load_requests"] += rq
+                        k_["load_wavefronts"] += un
+                        k_["load_bytes"] += by
+                        row.update(wavefronts=un)
+                        if ln is not None:
+                            ln["constant_loads"] += th
+                            ln["constant_wavefronts"] += un
+                    elif sp == "local":
+                        c.local["loads" if load else "stores"] += th
+                        c.local["load_requests" if load else "store_requests"] += rq
+                        if ln is not None:
+                            ln["local_accesses"] += th
+                    rows.append(row)
+                elif op in ("bar", "barrier") and cnt.block_execs[gid]:
+                    c.barriers += cnt.block_execs[gid]
+                    c.barrier_warps += cnt.requests[gid]
+                    if ln is not None:
+                        ln["barriers"] += cnt.block_execs[gid]
+                if ln is not None:
+                    kind = FP_KIND.get(op)
+                    if kind is not None and ins.type in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2") \
+                            and ins.guard is None:
+                        ln["flops"] += t_b * (2 if kind == "fma" else 1)
+            if cblk.term == "cbra":
+                last = f.instrs[blk.end - 1]
+                if primary_file is None or last.file == primary_file:
+                    lines.setdefault(last.line, _new_line())["divergent_branches"] += divw[b]
+    c.flops = cnt.flops
+    c.fp_ops = dict(cnt.fp)
+    c.fp64_ops = cnt.fp64
+    c.int_ops = cnt.int_ops
+    c.warp_instructions = int(round(c.warp_instructions))
+    c.thread_instructions = thread_insts
+    c.simt_efficiency = thread_insts / (32.0 * c.ptx_warp_instructions) if c.ptx_warp_instructions else 1.0
+    heap = launch.heap
+    c.global_["unique_load_sectors"] = int(np.count_nonzero(heap.loaded))
+    c.global_["unique_store_sectors"] = int(np.count_nonzero(heap.stored))
     nb = len(block_ids)
     c.blocks = nb
-    c.threads = nb * threads_per_block
-    c.warps = nb * ((threads_per_block + 31) // 32)
+    c.threads = nb * launch.T
+    c.warps = nb * launch.nw_real
     c.idle_threads = int(per_block["idle_threads"].sum())
-    return SimResult(counts=c, sites=site_rows, lines=dict(sorted(lines.items())), per_block=per_block,
-                     block_ids=block_ids, blocks_simulated=nb, total_blocks=total_blocks, args=args)
+    for ln in lines.values():
+        ln["warp_instructions"] = int(round(ln["warp_instructions"]))
+    lines.pop(0, None) if 0 in lines and not any(lines[0].values()) else None
+    return SimResult(counts=c, lines=dict(sorted(lines.items())), per_block=per_block, block_ids=block_ids,
+                     blocks_simulated=nb, total_blocks=total_blocks, instructions=rows, args=args)

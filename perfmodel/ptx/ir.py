@@ -1,0 +1,176 @@
+"""The PTX instruction table: what the parser produces and the executor runs.
+
+A :class:`Module` holds the module-level variables (global, constant, shared) and the functions (``.entry``
+kernels and ``.func`` device functions). Each :class:`Function` is a list of :class:`Instr` split into basic
+blocks, with the immediate post-dominator of every block (where divergent lanes reconverge) and the ``.loc``
+source position of every instruction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ---- operands -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reg:
+    name: str            # "%r12", "%p1", "%SP"
+
+
+@dataclass(frozen=True)
+class Special:
+    name: str            # "%tid.x", "%laneid", "%clock64", ...
+
+
+@dataclass(frozen=True)
+class Imm:
+    value: int | float
+    is_float: bool = False
+    bits: int | None = None   # 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX literals keep their exact bit pattern
+    width: int = 0            # 32 or 64 for such literals
+
+
+@dataclass(frozen=True)
+class Sym:
+    name: str            # a variable's address (mov %r, smem) or a label / function name
+
+
+@dataclass(frozen=True)
+class Addr:
+    base: Reg | Sym | Imm
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Vec:
+    items: tuple          # of Reg / Imm / Sink
+
+
+@dataclass(frozen=True)
+class Sink:
+    """The ``_`` operand (result discarded)."""
+
+
+@dataclass(frozen=True)
+class PredPair:
+    """``%p|%q``: setp's two predicate results."""
+    first: Reg
+    second: Reg
+
+
+Operand = Reg | Special | Imm | Sym | Addr | Vec | Sink | PredPair
+
+
+# ---- instructions ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Instr:
+    opcode: str                    # base opcode, e.g. "ld", "fma", "bra"
+    mods: tuple[str, ...]          # the dotted modifiers in order, e.g. ("global", "nc", "v4", "f32")
+    operands: tuple                # destination(s) first, as written
+    guard: Reg | None = None       # @%p / @!%p
+    guard_neg: bool = False
+    file: int = 0                  # .loc file index (0: none)
+    line: int = 0                  # .loc line (0: compiler-generated)
+    col: int = 0
+    text: str = ""                 # the instruction as written, for messages
+    index: int = -1                # position in its function
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(m for m in self.mods if m in TYPES)
+
+    @property
+    def type(self) -> str | None:
+        t = self.types
+        return t[-1] if t else None
+
+    def has(self, *mods: str) -> bool:
+        return any(m in self.mods for m in mods)
+
+
+# PTX fundamental types and their (numpy dtype name, bytes)
+TYPES = {
+    "pred": ("bool", 1),
+    "b8": ("uint8", 1), "u8": ("uint8", 1), "s8": ("int8", 1),
+    "b16": ("uint16", 2), "u16": ("uint16", 2), "s16": ("int16", 2), "f16": ("float16", 2), "bf16": ("uint16", 2),
+    "b32": ("uint32", 4), "u32": ("uint32", 4), "s32": ("int32", 4), "f32": ("float32", 4),
+    "f16x2": ("uint32", 4), "bf16x2": ("uint32", 4), "tf32": ("uint32", 4),
+    "b64": ("uint64", 8), "u64": ("uint64", 8), "s64": ("int64", 8), "f64": ("float64", 8),
+    "b128": ("uint64", 16),
+}
+
+
+@dataclass
+class Variable:
+    """A module- or function-level variable: .global, .const, .shared, .local (or a .param of a call)."""
+    name: str
+    space: str                     # "global", "const", "shared", "local", "param"
+    type: str                      # element type, e.g. "b8", "f32"
+    align: int
+    count: int | None              # elements; None for `extern .shared x[]` (dynamic shared memory)
+    init: bytes | None = None      # initial bytes (.global / .const with an initialiser)
+    extern: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return (self.count or 0) * TYPES[self.type][1]
+
+
+@dataclass
+class Param:
+    name: str
+    type: str                      # "u64", "b8" (byte arrays for structs), ...
+    align: int
+    count: int                     # 1, or the byte count of an array param
+    ptr_space: str | None = None   # `.param .u64 .ptr .global .align 4 p` (rare)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * TYPES[self.type][1]
+
+
+@dataclass
+class Block:
+    start: int                     # first instruction index
+    end: int                       # one past the last
+    succ: tuple[int, ...] = ()     # successor block ids (taken target first for a conditional branch)
+    ipdom: int = -1                # immediate post-dominator block id (-1: the function's exit)
+
+
+@dataclass
+class Function:
+    name: str
+    is_entry: bool
+    params: list[Param]
+    rets: list[Param]
+    instrs: list[Instr]
+    labels: dict[str, int]         # label -> instruction index
+    variables: list[Variable]      # function-level .local / .shared (demoted) variables
+    regs: dict[str, str]           # register name -> declared type
+    blocks: list[Block] = field(default_factory=list)
+    block_of: list[int] = field(default_factory=list)   # instruction index -> block id
+    directives: dict = field(default_factory=dict)      # .maxntid, .reqntid, ...
+    line: int = 0                  # source line of the function (first .loc)
+
+
+@dataclass
+class Module:
+    version: str
+    target: str
+    address_size: int
+    files: dict[int, str]          # .file index -> path
+    variables: list[Variable]
+    functions: dict[str, Function]
+    extern_funcs: set[str] = field(default_factory=set)
+
+    def entry(self, name: str) -> Function:
+        f = self.functions.get(name)
+        if f is None or not f.is_entry:
+            raise KeyError(name)
+        return f
+
+    @property
+    def entries(self) -> list[str]:
+        return [n for n, f in self.functions.items() if f.is_entry]

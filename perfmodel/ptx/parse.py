@@ -1,0 +1,498 @@
+"""PTX text -> :class:`perfmodel.ptx.ir.Module`: one pass over the statements, then basic blocks and
+immediate post-dominators per function (:mod:`perfmodel.ptx.cfg`).
+
+Written for the PTX that NVRTC emits (PTX ISA 9.x): one statement per line, ``.loc`` lines without semicolons,
+``{ ... }`` scopes around call sequences, vector operands in braces, initialisers in braces.
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.ptx.cfg import build_blocks
+from perfmodel.ptx.ir import (TYPES, Addr, Function, Imm, Instr, Module, Param, PredPair, Reg, Sink, Special, Sym,
+                              Variable, Vec)
+
+
+class PtxError(PerfmodelError):
+    """PTX the parser does not understand (a bug or an unsupported construct, named with its PTX line)."""
+
+
+SPECIAL_BASES = {
+    "tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid", "lanemask_eq",
+    "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "clock", "clock64", "clock_hi", "globaltimer",
+    "globaltimer_lo", "globaltimer_hi", "dynamic_smem_size", "total_smem_size", "aggr_smem_size",
+    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap", "is_explicit_cluster",
+    "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
+    "current_graph_exec",
+} | {f"envreg{i}" for i in range(32)} | {f"pm{i}" for i in range(8)} | {f"pm{i}_64" for i in range(8)}
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_LABEL = re.compile(r"^([A-Za-z_$%][\w$.]*)\s*:\s*$")
+_REG_DECL = re.compile(r"^([%\w$]+)<(\d+)>$")
+_VAR = re.compile(r"^([\w$.]+)((?:\[\d*\])*)\s*(?:=\s*(.*))?$", re.S)
+_SPACES = ("global", "const", "shared", "local", "param", "tex")
+
+
+def parse_ptx(text: str, name: str = "<ptx>") -> Module:
+    return _Parser(text, name).parse()
+
+
+def _split_top(s: str, sep: str = ",") -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or out:
+        out.append(tail)
+    return out
+
+
+def _int(tok: str) -> int:
+    t = tok.strip().rstrip("Uu")
+    neg = t.startswith("-")
+    if neg:
+        t = t[1:]
+    v = int(t, 16) if t[:2] in ("0x", "0X") else int(t, 8) if len(t) > 1 and t[0] == "0" and t.isdigit() else int(t)
+    return -v if neg else v
+
+
+def parse_imm(tok: str) -> Imm:
+    t = tok.strip()
+    neg = t.startswith("-")
+    body = t[1:] if neg else t
+    if body[:2] in ("0f", "0F") and len(body) == 10:
+        bits = int(body[2:], 16)
+        v = struct.unpack("<f", struct.pack("<I", bits))[0]
+        return Imm(-v if neg else v, True, bits ^ (0x80000000 if neg else 0), 32)
+    if body[:2] in ("0d", "0D") and len(body) == 18:
+        bits = int(body[2:], 16)
+        v = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        return Imm(-v if neg else v, True, bits ^ (1 << 63 if neg else 0), 64)
+    if re.fullmatch(r"-?\d+\.\d*(e[+-]?\d+)?|-?\d+e[+-]?\d+", t, re.I):
+        return Imm(float(t), True)
+    return Imm(_int(t))
+
+
+class _Parser:
+    def __init__(self, text: str, name: str):
+        self.name = name
+        self.text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        self.files: dict[int, str] = {}
+        self.variables: list[Variable] = []
+        self.functions: dict[str, Function] = {}
+        self.extern_funcs: set[str] = set()
+        self.version = ""
+        self.target = ""
+        self.address_size = 64
+        self.loc = (0, 0, 0)
+        self.func: Function | None = None
+        self.depth = 0                  # brace depth inside a function body
+        self.pending_header: str | None = None
+        self.lineno = 0
+
+    def error(self, msg: str) -> PtxError:
+        return PtxError(f"{self.name}:{self.lineno}: {msg}")
+
+    # ---- statement splitting ---------------------------------------------------------------------------------
+    def statements(self):
+        """Yield (kind, text) with kind in {"loc", "file", "label", "stmt", "open", "close"}."""
+        buf = ""
+        for lineno, raw in enumerate(self.text.split("\n"), 1):
+            self.lineno = lineno
+            line = raw.strip()
+            if not line:
+                continue
+            if not buf.strip():
+                if line.startswith(".loc") and ";" not in line:
+                    yield "loc", line
+                    continue
+                if line.startswith(".file"):
+                    yield "file", line.rstrip(";")
+                    continue
+                if line.startswith((".version", ".target", ".address_size")):
+                    yield "stmt", line.rstrip(";")
+                    continue
+                m = _LABEL.match(line)
+                if m:
+                    yield "label", m.group(1)
+                    continue
+            buf += " " + line
+            while True:
+                item, buf = self._take(buf)
+                if item is None:
+                    break
+                yield item
+        if buf.strip():
+            raise self.error(f"unterminated statement: {buf.strip()[:80]}")
+
+    def _take(self, buf: str):
+        depth = 0
+        s = buf.lstrip()
+        for i, ch in enumerate(s):
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif ch == "{" and depth == 0:
+                head = s[:i].strip()
+                if not head:
+                    return ("open", ""), s[i + 1:]
+                if head.startswith((".visible", ".entry", ".func", ".weak", ".extern")) and "=" not in head:
+                    return ("open", head), s[i + 1:]
+                # a vector operand or an initialiser: skip to its closing brace
+                j = self._match_brace(s, i)
+                if j < 0:
+                    return None, buf
+                return self._take_from(s, j + 1)
+            elif ch == "}" and depth == 0:
+                head = s[:i].strip()
+                if head:
+                    raise self.error(f"unexpected '}}' after {head[:60]!r}")
+                return ("close", ""), s[i + 1:]
+            elif ch == ";" and depth == 0:
+                return ("stmt", s[:i].strip()), s[i + 1:]
+        return None, buf
+
+    def _take_from(self, s: str, start: int):
+        depth = 0
+        i = start
+        while i < len(s):
+            ch = s[i]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == ";" and depth == 0:
+                return ("stmt", s[:i].strip()), s[i + 1:]
+            i += 1
+        return None, s
+
+    @staticmethod
+    def _match_brace(s: str, i: int) -> int:
+        depth = 0
+        for j in range(i, len(s)):
+            if s[j] == "{":
+                depth += 1
+            elif s[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    return j
+        return -1
+
+    # ---- driver ------------------------------------------------------------------------------------------------
+    def parse(self) -> Module:
+        for kind, text in self.statements():
+            if kind == "file":
+                m = re.match(r'\.file\s+(\d+)\s+"([^"]*)"', text)
+                if m:
+                    self.files[int(m.group(1))] = m.group(2)
+            elif kind == "loc":
+                parts = text.split(",")[0].split()
+                try:
+                    self.loc = (int(parts[1]), int(parts[2]), int(parts[3]) if len(parts) > 3 else 0)
+                except (IndexError, ValueError):
+                    raise self.error(f"bad .loc directive {text!r}") from None
+                if self.func is not None and not self.func.line and self.loc[1]:
+                    self.func.line = self.loc[1]
+            elif kind == "label":
+                if self.func is None:
+                    raise self.error(f"label {text} outside a function")
+                self.func.labels[text] = len(self.func.instrs)
+            elif kind == "open":
+                if self.func is None:
+                    self._begin_function(text)
+                else:
+                    self.depth += 1
+            elif kind == "close":
+                if self.func is None:
+                    raise self.error("unbalanced '}'")
+                if self.depth == 0:
+                    self._end_function()
+                else:
+                    self.depth -= 1
+            else:
+                if self.func is None:
+                    self._module_statement(text)
+                else:
+                    self._body_statement(text)
+        if self.func is not None:
+            raise self.error(f"function {self.func.name} is not closed")
+        return Module(self.version, self.target, self.address_size, self.files, self.variables, self.functions,
+                      self.extern_funcs)
+
+    # ---- module level ------------------------------------------------------------------------------------------
+    def _module_statement(self, s: str):
+        if s.startswith(".version"):
+            self.version = s.split()[1]
+            return
+        if s.startswith(".target"):
+            self.target = s.split(None, 1)[1]
+            return
+        if s.startswith(".address_size"):
+            self.address_size = int(s.split()[1])
+            return
+        if s.startswith((".pragma", ".section")):
+            return
+        words = s.split()
+        if ".func" in words or ".entry" in words:          # a prototype (no body)
+            name = self._header_name(s)
+            if name:
+                self.extern_funcs.add(name)
+            return
+        var = self._variable(s)
+        if var is not None:
+            self.variables.append(var)
+            return
+        raise self.error(f"unsupported module-level PTX statement: {s[:100]}")
+
+    def _variable(self, s: str) -> Variable | None:
+        words = s.replace("\t", " ")
+        toks = words.split(None)
+        extern = False
+        space = None
+        align = 0
+        vtype = None
+        i = 0
+        while i < len(toks) and toks[i].startswith("."):
+            t = toks[i][1:]
+            if t in ("visible", "weak", "common"):
+                pass
+            elif t == "extern":
+                extern = True
+            elif t in _SPACES:
+                space = t
+            elif t == "align":
+                i += 1
+                align = int(toks[i])
+            elif t in TYPES:
+                vtype = t
+            elif t in ("texref", "samplerref", "surfref"):
+                vtype = t
+            elif t in ("ptr", "v2", "v4", "v8", "attribute(.managed)", "managed"):
+                pass
+            else:
+                return None
+            i += 1
+        if space is None or vtype is None:
+            return None
+        rest = " ".join(toks[i:])
+        if vtype in ("texref", "samplerref", "surfref"):
+            return Variable(rest.strip(), "tex", "b64", 8, 1, None, extern)
+        m = _VAR.match(rest)
+        if not m:
+            raise self.error(f"cannot read the variable declaration {s[:100]!r}")
+        name, dims, init = m.group(1), m.group(2), m.group(3)
+        count: int | None = 1
+        if dims:
+            sizes = re.findall(r"\[(\d*)\]", dims)
+            if any(x == "" for x in sizes):
+                count = None
+            else:
+                count = 1
+                for x in sizes:
+                    count *= int(x)
+        data = self._init_bytes(init, vtype, count) if init else None
+        return Variable(name, space, vtype, align or TYPES[vtype][1], count, data, extern)
+
+    def _init_bytes(self, init: str, vtype: str, count: int | None) -> bytes:
+        text = init.strip()
+        if text.startswith("{"):
+            text = text[1:-1]
+        items = [t for t in (x.strip() for x in _split_top(text.replace("{", "").replace("}", ""))) if t]
+        dt, size = TYPES[vtype]
+        out = bytearray()
+        for it in items:
+            if it.startswith("generic(") or re.match(r"^[A-Za-z_$]", it):
+                # an address of another variable: resolved at load time (the executor re-reads `address_inits`)
+                out += b"\0" * size
+                continue
+            imm = parse_imm(it)
+            if imm.is_float:
+                if imm.bits is not None and imm.width * 1 == size * 8:
+                    out += imm.bits.to_bytes(size, "little")
+                else:
+                    out += struct.pack("<f" if size == 4 else "<d", imm.value)
+            else:
+                out += (imm.value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+        if count is not None and len(out) < count * size:
+            out += b"\0" * (count * size - len(out))
+        return bytes(out)
+
+    # ---- functions ---------------------------------------------------------------------------------------------
+    @staticmethod
+    def _header_name(h: str) -> str | None:
+        # .visible .entry NAME( ... )  |  .func (.param .b32 func_retval0) NAME( ... )
+        h2 = h
+        m = re.search(r"\.(?:entry|func)\s*(\([^)]*\))?\s*([\w$]+)", h2)
+        return m.group(2) if m else None
+
+    def _begin_function(self, head: str):
+        is_entry = ".entry" in head.split("(")[0].split()
+        name = self._header_name(head)
+        if not name:
+            raise self.error(f"cannot read the function header {head[:100]!r}")
+        rets: list[Param] = []
+        m = re.search(r"\.func\s*\(([^)]*)\)", head)
+        if m:
+            rets = [self._param(p) for p in _split_top(m.group(1)) if p]
+        after = head[head.index(name) + len(name):]
+        params: list[Param] = []
+        directives = {}
+        if "(" in after:
+            open_ = after.index("(")
+            depth = 0
+            for j in range(open_, len(after)):
+                if after[j] == "(":
+                    depth += 1
+                elif after[j] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+            params = [self._param(p) for p in _split_top(after[open_ + 1:j]) if p]
+            tail = after[j + 1:]
+        else:
+            tail = after
+        for dm in re.finditer(r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|reqnctapercluster)\s+"
+                              r"([\d,\s]+)", tail):
+            directives[dm.group(1)] = tuple(int(x) for x in dm.group(2).replace(",", " ").split())
+        self.func = Function(name, is_entry, params, rets, [], {}, [], {}, directives=directives)
+        self.depth = 0
+
+    def _param(self, p: str) -> Param:
+        toks = p.split()
+        align = 0
+        ptype = None
+        space = None
+        i = 0
+        while i < len(toks) and toks[i].startswith("."):
+            t = toks[i][1:]
+            if t == "align":
+                i += 1
+                align = int(toks[i])
+            elif t in TYPES:
+                ptype = t
+            elif t in ("global", "shared", "const", "local"):
+                space = t
+            i += 1
+        if ptype is None or i >= len(toks):
+            raise self.error(f"cannot read the parameter {p!r}")
+        m = re.match(r"([\w$]+)(?:\[(\d+)\])?", toks[i])
+        count = int(m.group(2)) if m.group(2) else 1
+        return Param(m.group(1), ptype, align or TYPES[ptype][1], count, space)
+
+    def _end_function(self):
+        f = self.func
+        build_blocks(f)
+        for i, ins in enumerate(f.instrs):
+            ins.index = i
+        self.functions[f.name] = f
+        self.func = None
+
+    def _body_statement(self, s: str):
+        f = self.func
+        if s.startswith(".reg"):
+            toks = s.split(None, 2)
+            rtype = toks[1][1:]
+            if rtype.startswith("v"):          # .reg .v4 .f32 %x: vector registers are not used by NVRTC
+                raise self.error(f"vector registers are not supported: {s}")
+            for name in _split_top(toks[2]):
+                m = _REG_DECL.match(name.strip())
+                if m:
+                    for k in range(int(m.group(2))):
+                        f.regs[f"{m.group(1)}{k}"] = rtype
+                else:
+                    f.regs[name.strip()] = rtype
+            return
+        if s.startswith((".local", ".shared", ".global", ".const")) or (s.startswith(".param") and self.depth > 0):
+            var = self._variable(s)
+            if var is None:
+                raise self.error(f"cannot read the declaration {s[:100]!r}")
+            f.variables.append(var)
+            return
+        if s.startswith((".pragma", ".maxnreg", ".maxntid", ".reqntid", ".minnctapersm")):
+            return
+        if s.startswith("."):
+            raise self.error(f"unsupported PTX directive in {f.name}: {s[:100]}")
+        f.instrs.append(self._instruction(s))
+
+    def _instruction(self, s: str) -> Instr:
+        text = s
+        guard = None
+        neg = False
+        if s.startswith("@"):
+            g, s = s.split(None, 1)
+            neg = g.startswith("@!")
+            guard = Reg(g[2:] if neg else g[1:])
+        parts = s.split(None, 1)
+        op_full = parts[0]
+        rest = parts[1] if len(parts) > 1 else ""
+        pieces = op_full.split(".")
+        opcode, mods = pieces[0], tuple(pieces[1:])
+        if opcode == "call":
+            operands = self._call_operands(rest)
+        else:
+            operands = tuple(self._operand(o) for o in _split_top(rest)) if rest.strip() else ()
+        file, line, col = self.loc
+        return Instr(opcode, mods, operands, guard, neg, file, line, col, text)
+
+    def _call_operands(self, rest: str) -> tuple:
+        # call{.uni} (ret0, ...), func, (arg0, ...)  |  call func, (args)  |  call func
+        items = _split_top(rest)
+        rets: tuple = ()
+        if items and items[0].startswith("("):
+            rets = tuple(self._operand(x) for x in _split_top(items[0][1:-1]) if x)
+            items = items[1:]
+        func = items[0].strip()
+        args: tuple = ()
+        if len(items) > 1 and items[1].startswith("("):
+            args = tuple(self._operand(x) for x in _split_top(items[1][1:-1]) if x)
+        return (Vec(rets), Sym(func), Vec(args))
+
+    def _operand(self, o: str):
+        o = o.strip()
+        if not o:
+            raise self.error("empty operand")
+        if o == "_":
+            return Sink()
+        if o.startswith("["):
+            inner = o[1:-1].strip()
+            m = re.match(r"^(.+?)\s*\+\s*(-?(?:0[xX][0-9a-fA-F]+|\d+))$", inner)
+            if m:
+                base, off = m.group(1), _int(m.group(2))
+            else:
+                m = re.match(r"^(.+?)\s*-\s*(0[xX][0-9a-fA-F]+|\d+)$", inner)
+                base, off = (m.group(1), -_int(m.group(2))) if m else (inner, 0)
+            b = self._operand(base)
+            if isinstance(b, Imm):
+                return Addr(Imm(0), int(b.value) + off)
+            return Addr(b, off)
+        if o.startswith("{"):
+            return Vec(tuple(self._operand(x) for x in _split_top(o[1:-1])))
+        if "|" in o:
+            a, b = o.split("|")
+            return PredPair(Reg(a.strip()), Reg(b.strip()))
+        if o.startswith("!%"):
+            return Reg(o)                       # negated predicate source
+        if o.startswith("%"):
+            base = o[1:].split(".")[0]
+            if base in SPECIAL_BASES:
+                return Special(o)
+            return Reg(o)
+        if o[0].isdigit() or o[0] == "-" or o[0] == "+":
+            return parse_imm(o.lstrip("+"))
+        m = re.match(r"^(generic\()?([\w$]+)\)?(?:\s*\+\s*(\d+))?$", o)
+        if m:
+            if m.group(3):
+                return Addr(Sym(m.group(2)), int(m.group(3)))
+            return Sym(m.group(2))
+        raise self.error(f"cannot read the operand {o!r}")

@@ -1,0 +1,855 @@
+"""Arithmetic, logic, comparison, conversion and move instructions: one small builder per PTX opcode, each
+returning a closure ``fn(st, fr)`` over numpy lanes (semantics per the PTX ISA; exceptions in docs/semantics.md).
+
+The builders share one shape: read the source operands with their instruction type, compute with numpy on the
+broadcast lane arrays, and write the destination through the mask (:mod:`perfmodel.sim.values`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.ptx.ir import TYPES, Imm, PredPair, Reg, Sink, Vec
+from perfmodel.sim.values import DT, SIGNED, as_type
+
+BUILDERS: dict = {}
+
+# flops per thread by opcode (ncu counts FADD/FMUL as 1 and FFMA as 2; divisions and transcendentals go to
+# the SFU / multi-instruction sequences and count as one "special" operation here)
+FP_KIND = {"add": "add", "sub": "add", "mul": "mul", "fma": "fma", "mad": "fma", "div": "div", "rcp": "special",
+           "sqrt": "special", "rsqrt": "special", "ex2": "special", "lg2": "special", "sin": "special",
+           "cos": "special", "tanh": "special"}
+
+
+def builder(*names):
+    def deco(fn):
+        for n in names:
+            BUILDERS[n] = fn
+        return fn
+    return deco
+
+
+class Unsupported(Exception):
+    pass
+
+
+# ---- type helpers ----------------------------------------------------------------------------------------------
+
+def _udt(t):
+    return np.dtype(f"u{TYPES[t][1]}")
+
+
+def _sdt(t):
+    return np.dtype(f"i{TYPES[t][1]}")
+
+
+def bf16_to_f32(u: np.ndarray) -> np.ndarray:
+    return (u.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16(x: np.ndarray) -> np.ndarray:
+    u = np.asarray(x, np.float32).view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    r = np.where(np.isnan(np.asarray(x, np.float32)), np.uint32(0x7FC0), r)
+    return r.astype(np.uint16)
+
+
+def split_x2(u: np.ndarray, t: str):
+    """A packed .f16x2 / .bf16x2 register as two float32 arrays (low half first)."""
+    u = as_type(u, np.dtype(np.uint32))
+    lo = (u & np.uint32(0xFFFF)).astype(np.uint16)
+    hi = (u >> np.uint32(16)).astype(np.uint16)
+    if t == "f16x2":
+        return lo.view(np.float16).astype(np.float32), hi.view(np.float16).astype(np.float32)
+    return bf16_to_f32(lo), bf16_to_f32(hi)
+
+
+def pack_x2(lo: np.ndarray, hi: np.ndarray, t: str) -> np.ndarray:
+    if t == "f16x2":
+        lo16 = np.asarray(lo, np.float32).astype(np.float16).view(np.uint16)
+        hi16 = np.asarray(hi, np.float32).astype(np.float16).view(np.uint16)
+    else:
+        lo16, hi16 = f32_to_bf16(lo), f32_to_bf16(hi)
+    return lo16.astype(np.uint32) | (hi16.astype(np.uint32) << np.uint32(16))
+
+
+def _floaty(t):
+    return t in ("f16", "f32", "f64", "bf16", "f16x2", "bf16x2")
+
+
+def _lift(fn, t):
+    """Apply a float32-domain function to .f16/.bf16/x2 values; plain types pass through."""
+    if t == "bf16":
+        return lambda *a: f32_to_bf16(fn(*[bf16_to_f32(x) for x in a]))
+    if t in ("f16x2", "bf16x2"):
+        def x2(*a):
+            parts = [split_x2(x, t) for x in a]
+            lo = fn(*[p[0] for p in parts])
+            hi = fn(*[p[1] for p in parts])
+            return pack_x2(lo, hi, t)
+        return x2
+    return fn
+
+
+def _sat(x, t):
+    if t in ("f32", "f64", "f16", "bf16"):
+        return np.where(np.isnan(x), 0, np.clip(x, 0, 1)).astype(x.dtype)
+    return x
+
+
+def elementwise(ins, ops, fn, t, nsrc=None, dst_t=None):
+    """d = fn(*srcs) with every source read as type t."""
+    srcs = ins.operands[1:] if nsrc is None else ins.operands[1:1 + nsrc]
+    getters = [ops.reader(o, t) for o in srcs]
+    w = ops.writer(ins.operands[0])
+    f = _lift(fn, t)
+    if ins.has("sat") and t in ("f32", "f64", "f16"):
+        inner = f
+        f = lambda *a: _sat(inner(*a), t)   # noqa: E731
+    dst_dt = DT[dst_t] if dst_t else None
+    if len(getters) == 1:
+        g0, = getters
+
+        def run1(st, fr):
+            v = f(g0(st, fr))
+            w(st, fr, v if dst_dt is None else v.astype(dst_dt, copy=False))
+        return run1
+    if len(getters) == 2:
+        g0, g1 = getters
+
+        def run2(st, fr):
+            v = f(g0(st, fr), g1(st, fr))
+            w(st, fr, v if dst_dt is None else v.astype(dst_dt, copy=False))
+        return run2
+
+    def run(st, fr):
+        v = f(*[g(st, fr) for g in getters])
+        w(st, fr, v if dst_dt is None else v.astype(dst_dt, copy=False))
+    return run
+
+
+def _sat_int(x, t):
+    """.sat on s32 add/sub: clamp to the signed range (computed in int64)."""
+    info = np.iinfo(DT[t])
+    return np.clip(x, info.min, info.max).astype(DT[t])
+
+
+# ---- integer and float arithmetic ------------------------------------------------------------------------------
+
+@builder("add", "sub")
+def b_addsub(ins, ops):
+    t = ins.type
+    sub = ins.opcode == "sub"
+    if ins.has("sat") and t == "s32":
+        fn = (lambda a, b: _sat_int(a.astype(np.int64) - b, t)) if sub else \
+            (lambda a, b: _sat_int(a.astype(np.int64) + b, t))
+        return elementwise(ins, ops, fn, t)
+    if ins.has("cc"):
+        raise Unsupported("add.cc/sub.cc (extended-precision carry chains)")
+    return elementwise(ins, ops, np.subtract if sub else np.add, t)
+
+
+@builder("addc", "subc")
+def b_carry(ins, ops):
+    raise Unsupported(f"{ins.opcode} (extended-precision carry chains)")
+
+
+def _mulhi(a, b, t):
+    if TYPES[t][1] <= 4:
+        wide = np.int64 if t in SIGNED else np.uint64
+        return ((a.astype(wide) * b.astype(wide)) >> (8 * TYPES[t][1])).astype(DT[t])
+    # 64-bit high half: schoolbook on 32-bit limbs (unsigned), sign-corrected for .s64
+    ua, ub = a.view(np.uint64) if a.dtype != np.uint64 else a, b.view(np.uint64) if b.dtype != np.uint64 else b
+    m32 = np.uint64(0xFFFFFFFF)
+    a0, a1 = ua & m32, ua >> np.uint64(32)
+    b0, b1 = ub & m32, ub >> np.uint64(32)
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> np.uint64(32)) + (p01 & m32) + (p10 & m32)
+    hi = p11 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (mid >> np.uint64(32))
+    if t in SIGNED:
+        hi = hi - np.where(a < 0, ub, 0).astype(np.uint64) - np.where(b < 0, ua, 0).astype(np.uint64)
+    return hi.view(DT[t])
+
+
+def _wide(t):
+    return {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
+
+
+@builder("mul", "mul24")
+def b_mul(ins, ops):
+    t = ins.type
+    if _floaty(t):
+        return elementwise(ins, ops, np.multiply, t)
+    if ins.opcode == "mul24":
+        ins_t = t
+
+        def m24(a, b):
+            x = (a.astype(np.int64) if ins_t in SIGNED else a.astype(np.uint64))
+            y = (b.astype(np.int64) if ins_t in SIGNED else b.astype(np.uint64))
+            mask = (1 << 24) - 1
+            if ins_t in SIGNED:
+                x = ((x & mask) ^ (1 << 23)) - (1 << 23)
+                y = ((y & mask) ^ (1 << 23)) - (1 << 23)
+            else:
+                x, y = x & np.uint64(mask), y & np.uint64(mask)
+            p = x * y
+            return (p >> 16 if ins.has("hi") else p).astype(DT[ins_t])
+        return elementwise(ins, ops, m24, t)
+    if ins.has("wide"):
+        wt = DT[_wide(t)]
+        return elementwise(ins, ops, lambda a, b: a.astype(wt) * b.astype(wt), t)
+    if ins.has("hi"):
+        return elementwise(ins, ops, lambda a, b: _mulhi(a, b, t), t)
+    return elementwise(ins, ops, np.multiply, t)
+
+
+@builder("mad", "fma", "mad24")
+def b_mad(ins, ops):
+    t = ins.type
+    if _floaty(t):
+        # a*b+c with two roundings in the operand precision (numpy has no fused multiply-add): results can
+        # differ from the GPU's single rounding in the last bit (docs/semantics.md)
+        return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
+    if ins.opcode == "mad24":
+        raise Unsupported("mad24")
+    if ins.has("wide"):
+        wt = DT[_wide(t)]
+        gs = [ops.reader(o, t) for o in ins.operands[1:3]]
+        gc = ops.reader(ins.operands[3], _wide(t))
+        w = ops.writer(ins.operands[0])
+
+        def madw(st, fr):
+            a, b = gs[0](st, fr), gs[1](st, fr)
+            w(st, fr, a.astype(wt) * b.astype(wt) + gc(st, fr))
+        return madw
+    if ins.has("hi"):
+        return elementwise(ins, ops, lambda a, b, c: _mulhi(a, b, t) + c, t)
+    if ins.has("sat"):
+        return elementwise(ins, ops, lambda a, b, c: _sat_int(_mulhi(a, b, t).astype(np.int64) + c, t), t)
+    return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
+
+
+@builder("sad")
+def b_sad(ins, ops):
+    t = ins.type
+    return elementwise(ins, ops, lambda a, b, c: (np.where(a > b, a - b, b - a) + c).astype(DT[t]), t)
+
+
+def int_div_checked(st, a, b):
+    zero = b == 0
+    if zero.any():
+        st.fault_where(zero, "integer division by zero")
+    return np.where(zero, 1, b).astype(b.dtype, copy=False)
+
+
+@builder("div")
+def b_div(ins, ops):
+    t = ins.type
+    if _floaty(t):
+        return elementwise(ins, ops, np.divide, t)
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+
+    def div(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        b = int_div_checked(st, a, b)
+        if signed:
+            q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+            q = np.where((a < 0) ^ (b < 0), -q, q)
+            w(st, fr, q.astype(DT[t]))
+        else:
+            w(st, fr, (a // b).astype(DT[t], copy=False))
+    return div
+
+
+@builder("rem")
+def b_rem(ins, ops):
+    t = ins.type
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+
+    def rem(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        b = int_div_checked(st, a, b)
+        if signed:
+            r = np.fmod(a.astype(np.int64), b.astype(np.int64))     # C: the sign of the dividend
+            w(st, fr, r.astype(DT[t]))
+        else:
+            w(st, fr, (a % b).astype(DT[t], copy=False))
+    return rem
+
+
+def _fmin(a, b):
+    return np.fmin(a, b)
+
+
+def _fmax(a, b):
+    return np.fmax(a, b)
+
+
+@builder("min", "max")
+def b_minmax(ins, ops):
+    t = ins.type
+    if ins.has("relu"):
+        raise Unsupported(f"{ins.opcode}.relu")
+    if _floaty(t):
+        return elementwise(ins, ops, _fmin if ins.opcode == "min" else _fmax, t)
+    return elementwise(ins, ops, np.minimum if ins.opcode == "min" else np.maximum, t)
+
+
+@builder("abs")
+def b_abs(ins, ops):
+    return elementwise(ins, ops, np.abs, ins.type)
+
+
+@builder("neg")
+def b_neg(ins, ops):
+    return elementwise(ins, ops, np.negative, ins.type)
+
+
+@builder("copysign")
+def b_copysign(ins, ops):
+    # copysign.f32 d, a, b: d = |b| with the sign of a
+    return elementwise(ins, ops, lambda a, b: np.copysign(b, a), ins.type)
+
+
+def _unary_float(fn):
+    def build(ins, ops):
+        return elementwise(ins, ops, fn, ins.type)
+    return build
+
+
+BUILDERS["rcp"] = _unary_float(lambda a: np.divide(a.dtype.type(1), a))
+BUILDERS["sqrt"] = _unary_float(np.sqrt)
+BUILDERS["rsqrt"] = _unary_float(lambda a: np.divide(a.dtype.type(1), np.sqrt(a)))
+BUILDERS["ex2"] = _unary_float(np.exp2)
+BUILDERS["lg2"] = _unary_float(np.log2)
+BUILDERS["sin"] = _unary_float(np.sin)
+BUILDERS["cos"] = _unary_float(np.cos)
+BUILDERS["tanh"] = _unary_float(np.tanh)
+
+
+@builder("testp")
+def b_testp(ins, ops):
+    op = ins.mods[0]
+    fn = {"finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
+          "normal": lambda a: np.isfinite(a) & (np.abs(a) >= np.finfo(a.dtype).tiny),
+          "subnormal": lambda a: (np.abs(a) < np.finfo(a.dtype).tiny) & (a != 0)}[op]
+    return elementwise(ins, ops, fn, ins.type)
+
+
+# ---- bits ------------------------------------------------------------------------------------------------------
+
+@builder("and", "or", "xor")
+def b_logic(ins, ops):
+    fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[ins.opcode]
+    return elementwise(ins, ops, fn, ins.type)
+
+
+@builder("not")
+def b_not(ins, ops):
+    return elementwise(ins, ops, np.invert, ins.type)
+
+
+@builder("cnot")
+def b_cnot(ins, ops):
+    t = ins.type
+    return elementwise(ins, ops, lambda a: (a == 0).astype(DT[t]), t)
+
+
+@builder("shl")
+def b_shl(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb = ops.reader(ins.operands[2], "u32")
+    w = ops.writer(ins.operands[0])
+    udt = _udt(t)
+
+    def shl(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        r = np.left_shift(a.view(udt), np.minimum(b, bits - 1).astype(udt))
+        r = np.where(b >= bits, udt.type(0), r) if (b >= bits).any() else r
+        w(st, fr, r.view(DT[t]))
+    return shl
+
+
+@builder("shr")
+def b_shr(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb = ops.reader(ins.operands[2], "u32")
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+    dt = DT[t]
+
+    def shr(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        if signed:
+            r = np.right_shift(a, np.minimum(b, bits - 1).astype(dt))
+        else:
+            r = np.right_shift(a, np.minimum(b, bits - 1).astype(dt))
+            if (b >= bits).any():
+                r = np.where(b >= bits, dt.type(0), r)
+        w(st, fr, r.astype(dt, copy=False))
+    return shr
+
+
+def _popc(u: np.ndarray) -> np.ndarray:
+    u = u.astype(np.uint64)
+    c = np.zeros(u.shape, np.uint32)
+    for sh in range(0, 64, 8):
+        c += _POPC8[((u >> np.uint64(sh)) & np.uint64(0xFF)).astype(np.intp)]
+    return c
+
+
+_POPC8 = np.array([bin(i).count("1") for i in range(256)], np.uint32)
+
+
+@builder("popc")
+def b_popc(ins, ops):
+    t = ins.type
+    return elementwise(ins, ops, lambda a: _popc(a.view(_udt(t))), t, dst_t="u32")
+
+
+def _clz(u: np.ndarray, bits: int) -> np.ndarray:
+    u = u.astype(np.uint64)
+    n = np.zeros(u.shape, np.uint32)
+    x = u.copy()
+    for sh in (32, 16, 8, 4, 2, 1):
+        if sh >= bits:
+            continue
+        top = x >> np.uint64(bits - sh)
+        z = top == 0
+        n += np.where(z, sh, 0).astype(np.uint32)
+        x = np.where(z, x << np.uint64(sh), x) & np.uint64((1 << bits) - 1)
+    n += (x >> np.uint64(bits - 1) == 0).astype(np.uint32)
+    return n
+
+
+@builder("clz")
+def b_clz(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    return elementwise(ins, ops, lambda a: _clz(a.view(_udt(t)), bits), t, dst_t="u32")
+
+
+@builder("bfind")
+def b_bfind(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    shiftamt = ins.has("shiftamt")
+
+    def bfind(a):
+        u = a.view(_udt(t)).astype(np.uint64)
+        if t in SIGNED:
+            u = np.where(a < 0, ~u & np.uint64((1 << bits) - 1), u)
+        pos = (bits - 1 - _clz(u, bits).astype(np.int64))
+        res = np.where(u == 0, -1, (bits - 1 - pos) if shiftamt else pos)
+        return (res & 0xFFFFFFFF).astype(np.uint32)
+    return elementwise(ins, ops, bfind, t, dst_t="u32")
+
+
+@builder("brev")
+def b_brev(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+
+    def brev(a):
+        u = a.view(_udt(t)).astype(np.uint64)
+        r = np.zeros(u.shape, np.uint64)
+        for i in range(bits):
+            r |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(bits - 1 - i)
+        return r.astype(_udt(t)).view(DT[t])
+    return elementwise(ins, ops, brev, t)
+
+
+@builder("bfe")
+def b_bfe(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb, gc = ops.reader(ins.operands[2], "u32"), ops.reader(ins.operands[3], "u32")
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+
+    def bfe(st, fr):
+        a = ga(st, fr).view(_udt(t)).astype(np.uint64)
+        pos = (gb(st, fr) & 0xFF).astype(np.int64)
+        ln = (gc(st, fr) & 0xFF).astype(np.int64)
+        pos_c = np.minimum(pos, bits)
+        ln_c = np.minimum(ln, bits)
+        field = (a >> np.minimum(pos_c, 63).astype(np.uint64)) & ((np.uint64(1) << ln_c.astype(np.uint64))
+                                                                  - np.uint64(1))
+        field = np.where(ln_c >= 64, a >> np.minimum(pos_c, 63).astype(np.uint64), field)
+        if signed:
+            sbit_pos = np.minimum(pos + ln - 1, bits - 1)
+            sbit = np.where(ln == 0, 0, (a >> sbit_pos.astype(np.uint64)) & np.uint64(1))
+            ext = np.where((sbit == 1) & (ln_c < bits), ~((np.uint64(1) << ln_c.astype(np.uint64)) - np.uint64(1)),
+                           np.uint64(0))
+            field = field | ext
+        w(st, fr, field.astype(_udt(t)).view(DT[t]))
+    return bfe
+
+
+@builder("bfi")
+def b_bfi(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    gc, gd = ops.reader(ins.operands[3], "u32"), ops.reader(ins.operands[4], "u32")
+    w = ops.writer(ins.operands[0])
+
+    def bfi(st, fr):
+        a = ga(st, fr).view(_udt(t)).astype(np.uint64)
+        b = gb(st, fr).view(_udt(t)).astype(np.uint64)
+        pos = np.minimum(gc(st, fr) & 0xFF, bits).astype(np.uint64)
+        ln = np.minimum(gd(st, fr) & 0xFF, bits).astype(np.uint64)
+        m = np.where(ln >= 64, ~np.uint64(0), (np.uint64(1) << ln) - np.uint64(1))
+        m = np.where(pos >= bits, np.uint64(0), m << np.minimum(pos, 63))
+        m &= np.uint64((1 << bits) - 1) if bits < 64 else ~np.uint64(0)
+        w(st, fr, ((b & ~m) | ((a << np.minimum(pos, 63)) & m)).astype(_udt(t)).view(DT[t]))
+    return bfi
+
+
+@builder("prmt")
+def b_prmt(ins, ops):
+    mode = next((m for m in ins.mods if m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
+    ga, gb, gc = (ops.reader(o, "b32") for o in ins.operands[1:4])
+    w = ops.writer(ins.operands[0])
+
+    def prmt(st, fr):
+        a = ga(st, fr).astype(np.uint64)
+        b = gb(st, fr).astype(np.uint64)
+        c = gc(st, fr).astype(np.uint64)
+        src = a | (b << np.uint64(32))          # bytes 0..7
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape, c.shape), np.uint64)
+        if mode is None:
+            for i in range(4):
+                sel = (c >> np.uint64(4 * i)) & np.uint64(0xF)
+                idx = sel & np.uint64(7)
+                byte = (src >> (idx * np.uint64(8))) & np.uint64(0xFF)
+                sign = (byte >> np.uint64(7)) & np.uint64(1)
+                byte = np.where((sel & np.uint64(8)) != 0, np.where(sign == 1, np.uint64(0xFF), np.uint64(0)), byte)
+                out |= byte << np.uint64(8 * i)
+        else:
+            raise Unsupported(f"prmt.{mode}")
+        w(st, fr, out.astype(np.uint32))
+    return prmt
+
+
+@builder("shf")
+def b_shf(ins, ops):
+    left = ins.has("l")
+    clamp = ins.has("clamp")
+    ga, gb, gc = ops.reader(ins.operands[1], "b32"), ops.reader(ins.operands[2], "b32"), \
+        ops.reader(ins.operands[3], "u32")
+    w = ops.writer(ins.operands[0])
+
+    def shf(st, fr):
+        a, b, c = ga(st, fr).astype(np.uint64), gb(st, fr).astype(np.uint64), gc(st, fr).astype(np.uint64)
+        n = np.minimum(c, np.uint64(32)) if clamp else (c & np.uint64(31))
+        x = (b << np.uint64(32)) | a
+        r = (x << n) >> np.uint64(32) if left else (x >> n)
+        w(st, fr, (r & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    return shf
+
+
+# ---- comparison and selection ------------------------------------------------------------------------------
+
+def _cmp(op: str, a, b):
+    if op in ("eq",):
+        return a == b
+    if op == "ne":
+        r = a != b
+        if a.dtype.kind == "f":
+            r &= ~(np.isnan(a) | np.isnan(b))
+        return r
+    if op in ("lt", "lo"):
+        return a < b
+    if op in ("le", "ls"):
+        return a <= b
+    if op in ("gt", "hi"):
+        return a > b
+    if op in ("ge", "hs"):
+        return a >= b
+    nan = np.isnan(a) | np.isnan(b)
+    if op == "equ":
+        return (a == b) | nan
+    if op == "neu":
+        return (a != b) | nan
+    if op == "ltu":
+        return (a < b) | nan
+    if op == "leu":
+        return (a <= b) | nan
+    if op == "gtu":
+        return (a > b) | nan
+    if op == "geu":
+        return (a >= b) | nan
+    if op == "num":
+        return ~nan
+    if op == "nan":
+        return nan
+    raise Unsupported(f"comparison .{op}")
+
+
+def _compare_parts(ins):
+    cmp = ins.mods[0]
+    boolop = ins.mods[1] if len(ins.mods) > 1 and ins.mods[1] in ("and", "or", "xor") else None
+    return cmp, boolop, ins.type
+
+
+def _combine(r, c, boolop):
+    if boolop == "and":
+        return r & c
+    if boolop == "or":
+        return r | c
+    return r ^ c
+
+
+@builder("setp")
+def b_setp(ins, ops):
+    cmp, boolop, t = _compare_parts(ins)
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    gc = ops.reader(ins.operands[3], "pred") if boolop else None
+    dst = ins.operands[0]
+    if isinstance(dst, PredPair):
+        w1, w2 = ops.writer(dst.first), ops.writer(dst.second)
+    else:
+        w1, w2 = ops.writer(dst), None
+    conv = None
+    if t in ("bf16", "f16x2", "bf16x2"):
+        raise Unsupported(f"setp.{t}")
+    if t == "f16":
+        conv = np.float32
+
+    def setp(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        if conv is not None:
+            a, b = a.astype(conv), b.astype(conv)
+        r = _cmp(cmp, a, b)
+        if gc is not None:
+            c = gc(st, fr)
+            p = _combine(r, c, boolop)
+            w1(st, fr, p)
+            if w2 is not None:
+                w2(st, fr, _combine(~r, c, boolop))
+        else:
+            w1(st, fr, r)
+            if w2 is not None:
+                w2(st, fr, ~r)
+    return setp
+
+
+@builder("set")
+def b_set(ins, ops):
+    cmp = ins.mods[0]
+    boolop = ins.mods[1] if ins.mods[1] in ("and", "or", "xor") else None
+    types = ins.types
+    dt, st_t = types[0], types[-1]
+    ga, gb = ops.reader(ins.operands[1], st_t), ops.reader(ins.operands[2], st_t)
+    gc = ops.reader(ins.operands[3], "pred") if boolop else None
+    w = ops.writer(ins.operands[0])
+    true = np.float32(1.0) if dt == "f32" else DT[dt].type(-1 if dt in SIGNED else np.iinfo(DT[dt]).max)
+
+    def set_(st, fr):
+        r = _cmp(cmp, ga(st, fr), gb(st, fr))
+        if gc is not None:
+            r = _combine(r, gc(st, fr), boolop)
+        w(st, fr, np.where(r, true, DT[dt].type(0)).astype(DT[dt]))
+    return set_
+
+
+@builder("selp")
+def b_selp(ins, ops):
+    t = ins.type
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    gc = ops.reader(ins.operands[3], "pred")
+    w = ops.writer(ins.operands[0])
+
+    def selp(st, fr):
+        w(st, fr, np.where(gc(st, fr), ga(st, fr), gb(st, fr)))
+    return selp
+
+
+@builder("slct")
+def b_slct(ins, ops):
+    types = ins.types
+    t, ct = types[0], types[-1]
+    ga, gb, gc = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t), ops.reader(ins.operands[3], ct)
+    w = ops.writer(ins.operands[0])
+
+    def slct(st, fr):
+        w(st, fr, np.where(gc(st, fr) >= 0, ga(st, fr), gb(st, fr)))
+    return slct
+
+
+# ---- moves and conversions -----------------------------------------------------------------------------------
+
+@builder("mov")
+def b_mov(ins, ops):
+    t = ins.type
+    dst, src = ins.operands[0], ins.operands[1]
+    if isinstance(src, Vec):          # pack: mov.b64 %rd, {%r1, %r2}
+        n = len(src.items)
+        part_t = {("b64", 2): "b32", ("b32", 2): "b16", ("b64", 4): "b16", ("b32", 4): "b8",
+                  ("b16", 2): "b8"}.get((t, n))
+        if part_t is None:
+            raise Unsupported(f"mov.{t} with {n} parts")
+        gs = [ops.reader(o, part_t) for o in src.items]
+        w = ops.writer(dst)
+        pbits = TYPES[part_t][1] * 8
+        out_u = _udt(t)
+
+        def pack(st, fr):
+            acc = None
+            for i, g in enumerate(gs):
+                v = g(st, fr).astype(out_u) << out_u.type(pbits * i)
+                acc = v if acc is None else acc | v
+            w(st, fr, acc)
+        return pack
+    if isinstance(dst, Vec):          # unpack: mov.b64 {%r1, %r2}, %rd
+        n = len(dst.items)
+        part_t = {("b64", 2): "b32", ("b32", 2): "b16", ("b64", 4): "b16", ("b32", 4): "b8",
+                  ("b16", 2): "b8"}.get((t, n))
+        if part_t is None:
+            raise Unsupported(f"mov.{t} into {n} parts")
+        g = ops.reader(src, t)
+        ws = [ops.writer(o) for o in dst.items]
+        pbits = TYPES[part_t][1] * 8
+        part_u = _udt(part_t)
+        src_u = _udt(t)
+
+        def unpack(st, fr):
+            v = g(st, fr).view(src_u)
+            for i, w in enumerate(ws):
+                w(st, fr, (v >> src_u.type(pbits * i)).astype(part_u))
+        return unpack
+    g = ops.reader(src, t)
+    w = ops.writer(dst)
+
+    def mov(st, fr):
+        w(st, fr, g(st, fr))
+    return mov
+
+
+_ROUND_INT = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
+
+
+def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
+    """cvt semantics: v (read as type ``at``) converted to ``dt_t``."""
+    ddt = DT[dt_t]
+    sat = "sat" in mods
+    rnd = next((m for m in mods if m in _ROUND_INT), None)
+    relu = "relu" in mods
+    # to a float32 working value for the narrow float types
+    if at == "bf16":
+        x = bf16_to_f32(v)
+    elif at == "f16":
+        x = v.astype(np.float32)
+    else:
+        x = v
+    src_float = at in ("f16", "f32", "f64", "bf16")
+    if dt_t in ("f16", "f32", "f64", "bf16"):
+        y = x
+        if rnd:
+            y = _ROUND_INT[rnd](y)
+        if dt_t == "bf16":
+            y = np.asarray(y, np.float32)
+        if sat:
+            y = np.where(np.isnan(y), 0, np.clip(y, 0, 1))
+        if relu:
+            y = np.where(np.isnan(y) | (y > 0), y, 0)
+        if dt_t == "bf16":
+            return f32_to_bf16(np.asarray(y, np.float32))
+        return np.asarray(y).astype(ddt)
+    # to an integer
+    if src_float:
+        y = _ROUND_INT.get(rnd or "rzi")(x.astype(np.float64))
+        info = np.iinfo(ddt)
+        y = np.where(np.isnan(y), 0, np.clip(y, info.min, info.max))
+        return y.astype(ddt)
+    if sat:
+        info = np.iinfo(ddt)
+        wide = x.astype(np.int64) if x.dtype.kind == "i" or x.dtype.itemsize < 8 else x
+        if x.dtype == np.uint64:
+            y = np.minimum(x, np.uint64(info.max)).astype(ddt)
+            return y
+        return np.clip(wide, info.min, info.max).astype(ddt)
+    return x.astype(ddt)
+
+
+@builder("cvt")
+def b_cvt(ins, ops):
+    types = ins.types
+    if len(types) < 2:
+        raise Unsupported(f"cvt with types {types}")
+    dt_t, at = types[0], types[1]
+    if dt_t in ("f16x2", "bf16x2"):
+        # cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) high, cvt(b) low}
+        ga, gb = ops.reader(ins.operands[1], at), ops.reader(ins.operands[2], at)
+        w = ops.writer(ins.operands[0])
+
+        def cvt2(st, fr):
+            w(st, fr, pack_x2(gb(st, fr).astype(np.float32), ga(st, fr).astype(np.float32), dt_t))
+        return cvt2
+    g = ops.reader(ins.operands[1], at)
+    w = ops.writer(ins.operands[0])
+    mods = ins.mods
+    dst = ins.operands[0]
+    # the destination register may be wider than the instruction type (cvt.u16.u32 into a .b32 register is
+    # not allowed, but ld-style widening occurs for .u8/.s8): write the natural type
+    _ = dst
+
+    def cvt(st, fr):
+        w(st, fr, convert(g(st, fr), dt_t, at, mods))
+    return cvt
+
+
+@builder("cvta")
+def b_cvta(ins, ops):
+    from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE
+    space = next(m for m in ins.mods if m in ("global", "shared", "local", "const", "param"))
+    to = ins.has("to")
+    t = ins.type or "u64"
+    base = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}.get(space)
+    if base is None:
+        raise Unsupported(f"cvta.{space}")
+    g = ops.reader(ins.operands[1], t)
+    w = ops.writer(ins.operands[0])
+    dt = DT[t]
+
+    def cvta(st, fr):
+        v = g(st, fr).astype(np.int64)
+        v = v - base if to else v + base
+        w(st, fr, v.astype(dt))
+    return cvta
+
+
+@builder("isspacep")
+def b_isspacep(ins, ops):
+    from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
+    space = ins.mods[0]
+    lo = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}[space]
+    g = ops.reader(ins.operands[1], "u64")
+    w = ops.writer(ins.operands[0])
+
+    def isspacep(st, fr):
+        v = g(st, fr).astype(np.int64)
+        w(st, fr, (v >= lo) & (v < (lo + WINDOW if lo else SHARED_BASE)))
+    return isspacep
+
+
+def operand_regs(op) -> list:
+    if isinstance(op, Reg):
+        return [op]
+    if isinstance(op, Vec):
+        return [x for x in op.items if isinstance(x, Reg)]
+    if isinstance(op, PredPair):
+        return [op.first, op.second]
+    return []
+
+
+__all__ = ["BUILDERS", "FP_KIND", "Unsupported", "Imm", "Sink"]

@@ -1,0 +1,176 @@
+"""Everything one launch shares across its batches of blocks: the global heap with the argument arrays, the
+constant bank, the shared- and local-memory layouts, the packed kernel parameters and the symbol table."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from perfmodel.errors import SimulationError
+from perfmodel.ptx.ir import TYPES, Module
+from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
+from perfmodel.sim.space import GLOBAL_BASE, BlockSpace, ByteSpace, GlobalHeap
+
+LOCAL_BUDGET = 256 << 20          # bytes of per-thread local memory per batch
+
+
+def _align(n, a):
+    return (n + a - 1) // a * a
+
+
+class LaunchState:
+    def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout):
+        self.program = program
+        module: Module = program.module
+        entry = module.functions[program.entry]
+        self.entry = entry
+        self.grid, self.block = grid, block
+        self.T = block[0] * block[1] * block[2]
+        self.nw_real = (self.T + 31) // 32
+        self.Tp = self.nw_real * 32
+        self.initial_mask = None if self.T == self.Tp else (np.arange(self.Tp) < self.T).reshape(1, -1)
+        self.dynamic_shared_bytes = int(dynamic_shared_bytes)
+        self.max_steps = max_steps
+        self.deadline = time.perf_counter() + timeout if timeout else float("inf")
+        symbols = Symbols()
+        self.symbols = symbols
+
+        # global heap: pointer arguments, then module .global variables
+        blocks = []
+        self.arg_arrays: list = []
+        params = program.params
+        for p, a in zip(params, args):
+            if p.is_pointer:
+                if not isinstance(a, np.ndarray):
+                    raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
+                blocks.append((p.name, a.nbytes))
+                self.arg_arrays.append(a)
+        gvars = [v for v in module.variables if v.space == "global" and v.count is not None]
+        for v in gvars:
+            blocks.append((v.name, v.nbytes))
+        self.heap = GlobalHeap(blocks)
+        k = 0
+        ptr_values = {}
+        for p, a in zip(params, args):
+            if p.is_pointer:
+                self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
+                ptr_values[p.name] = self.heap.address(k)
+                k += 1
+        for j, v in enumerate(gvars):
+            if v.init:
+                self.heap.write(k + j, v.init)
+            symbols.add(v.name, "global", self.heap.address(k + j))
+
+        # constant bank
+        coff = 0
+        cvars = [v for v in module.variables if v.space == "const"]
+        layout = []
+        for v in cvars:
+            coff = _align(coff, v.align)
+            layout.append((v, coff))
+            coff += v.nbytes
+        self.const = ByteSpace(coff)
+        constants = dict(constants or {})
+        for v, off in layout:
+            symbols.add(v.name, "const", off)
+            if v.init:
+                self.const.bytes[off:off + len(v.init)] = np.frombuffer(v.init, np.uint8)
+            src = constants.pop(v.name, None)
+            if src is not None:
+                raw = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
+                if raw.size > v.nbytes:
+                    raise SimulationError(f"__constant__ {v.name} holds {v.nbytes} bytes; {raw.size} given")
+                self.const.bytes[off:off + raw.size] = raw
+        if constants:
+            raise SimulationError(f"unknown __constant__ symbol(s) {sorted(constants)}; the kernel declares "
+                                  f"{[v.name for v in cvars]}")
+
+        # shared memory: module-level and demoted function-level variables, then the dynamic allocation
+        soff = 0
+        svars = [v for v in module.variables if v.space == "shared"]
+        for f in module.functions.values():
+            svars += [v for v in f.variables if v.space == "shared"]
+        dyn = []
+        for v in svars:
+            if v.count is None:
+                dyn.append(v)
+                continue
+            soff = _align(soff, v.align)
+            symbols.add(v.name, "shared", soff)
+            soff += v.nbytes
+        self.static_shared_bytes = soff
+        dyn_off = _align(soff, max([v.align for v in dyn] + [16]))
+        for v in dyn:
+            symbols.add(v.name, "shared", dyn_off)
+        self.shared_bytes = (dyn_off + self.dynamic_shared_bytes) if dyn else soff
+        if not dyn and self.dynamic_shared_bytes:
+            self.shared_bytes = soff + self.dynamic_shared_bytes
+
+        # local memory: every function's .local variables at their own offsets (no recursion)
+        loff = 0
+        for f in module.functions.values():
+            for v in f.variables:
+                if v.space == "local":
+                    loff = _align(loff, v.align)
+                    symbols.add(v.name, "local", loff)
+                    loff += v.nbytes
+        self.local_bytes = loff
+
+        # kernel parameters, packed as the driver does
+        offsets, total = param_layout(entry.params)
+        self.param_bytes = total
+        if len(entry.params) != len(params):
+            raise SimulationError(f"{program.name}: the PTX entry has {len(entry.params)} parameters, the source "
+                                  f"signature {len(params)}")
+        buf = bytearray(_align(max(total, 8), 8))
+        for pp, p, a in zip(entry.params, params, args):
+            off = offsets[pp.name]
+            if p.is_pointer:
+                raw = int(ptr_values[p.name]).to_bytes(8, "little")
+            elif isinstance(a, (bytes, bytearray)):
+                raw = bytes(a)
+            elif isinstance(a, np.ndarray) and a.dtype.fields is not None:
+                raw = a.tobytes()
+            else:
+                try:
+                    dt = p.dtype if p.dtype is not None else np.dtype(TYPES[pp.type][0])
+                    raw = np.asarray(a).astype(dt).tobytes()
+                except (TypeError, ValueError):
+                    raise SimulationError(f"argument {p.name} ({p.ctype}) must be a number, got {a!r}") from None
+            if len(raw) > pp.nbytes:
+                raw = raw[:pp.nbytes]
+            buf[off:off + len(raw)] = raw
+            symbols.add(pp.name, "param", off)
+        self.param_buf = bytes(buf)
+        self.param_offsets = offsets
+        self.builder = ProgramBuilder(module, symbols, program.path)
+
+    def kernel_param(self, name: str, off: int, dt) -> np.ndarray:
+        base = self.param_offsets.get(name)
+        if base is None:
+            raise SimulationError(f"ld.param of '{name}', which is not a parameter of {self.program.name}")
+        start = base + off
+        raw = self.param_buf[start:start + dt.itemsize]
+        return np.frombuffer(raw, dt).reshape(1, 1).copy()
+
+    def new_shared(self, nB: int) -> BlockSpace:
+        return BlockSpace(nB, self.shared_bytes)
+
+    def new_local(self, nB: int) -> BlockSpace:
+        return BlockSpace(nB * self.Tp if self.local_bytes else 1, self.local_bytes)
+
+    def batch_blocks(self, max_lanes: int) -> int:
+        per = max(1, max_lanes // self.Tp)
+        if self.local_bytes:
+            per = max(1, min(per, LOCAL_BUDGET // (self.local_bytes * self.Tp)))
+        return per
+
+    def write_back(self) -> None:
+        k = 0
+        for a in self.arg_arrays:
+            flat = a.reshape(-1)
+            flat[...] = self.heap.read(k, a.dtype, flat.size)
+            k += 1
+
+
+__all__ = ["LaunchState", "GLOBAL_BASE"]

@@ -1,0 +1,244 @@
+"""Loads, stores and atomics on every state space, with their counting.
+
+Global: one request per warp with an active lane; sectors = distinct 32-byte sectors a warp touches, lines =
+distinct 128-byte lines (the L1's tag granule). Shared: wavefronts = per warp, the largest number of distinct
+4-byte words in one of the 32 banks (the same word is a broadcast); 64- and 128-bit accesses touch 2 or 4 words
+per thread. Constant: one wavefront per distinct address in a warp (serialisation). Local: lane and warp counts.
+Atomics also count, per warp request, the largest number of lanes on one address (same-address serialisation).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.ptx.ir import TYPES, Addr, Imm, Reg, Sym, Vec
+from perfmodel.sim import warps as W
+from perfmodel.sim.alu import Unsupported
+from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE
+from perfmodel.sim.values import DT, as_type
+
+SPACES = ("global", "shared", "local", "const", "param")
+
+
+def access_parts(ins):
+    space = next((m for m in ins.mods if m in SPACES), "generic")
+    vec = 1
+    for m in ins.mods:
+        if m in ("v2", "v4", "v8"):
+            vec = int(m[1:])
+    t = ins.type
+    return space, vec, t
+
+
+def address_getter(addr: Addr, ops):
+    """g(st, fr) -> int64 address array (the space's own addresses)."""
+    off = addr.offset
+    base = addr.base
+    if isinstance(base, Imm):
+        a = np.full((1, 1), int(base.value) + off, np.int64)
+        return lambda st, fr: a
+    if isinstance(base, Sym):
+        a = np.full((1, 1), ops.symbols.address(base.name) + off, np.int64)
+        return lambda st, fr: a
+    s = ops.slot(base)
+
+    def reg_addr(st, fr):
+        v = fr.r[s]
+        if v is None:
+            return np.full((1, 1), off, np.int64)
+        v = v.astype(np.int64) if v.dtype != np.int64 else v
+        return v + off if off else v
+    return reg_addr
+
+
+def _dest_regs(op):
+    if isinstance(op, Vec):
+        return list(op.items)
+    return [op]
+
+
+# ---- the builders --------------------------------------------------------------------------------------------
+
+def b_ld(ins, ops):
+    space, vec, t = access_parts(ins)
+    if t is None:
+        raise Unsupported("ld without a type")
+    if space == "param":
+        return _param_load(ins, ops, vec, t)
+    ga = address_getter(ins.operands[1], ops)
+    dests = _dest_regs(ins.operands[0])
+    writers = [ops.writer(d) for d in dests]
+    size = TYPES[t][1]
+    idx = ins.index
+    dt = DT[t]
+    if t == "b128":
+        raise Unsupported("128-bit scalar loads (.b128)")
+
+    def ld(st, fr):
+        a = ga(st, fr)
+        vals = st.mem_access(idx, space, a, size, vec, dt, None)
+        for w, v in zip(writers, vals):
+            w(st, fr, v)
+    return ld
+
+
+def b_st(ins, ops):
+    space, vec, t = access_parts(ins)
+    if space == "param":
+        return _param_store(ins, ops, vec, t)
+    ga = address_getter(ins.operands[0], ops)
+    srcs = _dest_regs(ins.operands[1])
+    getters = [ops.reader(s, t) for s in srcs]
+    size = TYPES[t][1]
+    idx = ins.index
+    dt = DT[t]
+
+    def st_(st, fr):
+        a = ga(st, fr)
+        st.mem_access(idx, space, a, size, vec, dt, [g(st, fr) for g in getters])
+    return st_
+
+
+def _param_load(ins, ops, vec, t):
+    addr = ins.operands[1]
+    if not isinstance(addr, Addr) or not isinstance(addr.base, Sym):
+        raise Unsupported("ld.param through a register address")
+    name, off = addr.base.name, addr.offset
+    writers = [ops.writer(d) for d in _dest_regs(ins.operands[0])]
+    size = TYPES[t][1]
+    dt = DT[t]
+
+    def ldp(st, fr):
+        for k, w in enumerate(writers):
+            w(st, fr, st.param_read(fr, name, off + k * size, dt))
+    return ldp
+
+
+def _param_store(ins, ops, vec, t):
+    addr = ins.operands[0]
+    if not isinstance(addr, Addr) or not isinstance(addr.base, Sym):
+        raise Unsupported("st.param through a register address")
+    name, off = addr.base.name, addr.offset
+    getters = [ops.reader(s, t) for s in _dest_regs(ins.operands[1])]
+    size = TYPES[t][1]
+
+    def stp(st, fr):
+        for k, g in enumerate(getters):
+            st.param_write(fr, name, off + k * size, g(st, fr))
+    return stp
+
+
+ATOM_OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas")
+
+
+def b_atom(ins, ops):
+    red = ins.opcode == "red"
+    space = next((m for m in ins.mods if m in ("global", "shared")), "generic")
+    op = next((m for m in ins.mods if m in ATOM_OPS), None)
+    if op is None:
+        raise Unsupported(f"{ins.opcode} with modifiers {'.'.join(ins.mods)}")
+    vec = 1
+    for m in ins.mods:
+        if m in ("v2", "v4", "v8"):
+            raise Unsupported(f"vector {ins.opcode}")
+    t = ins.type
+    if t in ("f16x2", "bf16x2", "f16", "bf16"):
+        raise Unsupported(f"{ins.opcode}.{op}.{t}")
+    operands = ins.operands if red else ins.operands[1:]
+    ga = address_getter(operands[0], ops)
+    gb = ops.reader(operands[1], t)
+    gc = ops.reader(operands[2], t) if op == "cas" else None
+    w = None if red else ops.writer(ins.operands[0])
+    idx = ins.index
+    dt = DT[t]
+    size = TYPES[t][1]
+    _ = vec
+
+    def atom(st, fr):
+        a = ga(st, fr)
+        b = gb(st, fr)
+        c = gc(st, fr) if gc is not None else None
+        old = st.atomic(idx, space, a, size, dt, op, b, c)
+        if w is not None and old is not None:
+            w(st, fr, old)
+    return atom
+
+
+# ---- the counting helpers used by the executor state ---------------------------------------------------------
+
+def rows2d(a: np.ndarray, m, nB: int, Tp: int):
+    """Lanes of ``a`` and of the mask as (rows, Tp) arrays plus the block multiplicity of each row."""
+    if a.shape[0] == 1 and (m is None or m.shape[0] == 1):
+        k2 = np.broadcast_to(a, (1, Tp))
+        m2 = None if m is None else np.broadcast_to(m, (1, Tp))
+        return k2, m2, nB
+    return np.broadcast_to(a, (nB, Tp)), (None if m is None else np.broadcast_to(m, (nB, Tp))), 1
+
+
+def sectors_lines(addr_off: np.ndarray, m, nB, Tp, nbytes: int):
+    """(sectors per row, lines per row, multiplicity): distinct 32-byte sectors / 128-byte lines per warp."""
+    if nbytes <= 32 and nbytes & (nbytes - 1) == 0:
+        sec = addr_off >> 5
+        k2, m2, f = rows2d(sec, m, nB, Tp)
+        s, ln = W.distinct_sectors_lines(np.ascontiguousarray(k2), None if m2 is None else np.ascontiguousarray(m2))
+        return s.sum(axis=1), ln.sum(axis=1), f
+    # an access wider than a sector (or unaligned): every sector it covers
+    nsec = (nbytes + 31) // 32
+    parts = [((addr_off + 32 * j) >> 5) for j in range(nsec)]
+    k2s = [rows2d(p, m, nB, Tp) for p in parts]
+    f = k2s[0][2]
+    rows = k2s[0][0].shape[0]
+    keys = np.stack([k[0] for k in k2s], axis=2).reshape(rows, -1)
+    m2 = k2s[0][1]
+    act = None if m2 is None else np.repeat(m2, nsec, axis=1)
+    ds = W.distinct_per_warp(keys, None if act is None else act[:, ::nsec], lanes_per_thread=nsec)
+    dl = W.distinct_per_warp(keys >> 2, None if act is None else act[:, ::nsec], lanes_per_thread=nsec)
+    return ds.sum(axis=1), dl.sum(axis=1), f
+
+
+def shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
+    words = addr >> 2
+    lpt = max(1, nbytes // 4)
+    if lpt > 1:
+        words = np.stack([words + j for j in range(lpt)], axis=-1)
+        k2s = rows2d(words[..., 0], m, nB, Tp)
+        f = k2s[2]
+        rows = k2s[0].shape[0]
+        full = np.broadcast_to(words, (rows, Tp, lpt)).reshape(rows, Tp * lpt)
+        wf = W.wavefronts_per_warp(full, k2s[1], lanes_per_thread=lpt)
+    else:
+        k2, m2, f = rows2d(words, m, nB, Tp)
+        wf = W.wavefronts_per_warp(k2, m2)
+    return wf.sum(axis=1), f
+
+
+def distinct_addresses(addr: np.ndarray, m, nB, Tp):
+    k2, m2, f = rows2d(addr, m, nB, Tp)
+    return W.distinct_per_warp(np.ascontiguousarray(k2), None if m2 is None else np.ascontiguousarray(m2)) \
+        .sum(axis=1), f
+
+
+def max_same_address(addr: np.ndarray, m, nB, Tp):
+    """Per warp, the largest number of active lanes on one address (1 when all differ); summed per row."""
+    k2, m2, f = rows2d(addr, m, nB, Tp)
+    rows = k2.shape[0]
+    nw = Tp // 32
+    k = np.ascontiguousarray(k2).reshape(rows * nw, 32)
+    act = np.ones(k.shape, bool) if m2 is None else np.ascontiguousarray(m2).reshape(rows * nw, 32)
+    any_active = act.any(axis=1)
+    first = np.argmax(act, axis=1)
+    fill = k[np.arange(k.shape[0]), first]
+    big = np.iinfo(np.int64).max
+    k = np.where(act, k, big)           # inactive lanes sort last and are not counted
+    k = np.sort(k, axis=1)
+    same = (k[:, 1:] == k[:, :-1]) & (k[:, 1:] != big)
+    # longest run of equal keys per warp
+    run = np.ones(k.shape, np.int64)
+    for j in range(1, 32):
+        run[:, j] = np.where(same[:, j - 1], run[:, j - 1] + 1, 1)
+    best = np.where(any_active, run.max(axis=1), 0)
+    _ = fill
+    return best.reshape(rows, nw).sum(axis=1), f
+
+
+__all__ = ["b_ld", "b_st", "b_atom", "access_parts", "GLOBAL_BASE", "SHARED_BASE", "LOCAL_BASE", "CONST_BASE",
+           "as_type", "Reg"]

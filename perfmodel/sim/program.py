@@ -1,0 +1,278 @@
+"""A PTX function made executable: each basic block's instructions as closures, its terminator, and the static
+per-block figures (instructions, flops by kind) that the executor multiplies by the lanes and warps that ran it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfmodel.errors import Location, SimulationError
+from perfmodel.ptx.ir import TYPES, Function, Module, Reg, Sym
+from perfmodel.sim import alu, memops, warpops
+from perfmodel.sim.values import Operands
+
+UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; textures, surfaces, "
+                    "tensor-core (wmma/mma) and bulk asynchronous copies are not simulated")
+
+NOOPS = {"membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard", "applypriority",
+         "createpolicy", "griddepcontrol", "setmaxnreg", "elect"}
+MEMORY = {"ld", "st", "ldu", "atom", "red"}
+
+
+def _builder(opcode: str):
+    if opcode in alu.BUILDERS:
+        return alu.BUILDERS[opcode]
+    if opcode in ("ld", "ldu"):
+        return memops.b_ld
+    if opcode == "st":
+        return memops.b_st
+    if opcode in ("atom", "red"):
+        return memops.b_atom
+    if opcode in ("bar", "barrier"):
+        return warpops.b_bar
+    if opcode == "shfl":
+        return warpops.b_shfl
+    if opcode == "vote":
+        return warpops.b_vote
+    if opcode == "activemask":
+        return warpops.b_activemask
+    if opcode == "match":
+        return warpops.b_match
+    if opcode == "redux":
+        return warpops.b_redux
+    if opcode in NOOPS:
+        return lambda ins, ops: (lambda st, fr: None)
+    return None
+
+
+@dataclass
+class CBlock:
+    body: list                  # closures
+    term: str                   # "fall", "bra", "cbra", "ret", "exit", "trap"
+    target: int = -1            # taken target block (bra / cbra)
+    fall: int = -1              # fall-through block
+    guard_slot: int = -1
+    guard_neg: bool = False
+    ipdom: int = -1
+    n_instr: int = 0
+    flops: dict = field(default_factory=dict)    # kind -> per-thread count (unguarded instructions)
+    flop_total: int = 0
+    fp64: int = 0
+    int_ops: int = 0
+    works: bool = False         # has a flop or a memory access (for the idle-thread report)
+    first: int = 0              # global id of the first instruction
+    last_gid: int = 0
+
+
+@dataclass
+class CFunc:
+    func: Function
+    blocks: list[CBlock]
+    nregs: int
+    param_names: list[str]
+    ret_names: list[str]
+    gid0: int
+
+
+class Symbols:
+    """Variable name -> (space, address in that space)."""
+
+    def __init__(self):
+        self.table: dict[str, tuple[str, int]] = {}
+
+    def add(self, name: str, space: str, address: int) -> None:
+        self.table[name] = (space, address)
+
+    def address(self, name: str) -> int:
+        if name not in self.table:
+            raise SimulationError(f"the PTX refers to '{name}', which is not a variable perfmodel can place")
+        return self.table[name][1]
+
+    def space(self, name: str) -> str | None:
+        e = self.table.get(name)
+        return e[0] if e else None
+
+
+def _flop_kind(ins) -> tuple[str | None, bool]:
+    kind = alu.FP_KIND.get(ins.opcode)
+    t = ins.type
+    if kind is None or t not in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
+        return None, False
+    return kind, t == "f64"
+
+
+_INT_OPS = {"add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "and", "or", "xor", "not", "shl",
+            "shr", "popc", "clz", "bfe", "bfi", "brev", "prmt", "shf", "sad", "mul24", "mad24", "bfind", "cnot"}
+
+
+class ProgramBuilder:
+    """Compiles the functions of one module on demand; instruction ids are unique across the module."""
+
+    def __init__(self, module: Module, symbols: Symbols, source_file: str):
+        self.module = module
+        self.symbols = symbols
+        self.source_file = source_file
+        self.funcs: dict[str, CFunc] = {}
+        self.instrs: list = []          # global id -> Instr
+        self.func_of: list = []         # global id -> function name
+
+    def get(self, name: str) -> CFunc:
+        cf = self.funcs.get(name)
+        if cf is None:
+            if name not in self.module.functions:
+                raise SimulationError(f"call to '{name}', whose body is not in the compiled PTX (an external "
+                                      "function); " + UNSUPPORTED_HINT)
+            cf = self.funcs[name] = self._build(self.module.functions[name])
+        return cf
+
+    def _location(self, ins) -> Location:
+        return Location(self.module.files.get(ins.file, self.source_file), ins.line or None, ins.col or None)
+
+    def _build(self, f: Function) -> CFunc:
+        gid0 = len(self.instrs)
+        for ins in f.instrs:
+            ins.index = len(self.instrs)
+            self.instrs.append(ins)
+            self.func_of.append(f.name)
+        ops = Operands(f, self.symbols)
+        blocks = []
+        for b, blk in enumerate(f.blocks):
+            cb = CBlock([], "fall", ipdom=blk.ipdom, first=f.instrs[blk.start].index if blk.end > blk.start else 0)
+            cb.n_instr = blk.end - blk.start
+            cb.fall = b + 1 if b + 1 < len(f.blocks) else -1
+            for k in range(blk.start, blk.end):
+                ins = f.instrs[k]
+                is_last = k == blk.end - 1
+                if is_last and ins.opcode == "bra":
+                    tgt = ins.operands[0]
+                    if not isinstance(tgt, Sym) or tgt.name not in f.labels:
+                        raise self._unsupported(ins, "an indirect branch")
+                    ti = f.labels[tgt.name]
+                    cb.target = f.block_of[ti] if ti < len(f.instrs) else -1
+                    if ins.guard is not None:
+                        cb.term = "cbra"
+                        cb.guard_slot = ops.slot(ins.guard)
+                        cb.guard_neg = ins.guard_neg
+                    else:
+                        cb.term = "bra"
+                    continue
+                if ins.opcode in ("ret", "exit"):
+                    if ins.guard is not None:
+                        raise self._unsupported(ins, "a predicated return")
+                    cb.term = "ret"
+                    continue
+                if ins.opcode == "trap":
+                    cb.body.append(self._trap(ins))
+                    continue
+                if ins.opcode == "call":
+                    fn = self._call(ins, ops)
+                else:
+                    fn = self._instr(ins, ops)
+                kind, is64 = _flop_kind(ins)
+                if kind is not None:
+                    cb.works = True
+                    if ins.guard is None:
+                        n = 2 if kind == "fma" else 1
+                        x2 = 2 if ins.type in ("f16x2", "bf16x2") else 1
+                        cb.flops[kind] = cb.flops.get(kind, 0) + x2
+                        cb.flop_total += n * x2
+                        cb.fp64 += x2 if is64 else 0
+                elif ins.opcode in _INT_OPS and ins.guard is None:
+                    cb.int_ops += 1
+                if ins.opcode in MEMORY:
+                    cb.works = True
+                if ins.guard is not None:
+                    fn = self._guarded(ins, ops, fn, kind)
+                cb.body.append(fn)
+            blocks.append(cb)
+        return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0)
+
+    def _unsupported(self, ins, what: str | None = None) -> SimulationError:
+        loc = self._location(ins)
+        desc = what or f"the PTX instruction '{ins.opcode}{''.join('.' + m for m in ins.mods)}'"
+        return SimulationError(f"{loc}: {desc} is not supported ({ins.text.strip()}); {UNSUPPORTED_HINT}",
+                               location=loc)
+
+    def _instr(self, ins, ops):
+        b = _builder(ins.opcode)
+        if b is None:
+            raise self._unsupported(ins)
+        try:
+            return b(ins, ops)
+        except alu.Unsupported as exc:
+            raise self._unsupported(ins, f"the PTX instruction '{ins.opcode}' with {exc}") from None
+        except (TypeError, KeyError, IndexError, StopIteration) as exc:
+            raise self._unsupported(ins, f"the PTX instruction '{ins.text.strip()}' ({type(exc).__name__}: "
+                                    f"{exc})") from None
+
+    def _trap(self, ins):
+        loc = self._location(ins)
+
+        def trap(st, fr):
+            st.fault_where(st.mask_full(), "the kernel executed a trap (assert or __trap)", gid=ins.index, loc=loc)
+        return trap
+
+    def _guarded(self, ins, ops, fn, flop_kind):
+        s = ops.slot(ins.guard)
+        neg = ins.guard_neg
+        n = 2 if flop_kind == "fma" else 1
+        x2 = 2 if ins.type in ("f16x2", "bf16x2") else 1
+        is64 = ins.type == "f64"
+
+        def guarded(st, fr):
+            p = fr.r[s]
+            if p is None:
+                p = np.zeros((1, 1), bool)
+            if neg:
+                p = ~p
+            saved = st.mask
+            m = p if saved is None else (saved & p)
+            if not m.any():
+                return
+            st.mask = m
+            try:
+                if flop_kind is not None:
+                    st.count_guarded_flops(m, flop_kind, n * x2, x2, is64)
+                fn(st, fr)
+            finally:
+                st.mask = saved
+        return guarded
+
+    def _call(self, ins, ops):
+        rets, func, args = ins.operands
+        name = func.name
+        if name == "vprintf":
+            ws = [ops.writer(r) for r in rets.items]
+
+            def printf(st, fr):
+                for w in ws:
+                    w(st, fr, np.zeros((1, 1), np.int32))
+            return printf
+        if name not in self.module.functions:
+            raise self._unsupported(ins, f"a call to the external function '{name}'")
+        arg_names = [a.name if isinstance(a, Sym) else None for a in args.items]
+        ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
+        if any(a is None for a in arg_names + ret_names):
+            # arguments passed in registers (call f, (%r1)) rather than .param variables
+            raise self._unsupported(ins, "a call with register arguments")
+        builder = self
+
+        def call(st, fr):
+            callee = builder.get(name)
+            st.call(callee, fr, arg_names, ret_names)
+        return call
+
+
+def param_layout(params) -> tuple[dict, int]:
+    """Kernel .param offsets as the driver packs them (each aligned to its own alignment)."""
+    off = 0
+    out = {}
+    for p in params:
+        off = (off + p.align - 1) // p.align * p.align
+        out[p.name] = off
+        off += p.nbytes
+    return out, off
+
+
+__all__ = ["ProgramBuilder", "CFunc", "CBlock", "Symbols", "param_layout", "TYPES", "Reg"]
