@@ -89,10 +89,61 @@ def _options(arch: str, defines: dict[str, object]) -> list[str]:
     return opts
 
 
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl")
+
+
 def compile_cuda(path: str | Path | None = None, source: str | None = None, *, arch: str = "sm_90",
                  name_expressions=(), defines: dict[str, object] | None = None, include_dirs=(),
                  cache: bool = True) -> CompiledModule:
-    """Compile a user's CUDA file (host code set aside) for ``arch``; see the package docstring."""
+    """Compile a user's CUDA file (host code set aside) for ``arch``; see the package docstring.
+
+    A header (``.cuh``) is compiled on its own first. If that fails (it uses a macro or type that the file
+    including it defines first), it is compiled in the context of a ``.cu`` file next to it that includes it,
+    and only the header's kernels are listed."""
+    try:
+        return _compile(path, source, arch=arch, name_expressions=name_expressions, defines=defines,
+                        include_dirs=include_dirs, cache=cache)
+    except CompileError as err:
+        if path is None or source is not None or Path(path).suffix.lower() not in HEADER_SUFFIXES:
+            raise
+        header = Path(path).resolve()
+        for host in _including_files(header):
+            try:
+                mod = _compile(host, None, arch=arch, name_expressions=name_expressions, defines=defines,
+                               include_dirs=include_dirs, cache=cache)
+            except CompileError:
+                continue
+            mod.kernels = [k for k in mod.kernels if k.file == str(header)]
+            mod.templates = [t for t in mod.templates if t in _declared_in(mod, header)]
+            mod.source_path = str(path)
+            mod.source_lines = header.read_text(errors="replace").splitlines()
+            mod.context_path = str(host)
+            if mod.kernels or not name_expressions:
+                return mod
+        raise err
+
+
+def _including_files(header: Path) -> list[Path]:
+    """``.cu`` files in the header's folder (and its parent) that ``#include`` it by name, nearest first."""
+    import re as _re
+
+    pattern = _re.compile(r'^\s*#\s*include\s*[<"]([^>"]*/)?' + _re.escape(header.name) + r'[>"]', _re.M)
+    found = []
+    for folder in (header.parent, header.parent.parent):
+        for cand in sorted(folder.glob("*.cu")):
+            try:
+                if pattern.search(cand.read_text(errors="replace")):
+                    found.append(cand)
+            except OSError:
+                continue
+    return found
+
+
+def _declared_in(mod: CompiledModule, header: Path) -> set[str]:
+    return set(getattr(mod, "_declared_files", {}).get(str(header), ()))
+
+
+def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cache) -> CompiledModule:
     if source is None:
         if path is None:
             raise CompileError("compile_cuda needs a path or source text")
@@ -184,6 +235,10 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          options=list(options), templates=templates,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
                          cubin=record.cubin, files=dict(prepared.files))
+    declared: dict[str, list[str]] = {}
+    for k in prepared.kernels:
+        declared.setdefault(k.file, []).append(k.name)
+    mod._declared_files = declared
     return mod
 
 
@@ -204,15 +259,26 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}",
                             location=Location(display))
     file, line, msg, idx = errors[0]
+    if file == "__nv_name_map":      # a name expression that does not instantiate
+        expr = ""
+        if idx + 1 < len(lines):
+            m = re.search(r"nv_mangled_name\s+(.*)$", lines[idx + 1])
+            expr = m.group(1).strip() if m else ""
+        base = expr.split("<")[0].strip()
+        decl = next((k for k in prepared.kernels if k.name == base or k.namespace + k.name == base), None)
+        where = Location(display, None) if decl is None else Location(
+            display if abs_path is not None and decl.file == str(abs_path) else decl.file, decl.line)
+        params = ""
+        if decl is not None and decl.template_params:
+            params = (f" {decl.name} is declared template <"
+                      + ", ".join(f"{kind} {name}" for kind, name in decl.template_params) + ">.")
+        return CompileError(f"{where}: the kernel instantiation {expr or ', '.join(exprs)!r} does not compile: "
+                            f"{msg}.{params}", location=where)
     if abs_path is not None and file == str(abs_path):
         file = display or file
     elif file == "kernel.cu" and display is None:
         file = "<source>"
     detail = ""
-    # name-expression errors: NVRTC reports them at a synthetic location
-    if exprs and not Path(file).exists() and file != "<source>":
-        detail = f" (while instantiating {', '.join(exprs)})"
-        file = display or file
     more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     hint = ""
     if prepared.missing_includes:

@@ -49,6 +49,7 @@ class CompiledModule:
     options: list[str]
     templates: list[str] = field(default_factory=list)     # template kernels declared but not instantiated
     set_aside_includes: list[str] = field(default_factory=list)
+    context_path: str | None = None   # a header compiled inside the .cu file that includes it: that file
     cubin: bytes | None = field(default=None, repr=False)
     files: dict[str, str] = field(default_factory=dict, repr=False)   # absolute path -> original lines' text
 

@@ -21,13 +21,15 @@ isspacep prefetch prefetchu nanosleep trap brkpt pmevent
 """.split())
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_LABEL = re.compile(r"^\s*[$%\w.]+:\s*", re.M)
+_LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
+_NO_SEMICOLON = re.compile(r"^\s*\.(?:loc|file|section)\b[^\n]*$", re.M)   # directives without ';'
 _PRED = re.compile(r"^@!?%?[\w.]+\s+")
 
 
 def ptx_instructions(body: str) -> list[str]:
     """The full opcodes (``ld.global.f32``) of the instructions of a PTX function body, in order."""
     text = _COMMENT.sub(" ", body)
+    text = _NO_SEMICOLON.sub("", text)
     text = _LABEL.sub("", text)
     ops = []
     for stmt in text.split(";"):
