@@ -70,12 +70,16 @@ class CompiledModule:
         raise CompileError(f"no kernel {want!r} in {self.source_path or 'the source'}; compiled kernels: "
                            f"{available}.{hint}", location=Location(self.source_path))
 
-    def sass_line_counts(self, kernel: str | KernelInfo) -> dict[tuple[str, int], int] | None:
-        """Static SASS instructions per (source file, line) of one kernel; None when nvdisasm is unavailable."""
+    def sass_line_counts(self, kernel: str | KernelInfo,
+                         inlined: str = "innermost") -> dict[tuple[str, int], int] | None:
+        """Static SASS instructions per (source file, line) of one kernel; None when nvdisasm is unavailable.
+
+        File names are those of the PTX ``.file`` table (absolute paths of the original files). Inlined code
+        counts at its innermost line (as ``.loc``), or at the calling line with ``inlined="outermost"``."""
         from perfmodel.compile.sass import sass_line_counts
 
         info = kernel if isinstance(kernel, KernelInfo) else self.kernel(kernel)
-        return sass_line_counts(self, info)
+        return sass_line_counts(self, info, inlined)
 
     def sass_instruction_count(self, kernel: str | KernelInfo) -> int | None:
         """Total static SASS instructions of one kernel; None when nvdisasm is unavailable."""
