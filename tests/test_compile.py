@@ -343,3 +343,35 @@ def test_sass_missing_nvdisasm_gives_none(monkeypatch, tmp_path):
         assert mod.sass_line_counts("vectorAdd") is None and mod.sass_instruction_count("vectorAdd") is None
     finally:
         sass.find_nvdisasm.cache_clear()
+
+
+PREPROCESSED = """\
+#include <stdio.h>
+#if 0
+__global__ void retired_kernel(float *x) { x[0] = 1; }
+#endif
+typedef unsigned int u32;
+using real = double;
+struct __align__(16) Vec { float x, y, z, w; };
+__device__ struct Vec make_vec(float a) { Vec v; v.x = v.y = v.z = v.w = a; return v; }
+struct HostOnly { HostOnly(int n) : n(n) {} int n; void print() const { printf("%d", n); } };
+constexpr int square(int x) { return x * x; }
+__global__ void k(u32 *a, real b, const float4 *__restrict__ c, Vec *v)
+{
+    a[threadIdx.x] = square(3) + b + c[0].x;
+    v[0] = make_vec(c[1].y);
+}
+int main() { HostOnly h(3); h.print(); return 0; }
+"""
+
+
+def test_kernels_compiled_out_by_the_preprocessor_typedefs_and_vector_types():
+    mod = compile_cuda("pre.cu", source=PREPROCESSED)
+    assert [k.name for k in mod.kernels] == ["k"]          # retired_kernel is under #if 0
+    params = mod.kernel("k").params
+    assert [(p.name, p.ctype) for p in params] == [("a", "u32*"), ("b", "real"), ("c", "const float4*"),
+                                                   ("v", "Vec*")]
+    assert params[0].dtype == np.dtype("uint32") and params[1].dtype == np.dtype("float64")
+    assert params[2].dtype.names == ("x", "y", "z", "w") and params[2].dtype.itemsize == 16
+    assert params[3].dtype is None
+    assert (params[1].size, params[1].align) == (8, 8)

@@ -172,6 +172,13 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     if record is None:
         result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in all_exprs], want_cubin=True)
         if not result.ok:
+            # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
+            # its automatic name expression fail: drop those and compile again.
+            failed = set(_failed_name_expressions(result.log)) - set(exprs)
+            if failed and any(e in failed for e, _ in all_exprs):
+                retry = [(e, d) for e, d in all_exprs if e not in failed]
+                result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
+        if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
                                cubin=result.cubin)
@@ -220,7 +227,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         params = []
         for i, (pname, ctype, is_ptr) in enumerate(parse_params(decl.params_text, mapping)):
             size, align = sizes[i] if i < len(sizes) else (0, 0)
-            params.append(ParamInfo(pname, ctype, is_ptr, dtype_of(ctype, is_ptr), size, align))
+            params.append(ParamInfo(pname, ctype, is_ptr, dtype_of(ctype, is_ptr, prepared.typedefs), size, align))
         res = resources.get(mangled, {})
         kernels.append(KernelInfo(
             name=decl.name, expression=expr, mangled=mangled, params=params,
@@ -240,6 +247,17 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         declared.setdefault(k.file, []).append(k.name)
     mod._declared_files = declared
     return mod
+
+
+def _failed_name_expressions(log: str) -> list[str]:
+    lines = log.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("__nv_name_map(") and ": error" in line and i + 1 < len(lines):
+            m = re.search(r"nv_mangled_name\s+(.*)$", lines[i + 1])
+            if m:
+                out.append(m.group(1).strip())
+    return out
 
 
 _DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")

@@ -35,9 +35,13 @@ HOST_ONLY_HEADERS = frozenset({
     "cuda_gl_interop.h", "cuda_egl_interop.h", "cuda_vdpau_interop.h", "cuda_d3d11_interop.h",
     "helper_cuda.h", "helper_cuda_drvapi.h", "helper_functions.h", "helper_string.h", "helper_timer.h",
     "helper_image.h", "helper_gl.h", "helper_multiprocess.h", "exception.h", "multithreading.h",
-    "cuda_device_runtime_api.h", "device_launch_parameters.h",
+    "cuda_device_runtime_api.h", "device_launch_parameters.h", "cuda_occupancy.h", "channel_descriptor.h",
+    "nvrtc.h", "curand_mtgp32_host.h", "cudaTypedefs.h", "cudaEGLTypedefs.h", "cudaGLTypedefs.h",
+    "cudaVDPAUTypedefs.h", "cudaProfilerTypedefs.h", "cudaEGL.h", "cudaGL.h", "cudaVDPAU.h",
 })
-DEVICE_WORDS = frozenset({"__global__", "__device__"})
+# Header folders whose headers are host-side libraries (Thrust's containers and algorithms).
+HOST_ONLY_PREFIXES = ("thrust/",)
+DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexpr: callable on the device
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
 CLASS_WORDS = frozenset({"class", "struct", "union"})
 _ATTRIBUTE_WORDS = frozenset({"__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec",
@@ -80,6 +84,7 @@ class Prepared:
     set_aside_includes: list[str] = field(default_factory=list)
     missing_includes: list[str] = field(default_factory=list)
     device_functions: set[str] = field(default_factory=set)
+    typedefs: dict[str, list[str]] = field(default_factory=dict)   # simple aliases: name -> [aliased type, ...]
 
 
 def mask(text: str) -> str:
@@ -205,7 +210,8 @@ def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_
                 i = start = close + 1
                 continue
             skip = _template_prefix_end(words)
-            paren = next((k for k, w in enumerate(words) if w == "(" and k >= skip), None)
+            paren = next((k for k, w in enumerate(words) if w == "(" and k >= skip
+                          and not (k and words[k - 1] in _ATTRIBUTE_WORDS)), None)
             cls = next((k for k, w in enumerate(words) if (w in CLASS_WORDS or w == "enum") and k >= skip), None)
             if _has_top_level(words, "=") or (cls is not None and (paren is None or cls < paren)):
                 # aggregate initializer or class/enum definition: runs to the next top-level ';'
@@ -341,7 +347,7 @@ class _FileProcessor:
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
         """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("aside", None) to blank."""
         base = name.rsplit("/", 1)[-1]
-        if base in HOST_ONLY_HEADERS:
+        if base in HOST_ONLY_HEADERS or name.startswith(HOST_ONLY_PREFIXES):
             return "aside", None
         search = ([here.parent] if quoted else []) + self.include_dirs
         for d in search:
@@ -478,6 +484,7 @@ class _FileProcessor:
                 keep(c)
                 continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
+                self._record_alias(head)
                 keep(c)
                 continue
             if head[0] == "template" or (len(head) == 2 and head[0] in CLASS_WORDS):   # template / forward decl
@@ -507,6 +514,19 @@ class _FileProcessor:
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
                 blank.append(span(c))
+
+    def _record_alias(self, head: list[str]) -> None:
+        """``typedef float real;`` / ``using real = float;`` (no pointers to functions, arrays or bodies)."""
+        words = [w for w in head if w != ";"]
+        if any(w in ("(", "{", "[", "<") for w in words):
+            return
+        if words[:1] == ["typedef"] and len(words) >= 3:
+            name, target = words[-1], " ".join(words[1:-1])
+        elif words[:1] == ["using"] and len(words) >= 4 and words[2] == "=":
+            name, target = words[1], " ".join(words[3:])
+        else:
+            return
+        self.result.typedefs.setdefault(name, []).append(target.replace(" *", "*"))
 
     def _record_kernel(self, toks, c: Chunk, head: list[str], name: str, paren: int, display: str,
                        text: str) -> None:

@@ -14,7 +14,8 @@ class ParamInfo:
     name: str                 # as in the source (``argN`` when unnamed)
     ctype: str                # C spelling after template substitution: "const float*", "int", "RGBA32*"
     is_pointer: bool
-    dtype: np.dtype | None    # pointee dtype for pointers, value dtype for scalars; None for structs / unknown
+    dtype: np.dtype | None    # pointee dtype for pointers, value dtype for scalars (typedefs resolved; CUDA
+                              # vector types -> structured x/y/z/w dtypes); None for structs / unknown
     size: int                 # bytes of the PTX .param
     align: int
 

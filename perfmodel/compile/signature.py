@@ -98,7 +98,7 @@ def parse_params(params_text: str, mapping: dict[str, str] | None = None) -> lis
                 skip = 1
                 continue
             clean.append(t)
-        toks = [t for t in clean if t != "("] if False else clean
+        toks = clean
         array = False
         if "[" in toks:           # float a[], float a[16]
             toks = toks[: toks.index("[")]
@@ -118,15 +118,41 @@ def parse_params(params_text: str, mapping: dict[str, str] | None = None) -> lis
     return result
 
 
-def dtype_of(ctype: str, is_pointer: bool) -> np.dtype | None:
+_VECTOR_BASES = {"char": "i1", "uchar": "u1", "short": "i2", "ushort": "u2", "int": "i4", "uint": "u4",
+                 "long": "i8", "ulong": "u8", "longlong": "i8", "ulonglong": "u8", "float": "f4", "double": "f8",
+                 "half": "f2", "__half": "f2"}
+
+
+def vector_dtype(name: str) -> np.dtype | None:
+    """CUDA vector types as numpy structured dtypes: ``float4`` -> {x, y, z, w: float32} (16 bytes).
+
+    ``__half2``/``half2`` -> {x, y: float16}. Alignment beyond the fields' own (float4 is 16-byte aligned on the
+    GPU) is not represented; the sizes match."""
+    m = re.fullmatch(r"(__half|half|[a-z]+?)([1-4])", name)
+    if not m or m.group(1) not in _VECTOR_BASES:
+        return None
+    fields = "xyzw"[: int(m.group(2))]
+    return np.dtype([(f, _VECTOR_BASES[m.group(1)]) for f in fields])
+
+
+def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None = None) -> np.dtype | None:
+    """numpy dtype of a scalar C type (the pointee for pointers); ``aliases`` resolves the source's typedefs
+    (only those defined once: a typedef chosen by #if/#else stays unknown)."""
     base = ctype
     if is_pointer:
         base = base.split("*")[0]
     base = base.replace("&", " ")
     words = [w for w in base.split() if w not in _QUALIFIERS]
     key = " ".join(w.split("::")[-1] if w.startswith(("std::", "cuda::std::")) else w for w in words)
+    for _ in range(8):
+        if key in SCALAR_DTYPES or not aliases or len(aliases.get(key, ())) != 1:
+            break
+        target = aliases[key][0]
+        if "*" in target:
+            return None
+        key = " ".join(w for w in target.split() if w not in _QUALIFIERS)
     name = SCALAR_DTYPES.get(key)
-    return np.dtype(name) if name else None
+    return np.dtype(name) if name else vector_dtype(key)
 
 
 # ---- PTX ----------------------------------------------------------------------------------------------------------
