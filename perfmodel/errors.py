@@ -69,3 +69,7 @@ class BudgetError(PerfmodelError):
 
 class GpuError(PerfmodelError):
     """A real-GPU run could not be made (no CuPy, no device, launch failure)."""
+
+
+class CompileError(PerfmodelError):
+    """A CUDA source does not compile with NVRTC, a kernel or name expression is unknown, or NVRTC is missing."""

@@ -1,4 +1,5 @@
-"""perfmodel CLI: ``perfmodel kernels list`` and ``perfmodel kernels show NAME [-D NAME=VALUE ...]``."""
+"""perfmodel CLI: ``perfmodel kernels list``, ``perfmodel kernels show NAME [-D NAME=VALUE ...]`` and
+``perfmodel kernels inspect FILE [--kernel EXPR ...]``."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -59,6 +60,62 @@ def show_command(
         print_json(kernel_show_json(outcome))
     else:
         render_kernel_show(outcome, console)
+
+
+@kernels_app.command("inspect", no_args_is_help=True)
+def inspect_command(
+    file: Annotated[str, typer.Argument(help="A CUDA source file (.cu or .cuh), host code and all.",
+                                        show_default=False)],
+    kernels: Annotated[list[str] | None, typer.Option(
+        "--kernel", "-k", help="Also compile this template instantiation, as the host code launches it: "
+                               "--kernel 'reduce6<int, 256, true>' (repeatable; adds to the list, never filters).",
+    )] = None,
+    defines: Annotated[list[str] | None, typer.Option(
+        "-D", "--define", help="Define a macro: -D NAME=VALUE or -D NAME; overrides the file's own "
+                               "#define NAME (repeatable).",
+    )] = None,
+    include_dirs: Annotated[list[str] | None, typer.Option(
+        "-I", "--include", help="A folder to search for #include \"...\" headers (repeatable).",
+    )] = None,
+    device: Annotated[str | None, typer.Option(
+        "--device", help="Compile for this device profile's compute capability (default sm_90).",
+    )] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Compile a CUDA file with NVRTC (host code set aside) and list its kernels: parameters, registers,
+    shared/local memory, spills, PTX instruction count and PTX instructions the simulator does not support."""
+    from perfmodel.compile import compile_cuda
+    from perfmodel.report.inspect_view import inspect_json, render_inspect
+
+    arch = "sm_90"
+    if device is not None:
+        from perfmodel.devices import load_device
+
+        major, minor = load_device(device).compute_capability.split(".")
+        arch = f"sm_{major}{minor}"
+    mod = compile_cuda(file, arch=arch, name_expressions=tuple(kernels or ()),
+                       defines=parse_macro_defines(defines), include_dirs=tuple(include_dirs or ()))
+    rows = inspect_json(mod)
+    if json_output:
+        from perfmodel.report.jsonout import print_json
+
+        print_json(rows)
+    else:
+        render_inspect(mod, rows, console)
+
+
+def parse_macro_defines(items: list[str] | None) -> dict[str, str | None]:
+    """``-D NAME=VALUE`` / ``-D NAME`` for the C preprocessor: any VALUE text, kept as written."""
+    from perfmodel.errors import PerfmodelError
+
+    result: dict[str, str | None] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not name.isidentifier():
+            raise PerfmodelError(f"-D {item!r}: expected NAME=VALUE or NAME, e.g. -D TILE_WIDTH=32")
+        result[name] = value.strip() if sep else None
+    return result
 
 
 def register(app: typer.Typer) -> None:

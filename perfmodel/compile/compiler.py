@@ -1,0 +1,310 @@
+"""``compile_cuda``: a user's ``.cu``/``.cuh`` file -> PTX + per-kernel resources, through NVRTC.
+
+One NVRTC compile gives everything: compiling for the real architecture (``--gpu-architecture=sm_90``) with
+``--ptxas-options=-v`` returns the PTX (``nvrtcGetPTX``), the CUBIN (``nvrtcGetCUBIN``, for nvdisasm) and the
+ptxas report in the program log (registers, spills, stack frame, shared memory, barriers per entry). Measured
+(NVRTC 13.5, a cooperative-groups kernel): ``compute_90`` (PTX only) 1.6 s, ``sm_90`` (PTX + cubin + ptxas)
+1.4 s, so a second compile would only double the time. A file without cooperative groups takes ~0.05 s.
+
+Results are cached on disk (see ``cache.py``) and in process.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from perfmodel.compile import cache as _cache
+from perfmodel.compile import nvrtc
+from perfmodel.compile.hostcode import KernelDecl, Prepared, prepare
+from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
+from perfmodel.compile.signature import dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries
+from perfmodel.errors import CompileError, Location
+
+# Compiled before the user's file (NVRTC has no C library): glibc's sys/types.h gives nvcc users `uint` etc.;
+# <stdint.h>/<limits.h>/<float.h> are set aside, so their names come from libcu++.
+PREAMBLE = """\
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned long ulong;
+#include <cuda/std/cstdint>
+#include <cuda/std/climits>
+#include <cuda/std/cfloat>
+"""
+BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
+FORMAT_VERSION = 1          # bump when the cached JSON changes meaning
+FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+
+
+def _supported_archs() -> tuple[int, ...]:
+    import ctypes
+
+    try:
+        lib = nvrtc._library()
+        n = ctypes.c_int()
+        lib.nvrtcGetNumSupportedArchs(ctypes.byref(n))
+        arr = (ctypes.c_int * n.value)()
+        lib.nvrtcGetSupportedArchs(arr)
+        archs = tuple(sorted(arr))
+        return archs or FALLBACK_ARCHS
+    except (CompileError, AttributeError, OSError):
+        return FALLBACK_ARCHS
+
+
+def _arch_number(arch: str) -> int:
+    text = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", text)
+    if m:
+        return int(m.group(1))
+    m = re.fullmatch(r"(\d+)\.(\d+)", text)
+    if m:
+        return int(m.group(1)) * 10 + int(m.group(2))
+    raise CompileError(f"unknown GPU architecture {arch!r}; use sm_XX (e.g. sm_90) or a compute capability (9.0)")
+
+
+def nvrtc_arch(arch: str) -> tuple[str, str]:
+    """The nearest architecture NVRTC compiles for, and a note ("" when it is the one asked for).
+
+    Below the oldest supported one -> the oldest; otherwise the newest supported one not above the request."""
+    want = _arch_number(arch)
+    archs = _supported_archs()
+    try:
+        ver = "%d.%d" % nvrtc.version()
+    except CompileError:
+        ver = "13"
+    if want in archs:
+        return f"sm_{want}", ""
+    cc = f"{want // 10}.{want % 10}"
+    if want < archs[0]:
+        got = archs[0]
+        return f"sm_{got}", (f"NVRTC {ver} compiles for sm_{got} and newer; CC {cc} is compiled for sm_{got}")
+    got = max(a for a in archs if a <= want)
+    return f"sm_{got}", f"NVRTC {ver} has no sm_{want}; CC {cc} is compiled for sm_{got}"
+
+
+def _options(arch: str, defines: dict[str, object]) -> list[str]:
+    opts = [f"--gpu-architecture={arch}", *BASE_OPTIONS, "--ptxas-options=-v"]
+    opts += [f"-I{d}" for d in nvrtc.sdk_include_dirs()]
+    for name, value in defines.items():
+        opts.append(f"-D{name}" if value is None or value is True else f"-D{name}={value}")
+    return opts
+
+
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl")
+
+
+def compile_cuda(path: str | Path | None = None, source: str | None = None, *, arch: str = "sm_90",
+                 name_expressions=(), defines: dict[str, object] | None = None, include_dirs=(),
+                 cache: bool = True) -> CompiledModule:
+    """Compile a user's CUDA file (host code set aside) for ``arch``; see the package docstring.
+
+    A header (``.cuh``) is compiled on its own first. If that fails (it uses a macro or type that the file
+    including it defines first), it is compiled in the context of a ``.cu`` file next to it that includes it,
+    and only the header's kernels are listed."""
+    try:
+        return _compile(path, source, arch=arch, name_expressions=name_expressions, defines=defines,
+                        include_dirs=include_dirs, cache=cache)
+    except CompileError as err:
+        if path is None or source is not None or Path(path).suffix.lower() not in HEADER_SUFFIXES:
+            raise
+        header = Path(path).resolve()
+        for host in _including_files(header):
+            try:
+                mod = _compile(host, None, arch=arch, name_expressions=name_expressions, defines=defines,
+                               include_dirs=include_dirs, cache=cache)
+            except CompileError:
+                continue
+            mod.kernels = [k for k in mod.kernels if k.file == str(header)]
+            mod.templates = [t for t in mod.templates if t in _declared_in(mod, header)]
+            mod.source_path = str(path)
+            mod.source_lines = header.read_text(errors="replace").splitlines()
+            mod.context_path = str(host)
+            if mod.kernels or not name_expressions:
+                return mod
+        raise err
+
+
+def _including_files(header: Path) -> list[Path]:
+    """``.cu`` files in the header's folder (and its parent) that ``#include`` it by name, nearest first."""
+    import re as _re
+
+    pattern = _re.compile(r'^\s*#\s*include\s*[<"]([^>"]*/)?' + _re.escape(header.name) + r'[>"]', _re.M)
+    found = []
+    for folder in (header.parent, header.parent.parent):
+        for cand in sorted(folder.glob("*.cu")):
+            try:
+                if pattern.search(cand.read_text(errors="replace")):
+                    found.append(cand)
+            except OSError:
+                continue
+    return found
+
+
+def _declared_in(mod: CompiledModule, header: Path) -> set[str]:
+    return set(getattr(mod, "_declared_files", {}).get(str(header), ()))
+
+
+def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cache) -> CompiledModule:
+    if source is None:
+        if path is None:
+            raise CompileError("compile_cuda needs a path or source text")
+        p = Path(path)
+        try:
+            source = p.read_text(errors="replace")
+        except OSError as err:
+            raise CompileError(f"cannot read {path}: {err.strerror or err}", location=Location(str(path))) from None
+        abs_path = p.resolve()
+    else:
+        abs_path = Path(path).resolve() if path is not None else None
+    display = str(path) if path is not None else None
+    defines = {str(k): v for k, v in (defines or {}).items()}
+    target, note = nvrtc_arch(arch)
+    exprs = [e.strip() for e in name_expressions if e and e.strip()]
+
+    prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
+                       defines=defines, include_dirs=[str(d) for d in include_dirs],
+                       sdk_dirs=nvrtc.sdk_include_dirs())
+    options = _options(target, defines)
+    all_exprs = _name_expressions(prepared.kernels, exprs)
+    text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
+    key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION)
+
+    record = _cache.lookup(key) if cache else None
+    if record is None:
+        result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in all_exprs], want_cubin=True)
+        if not result.ok:
+            # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
+            # its automatic name expression fail: drop those and compile again.
+            failed = set(_failed_name_expressions(result.log)) - set(exprs)
+            if failed and any(e in failed for e, _ in all_exprs):
+                retry = [(e, d) for e, d in all_exprs if e not in failed]
+                result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
+        if not result.ok:
+            raise _compile_error(result.log, prepared, abs_path, display, exprs)
+        record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
+                               cubin=result.cubin)
+        if cache:
+            _cache.store(key, record)
+    return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
+
+
+def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple[str, KernelDecl | None]]:
+    """Every non-template kernel by name, plus the caller's expressions (deduplicated), with their decl."""
+    out: list[tuple[str, KernelDecl | None]] = []
+    seen = set()
+    for k in kernels:
+        if not k.is_template:
+            e = k.namespace + k.name
+            if e not in seen:
+                seen.add(e)
+                out.append((e, k))
+    for e in exprs:
+        base = re.sub(r"\s+", "", e.split("<")[0])
+        match = next((k for k in kernels if k.namespace + k.name == base or k.name == base), None)
+        if re.sub(r"\s+", "", e) in {re.sub(r"\s+", "", s) for s in seen}:
+            continue
+        if match is None:
+            names = ", ".join(k.name + ("<...>" if k.is_template else "") for k in kernels) or "none"
+            raise CompileError(f"no __global__ function {base!r} in the source; kernels found: {names}")
+        seen.add(e)
+        out.append((e, match))
+    return out
+
+
+def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str, display: str | None,
+            target: str, requested: str, note: str, options: list[str]) -> CompiledModule:
+    entries = ptx_entries(record.ptx)
+    resources = parse_ptxas_log(record.log)
+    kernels: list[KernelInfo] = []
+    for expr, decl in all_exprs:
+        mangled = record.lowered.get(expr)
+        if mangled is None or decl is None:
+            continue
+        mapping = {}
+        if decl.is_template:
+            args = expression_args(expr)
+            mapping = {name: arg for (_, name), arg in zip(decl.template_params, args)}
+        sizes = entries.get(mangled, [])
+        params = []
+        for i, (pname, ctype, is_ptr) in enumerate(parse_params(decl.params_text, mapping)):
+            size, align = sizes[i] if i < len(sizes) else (0, 0)
+            params.append(ParamInfo(pname, ctype, is_ptr, dtype_of(ctype, is_ptr, prepared.typedefs), size, align))
+        res = resources.get(mangled, {})
+        kernels.append(KernelInfo(
+            name=decl.name, expression=expr, mangled=mangled, params=params,
+            registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
+            spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
+            static_shared_bytes=res.get("static_shared_bytes", 0), barriers=res.get("barriers", 0),
+            is_template=decl.is_template, file=decl.file, line=decl.line))
+    instantiated = {k.name for k in kernels}
+    templates = [k.name for k in prepared.kernels if k.is_template and k.name not in instantiated]
+    mod = CompiledModule(ptx=record.ptx, arch=target, requested_arch=str(requested), arch_note=note,
+                         source_path=display, source_lines=source.splitlines(), kernels=kernels, log=record.log,
+                         options=list(options), templates=templates,
+                         set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
+                         cubin=record.cubin, files=dict(prepared.files))
+    declared: dict[str, list[str]] = {}
+    for k in prepared.kernels:
+        declared.setdefault(k.file, []).append(k.name)
+    mod._declared_files = declared
+    return mod
+
+
+def _failed_name_expressions(log: str) -> list[str]:
+    lines = log.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("__nv_name_map(") and ": error" in line and i + 1 < len(lines):
+            m = re.search(r"nv_mangled_name\s+(.*)$", lines[i + 1])
+            if m:
+                out.append(m.group(1).strip())
+    return out
+
+
+_DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")
+
+
+def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display: str | None,
+                   exprs: list[str]) -> CompileError:
+    """NVRTC's first error, at the original file:line, as one paragraph."""
+    lines = log.splitlines()
+    errors = []
+    for i, line in enumerate(lines):
+        m = _DIAG.match(line.strip())
+        if m and "error" in m.group(3):
+            errors.append((m.group(1), int(m.group(2)), m.group(4).strip(), i))
+    if not errors:
+        text = " ".join(line.strip() for line in lines if line.strip())[:600] or "unknown error"
+        return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}",
+                            location=Location(display))
+    file, line, msg, idx = errors[0]
+    if file == "__nv_name_map":      # a name expression that does not instantiate
+        expr = ""
+        if idx + 1 < len(lines):
+            m = re.search(r"nv_mangled_name\s+(.*)$", lines[idx + 1])
+            expr = m.group(1).strip() if m else ""
+        base = expr.split("<")[0].strip()
+        decl = next((k for k in prepared.kernels if k.name == base or k.namespace + k.name == base), None)
+        where = Location(display, None) if decl is None else Location(
+            display if abs_path is not None and decl.file == str(abs_path) else decl.file, decl.line)
+        params = ""
+        if decl is not None and decl.template_params:
+            params = (f" {decl.name} is declared template <"
+                      + ", ".join(f"{kind} {name}" for kind, name in decl.template_params) + ">.")
+        return CompileError(f"{where}: the kernel instantiation {expr or ', '.join(exprs)!r} does not compile: "
+                            f"{msg}.{params}", location=where)
+    if abs_path is not None and file == str(abs_path):
+        file = display or file
+    elif file == "kernel.cu" and display is None:
+        file = "<source>"
+    detail = ""
+    more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    hint = ""
+    if prepared.missing_includes:
+        hint = (" Set aside because not found: " + ", ".join(f'#include "{n}"' for n in prepared.missing_includes)
+                + "; pass -I DIR if the kernels need them.")
+    return CompileError(f"{file}:{line}: error: {msg}{detail}{more}.{hint}",
+                        location=Location(file, line))
+
+
+def _escape(path: str) -> str:
+    return path.replace("\\", "\\\\").replace('"', '\\"')

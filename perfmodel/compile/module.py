@@ -1,0 +1,96 @@
+"""The typed result of a compile: ``CompiledModule`` with one ``KernelInfo`` per compiled kernel."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfmodel.errors import CompileError, Location
+
+
+@dataclass
+class ParamInfo:
+    name: str                 # as in the source (``argN`` when unnamed)
+    ctype: str                # C spelling after template substitution: "const float*", "int", "RGBA32*"
+    is_pointer: bool
+    dtype: np.dtype | None    # pointee dtype for pointers, value dtype for scalars (typedefs resolved; CUDA
+                              # vector types -> structured x/y/z/w dtypes); None for structs / unknown
+    size: int                 # bytes of the PTX .param
+    align: int
+
+
+@dataclass
+class KernelInfo:
+    name: str                 # source name, e.g. "MatrixMulCUDA"
+    expression: str           # name expression, e.g. "MatrixMulCUDA<32>", or the name
+    mangled: str              # the PTX .entry name
+    params: list[ParamInfo]
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    local_bytes: int          # stack frame
+    static_shared_bytes: int
+    barriers: int
+    is_template: bool
+    file: str | None = None   # where the kernel is defined (original file) and the line of its name
+    line: int | None = None
+
+
+@dataclass
+class CompiledModule:
+    ptx: str
+    arch: str                 # what NVRTC compiled for, e.g. "sm_90"
+    requested_arch: str
+    arch_note: str            # "" when arch == requested_arch
+    source_path: str | None
+    source_lines: list[str]   # the ORIGINAL file's lines, unchanged
+    kernels: list[KernelInfo]
+    log: str
+    options: list[str]
+    templates: list[str] = field(default_factory=list)     # template kernels declared but not instantiated
+    set_aside_includes: list[str] = field(default_factory=list)
+    context_path: str | None = None   # a header compiled inside the .cu file that includes it: that file
+    cubin: bytes | None = field(default=None, repr=False)
+    files: dict[str, str] = field(default_factory=dict, repr=False)   # absolute path -> original lines' text
+
+    def kernel(self, name_or_expression: str) -> KernelInfo:
+        want = name_or_expression.strip()
+        squeezed = re.sub(r"\s+", "", want)
+        for k in self.kernels:
+            if want in (k.expression, k.mangled) or squeezed == re.sub(r"\s+", "", k.expression):
+                return k
+        by_name = [k for k in self.kernels if k.name == want or k.name == want.split("::")[-1]]
+        if by_name:
+            return by_name[0]
+        available = ", ".join(k.expression for k in self.kernels) or "none"
+        hint = ""
+        if want.split("<")[0] in self.templates:
+            hint = (f" {want.split('<')[0]} is a template kernel: name an instantiation, e.g. "
+                    f"{want.split('<')[0]}<float> (as the host code launches it).")
+        raise CompileError(f"no kernel {want!r} in {self.source_path or 'the source'}; compiled kernels: "
+                           f"{available}.{hint}", location=Location(self.source_path))
+
+    def sass_line_counts(self, kernel: str | KernelInfo,
+                         inlined: str = "innermost") -> dict[tuple[str, int], int] | None:
+        """Static SASS instructions per (source file, line) of one kernel; None when nvdisasm is unavailable.
+
+        File names are those of the PTX ``.file`` table (absolute paths of the original files). Inlined code
+        counts at its innermost line (as ``.loc``), or at the calling line with ``inlined="outermost"``."""
+        from perfmodel.compile.sass import sass_line_counts
+
+        info = kernel if isinstance(kernel, KernelInfo) else self.kernel(kernel)
+        return sass_line_counts(self, info, inlined)
+
+    def sass_instruction_count(self, kernel: str | KernelInfo) -> int | None:
+        """Total static SASS instructions of one kernel; None when nvdisasm is unavailable."""
+        from perfmodel.compile.sass import sass_instruction_count
+
+        info = kernel if isinstance(kernel, KernelInfo) else self.kernel(kernel)
+        return sass_instruction_count(self, info)
+
+    def ptx_body(self, kernel: str | KernelInfo) -> str:
+        from perfmodel.compile.signature import ptx_function_body
+
+        info = kernel if isinstance(kernel, KernelInfo) else self.kernel(kernel)
+        return ptx_function_body(self.ptx, info.mangled)

@@ -1,0 +1,152 @@
+"""Thin ctypes binding to NVRTC (``libnvrtc.so`` from the ``nvidia-cuda-nvrtc`` wheel).
+
+Only what the compile stage needs: create a program from one source text, compile it with options, read back
+the log, PTX, CUBIN and lowered (mangled) names of name expressions. The library and the SDK headers are found
+inside the installed ``nvidia`` namespace package (``nvidia/cu13/lib``, ``nvidia/cu13/include``), so users need
+no CUDA toolkit.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfmodel.errors import CompileError
+
+INSTALL_HINT = ("pip install nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt "
+                "(or reinstall perfmodel, which depends on them)")
+
+
+def nvidia_roots() -> list[Path]:
+    """Directories of the installed ``nvidia`` wheels holding lib/ and include/ (``.../nvidia/cu13``, ...)."""
+    roots: list[Path] = []
+    try:
+        import nvidia  # namespace package from the nvidia-* wheels
+    except ImportError:
+        return roots
+    for base in list(getattr(nvidia, "__path__", [])):
+        for sub in sorted(Path(base).glob("cu*")):
+            if sub.is_dir() and ((sub / "include").is_dir() or (sub / "lib").is_dir()):
+                roots.append(sub)
+        for sub in sorted(Path(base).iterdir()) if Path(base).is_dir() else []:  # older layout: nvidia/cuda_nvrtc
+            if sub.is_dir() and not sub.name.startswith("cu1") and (sub / "include").is_dir():
+                roots.append(sub)
+    return roots
+
+
+def sdk_include_dirs() -> list[str]:
+    """The CUDA headers NVRTC needs (cuda_fp16.h, cooperative_groups, cuda/std, curand_kernel.h, ...)."""
+    dirs: list[str] = []
+    for root in nvidia_roots():
+        for cand in (root / "include", root / "include" / "cccl"):
+            if cand.is_dir() and str(cand) not in dirs:
+                dirs.append(str(cand))
+    return dirs
+
+
+@functools.lru_cache(maxsize=1)
+def _library() -> ctypes.CDLL:
+    override = os.environ.get("PERFMODEL_NVRTC")
+    candidates = [override] if override else []
+    for root in nvidia_roots():
+        candidates += sorted(glob.glob(str(root / "lib" / "libnvrtc.so*")), key=len)
+    for cand in candidates:
+        if cand and "builtins" not in cand:
+            try:
+                lib = ctypes.CDLL(cand)
+            except OSError:
+                continue
+            _declare(lib)
+            return lib
+    raise CompileError("NVRTC (NVIDIA's runtime CUDA compiler) was not found; perfmodel compiles kernels with it. "
+                       f"Install it: {INSTALL_HINT}.")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    P = ctypes.c_void_p
+    sz = ctypes.POINTER(ctypes.c_size_t)
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    lib.nvrtcGetErrorString.argtypes = [ctypes.c_int]
+    lib.nvrtcVersion.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    lib.nvrtcCreateProgram.argtypes = [ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                       ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p)]
+    lib.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(P)]
+    lib.nvrtcCompileProgram.argtypes = [P, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    for base in ("ProgramLog", "PTX", "CUBIN"):
+        getattr(lib, f"nvrtcGet{base}Size").argtypes = [P, sz]
+        getattr(lib, f"nvrtcGet{base}").argtypes = [P, ctypes.c_char_p]
+    lib.nvrtcAddNameExpression.argtypes = [P, ctypes.c_char_p]
+    lib.nvrtcGetLoweredName.argtypes = [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]
+
+
+def available() -> bool:
+    try:
+        _library()
+        return True
+    except CompileError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> tuple[int, int]:
+    lib = _library()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return major.value, minor.value
+
+
+def _check(lib: ctypes.CDLL, rc: int, what: str) -> None:
+    if rc != 0:
+        raise CompileError(f"NVRTC {what} failed: {lib.nvrtcGetErrorString(rc).decode()}")
+
+
+@dataclass
+class NvrtcResult:
+    ok: bool
+    log: str
+    ptx: str | None = None
+    cubin: bytes | None = None
+    lowered: dict[str, str] = field(default_factory=dict)   # name expression -> mangled entry name
+
+
+def compile_program(source: str, name: str, options: list[str], name_expressions: list[str] = (),
+                    *, want_ptx: bool = True, want_cubin: bool = False) -> NvrtcResult:
+    """One ``nvrtcCompileProgram``. ctypes drops the GIL during the call, so two can run in threads at once."""
+    lib = _library()
+    prog = ctypes.c_void_p()
+    _check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+           "nvrtcCreateProgram")
+    try:
+        for expr in name_expressions:
+            _check(lib, lib.nvrtcAddNameExpression(prog, expr.encode()), f"adding name expression {expr!r}")
+        opts = [o.encode() for o in options]
+        arr = (ctypes.c_char_p * len(opts))(*opts)
+        rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if rc != 0:
+            return NvrtcResult(False, log)
+        result = NvrtcResult(True, log)
+        if want_ptx:
+            if lib.nvrtcGetPTXSize(prog, ctypes.byref(n)) == 0:
+                buf = ctypes.create_string_buffer(n.value)
+                lib.nvrtcGetPTX(prog, buf)
+                result.ptx = buf.value.decode(errors="replace")
+        if want_cubin:
+            if lib.nvrtcGetCUBINSize(prog, ctypes.byref(n)) == 0 and n.value:
+                buf = ctypes.create_string_buffer(n.value)
+                lib.nvrtcGetCUBIN(prog, buf)
+                result.cubin = buf.raw[: n.value]
+        for expr in name_expressions:
+            out = ctypes.c_char_p()
+            if lib.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(out)) == 0 and out.value:
+                result.lowered[expr] = out.value.decode()
+        return result
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))

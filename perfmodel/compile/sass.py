@@ -1,0 +1,170 @@
+"""Static SASS instruction counts per source line, from the kernel's CUBIN disassembled by ``nvdisasm``.
+
+``nvdisasm`` comes with the ``nvidia-cuda-nvdisasm`` wheel (``nvidia/cu13/bin/nvdisasm``; ``$PERFMODEL_NVDISASM``
+overrides). It is run once per CUBIN with ``-gi -c`` (code sections, line info with the inlining chain); the
+text is cached on disk next to the compile cache (``<cache>/sass/<sha256 of the cubin>.sass``) and in process.
+
+Each instruction is attributed to a (file, line): the innermost location (what the PTX ``.loc`` names first, and
+what ``nvdisasm -g`` prints) by default, or the outermost one (the line in the kernel that the inlined code was
+called from) with ``inlined="outermost"``. Padding after the end of the function (``NOP`` and the final
+self-branch ``BRA`` that ptxas appends) is not counted.
+
+Every function returns None when nvdisasm is unavailable or fails, so callers can fall back to PTX counts.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+_memory: dict[str, dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]] = {}
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+_FUNC_HDR = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
+_LINEINFO = re.compile(r'//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
+_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+
+
+@functools.lru_cache(maxsize=1)
+def find_nvdisasm() -> str | None:
+    override = os.environ.get("PERFMODEL_NVDISASM")
+    if override:
+        return override if Path(override).is_file() else None
+    from perfmodel.compile.nvrtc import nvidia_roots
+
+    for root in nvidia_roots():
+        cand = root / "bin" / "nvdisasm"
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def _disassemble(cubin: bytes) -> str | None:
+    from perfmodel.compile.cache import cache_dir
+
+    digest = hashlib.sha256(cubin).hexdigest()
+    path = cache_dir() / "sass" / f"{digest}.sass"
+    try:
+        return path.read_text()
+    except OSError:
+        pass
+    tool = find_nvdisasm()
+    if tool is None:
+        return None
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+        name = f.name
+    try:
+        proc = subprocess.run([tool, "-gi", "-c", name], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        os.unlink(name)
+    if proc.returncode != 0:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(proc.stdout)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return proc.stdout
+
+
+def parse_sass(text: str) -> dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]:
+    """mangled function -> [(innermost (file, line), outermost (file, line), instruction text)]."""
+    funcs: dict[str, list] = {}
+    current: list | None = None
+    chain: list[tuple[str, int]] = []
+    chain_open = False            # True while consecutive //## lines build one chain
+    where_inner = where_outer = ("", 0)
+    pending_label = None
+    for line in text.splitlines():
+        m = _FUNC_HDR.match(line) or _SECTION.match(line)
+        if m:
+            current = funcs.setdefault(m.group(1), [])
+            where_inner = where_outer = ("", 0)
+            continue
+        if current is None:
+            continue
+        m = _LINEINFO.search(line)
+        if m:
+            if not chain_open:
+                chain = []
+                chain_open = True
+            chain.append((m.group(1), int(m.group(2))))
+            if m.group(3) is None:      # outermost entry closes the chain
+                where_inner, where_outer = chain[0], chain[-1]
+            else:
+                where_inner, where_outer = chain[0], (m.group(3), int(m.group(4)))
+            continue
+        m = _LABEL.match(line)
+        if m:
+            pending_label = m.group(1)
+            continue
+        m = _INSTR.match(line)
+        if m:
+            chain_open = False
+            instr = m.group(1).strip()
+            op = instr.split()[0] if instr else ""
+            if op.startswith("@"):
+                op = instr.split()[1] if len(instr.split()) > 1 else ""
+            padding = op == "NOP" or (op == "BRA" and pending_label is not None and
+                                      f"`({pending_label})" in instr)
+            pending_label = None
+            if not padding:
+                current.append((where_inner, where_outer, instr))
+    return funcs
+
+
+def _functions(cubin: bytes | None):
+    if not cubin:
+        return None
+    digest = hashlib.sha256(cubin).hexdigest()
+    if digest not in _memory:
+        text = _disassemble(cubin)
+        if text is None:
+            return None
+        _memory[digest] = parse_sass(text)
+    return _memory[digest]
+
+
+def kernel_instructions(mod, info) -> list[tuple[tuple[str, int], tuple[str, int], str]] | None:
+    funcs = _functions(mod.cubin)
+    if funcs is None:
+        return None
+    return funcs.get(info.mangled)
+
+
+def sass_line_counts(mod, info, inlined: str = "innermost") -> dict[tuple[str, int], int] | None:
+    """Static SASS instructions per (source file, line) of one kernel (file paths as in the PTX ``.file``s)."""
+    instrs = kernel_instructions(mod, info)
+    if instrs is None:
+        return None
+    pick = 1 if inlined == "outermost" else 0
+    return dict(Counter(item[pick] for item in instrs))
+
+
+def sass_instruction_count(mod, info) -> int | None:
+    instrs = kernel_instructions(mod, info)
+    return None if instrs is None else len(instrs)
+
+
+def sass_opcode_counts(mod, info) -> dict[str, int] | None:
+    """Static count per SASS opcode (``FFMA``, ``LDG.E``...) of one kernel."""
+    instrs = kernel_instructions(mod, info)
+    if instrs is None:
+        return None
+    ops = Counter()
+    for _, _, instr in instrs:
+        words = instr.split()
+        op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+        ops[op] += 1
+    return dict(ops)

@@ -1,0 +1,58 @@
+"""Which PTX instructions the executor supports, in one place, and PTX instruction listing per kernel.
+
+``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
+``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
+are not in it (textures ``tex``/``suld``, tensor cores ``wmma``/``mma``, async copies ``cp``, ...).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+SUPPORTED_OPCODES: frozenset[str] = frozenset("""
+add sub mul mad mul24 mad24 sad fma div rem rcp sqrt rsqrt ex2 lg2 sin cos tanh abs neg min max copysign
+and or xor not shl shr popc clz brev bfe bfi bfind prmt shf cnot testp
+cvt cvta mov setp selp set slct
+ld st ldu
+bra ret exit call
+atom red
+bar barrier shfl vote match redux activemask membar fence
+isspacep prefetch prefetchu nanosleep trap brkpt pmevent
+""".split())
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
+_NO_SEMICOLON = re.compile(r"^\s*\.(?:loc|file|section)\b[^\n]*$", re.M)   # directives without ';'
+_PRED = re.compile(r"^@!?%?[\w.]+\s+")
+
+
+def ptx_instructions(body: str) -> list[str]:
+    """The full opcodes (``ld.global.f32``) of the instructions of a PTX function body, in order."""
+    text = _COMMENT.sub(" ", body)
+    text = _NO_SEMICOLON.sub("", text)
+    text = _LABEL.sub("", text)
+    ops = []
+    for stmt in text.split(";"):
+        stmt = stmt.strip().lstrip("{}").strip()
+        while stmt.startswith(("{", "}")):
+            stmt = stmt[1:].strip()
+        if not stmt or stmt.startswith("."):
+            continue
+        stmt = _PRED.sub("", stmt)
+        op = stmt.split(None, 1)[0] if stmt else ""
+        if op and not op.startswith("."):
+            ops.append(op)
+    return ops
+
+
+def base_opcode(op: str) -> str:
+    return op.split(".", 1)[0]
+
+
+def opcode_counts(body: str) -> Counter:
+    return Counter(base_opcode(op) for op in ptx_instructions(body))
+
+
+def unsupported_opcodes(body: str) -> list[str]:
+    """Sorted base opcodes of the body that the executor does not support."""
+    return sorted({b for b in opcode_counts(body) if b not in SUPPORTED_OPCODES})

@@ -1,0 +1,70 @@
+"""Renderer for ``perfmodel kernels inspect``: a data function (``--json``) and a rich table drawing the same data."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def inspect_json(mod) -> list[dict]:
+    """One object per compiled kernel of a ``CompiledModule``."""
+    from perfmodel.compile.support import ptx_instructions, unsupported_opcodes
+
+    rows = []
+    for k in mod.kernels:
+        body = mod.ptx_body(k)
+        rows.append({
+            "name": k.name,
+            "expression": k.expression,
+            "mangled": k.mangled,
+            "is_template": k.is_template,
+            "file": k.file,
+            "line": k.line,
+            "arch": mod.arch,
+            "registers": k.registers,
+            "shared_bytes": k.static_shared_bytes,
+            "local_bytes": k.local_bytes,
+            "spill_stores": k.spill_stores,
+            "spill_loads": k.spill_loads,
+            "barriers": k.barriers,
+            "params": [{"name": p.name, "type": p.ctype, "pointer": p.is_pointer,
+                        "dtype": None if p.dtype is None else str(p.dtype), "size": p.size, "align": p.align}
+                       for p in k.params],
+            "ptx_instructions": len(ptx_instructions(body)),
+            "unsupported": unsupported_opcodes(body),
+        })
+    return rows
+
+
+def render_inspect(mod, rows: list[dict], console: Console) -> None:
+    title = f"{mod.source_path or 'source'}: {len(rows)} kernel{'s' if len(rows) != 1 else ''} ({mod.arch})"
+    table = Table(title=title, title_justify="left", expand=False)
+    widest = max((len(r["expression"]) for r in rows), default=6)
+    table.add_column("kernel", style="bold cyan", min_width=min(widest, 40), overflow="fold")
+    table.add_column("regs", justify="right")
+    table.add_column("smem B", justify="right")
+    table.add_column("local B", justify="right")
+    table.add_column("spills B", justify="right")
+    table.add_column("PTX", justify="right")
+    table.add_column("unsupported", style="yellow")
+    for r in rows:
+        table.add_row(r["expression"], str(r["registers"]), str(r["shared_bytes"]), str(r["local_bytes"]),
+                      f"{r['spill_stores']}/{r['spill_loads']}", str(r["ptx_instructions"]),
+                      ", ".join(r["unsupported"]) or "—")
+    console.print(table)
+    for r in rows:
+        params = ", ".join(f"{p['type']} {p['name']}" for p in r["params"])
+        where = ""
+        if r.get("file"):
+            from pathlib import Path
+
+            same = mod.source_path and Path(mod.source_path).resolve() == Path(r["file"])
+            where = f"  line {r['line']}" if same else f"  {Path(r['file']).name}:{r['line']}"
+        console.print(Text.assemble((r["expression"], "cyan"), f"({params})", (where, "dim")))
+    if mod.arch_note:
+        console.print(Text(mod.arch_note, style="dim"))
+    if mod.templates:
+        console.print(Text("template kernels not instantiated (add --kernel 'NAME<ARGS>'): "
+                           + ", ".join(mod.templates), style="dim"))
+    if getattr(mod, "context_path", None):
+        console.print(Text(f"compiled inside {mod.context_path}, which includes this header", style="dim"))

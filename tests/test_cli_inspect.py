@@ -1,0 +1,127 @@
+"""`perfmodel kernels inspect FILE [--kernel EXPR ...] [-D ...] [-I ...] [--device D] [--json]`."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from perfmodel.compile import nvrtc
+
+pytestmark = pytest.mark.skipif(not nvrtc.available(), reason="NVRTC wheel (nvidia-cuda-nvrtc) not installed")
+
+DATA = Path(__file__).parent / "data" / "cuda_samples"
+VECTOR_ADD = DATA / "0_Introduction/vectorAdd/vectorAdd.cu"
+MATRIX_MUL = DATA / "0_Introduction/matrixMul/matrixMul.cu"
+TEXTURE = DATA / "0_Introduction/simpleTexture/simpleTexture.cu"
+
+WMMA = """\
+#include <mma.h>
+#include <cstdio>
+using namespace nvcuda;
+__global__ void wmma_tile(const half *a, const half *b, float *c)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::fill_fragment(fc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+}
+int main() { printf("host\\n"); return 0; }
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def session_cache(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp() / "perfmodel-compile-cache"
+    old = os.environ.get("PERFMODEL_CACHE_DIR")
+    os.environ["PERFMODEL_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PERFMODEL_CACHE_DIR", None)
+    else:
+        os.environ["PERFMODEL_CACHE_DIR"] = old
+
+
+def test_inspect_json_shape(cli):
+    code, out, err = cli("kernels", "inspect", VECTOR_ADD, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert isinstance(doc, list) and len(doc) == 1
+    k = doc[0]
+    for key in ("name", "expression", "registers", "shared_bytes", "local_bytes", "params", "ptx_instructions",
+                "unsupported"):
+        assert key in k
+    assert k["name"] == k["expression"] == "vectorAdd"
+    assert k["registers"] > 0 and k["shared_bytes"] == 0 and k["local_bytes"] == 0
+    assert [(p["name"], p["type"]) for p in k["params"]] == [
+        ("A", "const float*"), ("B", "const float*"), ("C", "float*"), ("numElements", "int")]
+    assert k["ptx_instructions"] > 5 and k["unsupported"] == []
+
+
+def test_inspect_kernel_adds_instantiations(cli):
+    code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "--json")
+    assert code == 0 and json.loads(out) == []           # a template only: nothing until instantiated
+    code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "--kernel", "MatrixMulCUDA<16>",
+                       "--kernel", "MatrixMulCUDA<32>", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [k["expression"] for k in doc] == ["MatrixMulCUDA<16>", "MatrixMulCUDA<32>"]
+    assert [k["shared_bytes"] for k in doc] == [2048, 8192]
+
+
+def test_inspect_table(cli):
+    code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "-k", "MatrixMulCUDA<32>")
+    assert code == 0
+    assert "MatrixMulCUDA<32>" in out and "8192" in out
+
+
+def test_inspect_define_and_include(cli, tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "tile.h").write_text("#define TILE_WIDTH 16\n")
+    (tmp_path / "k.cu").write_text("#include <stdio.h>\n#include <tile.h>\n"
+                                   "__global__ void tiled(float *x)\n{\n"
+                                   "  __shared__ float s[TILE_WIDTH][TILE_WIDTH];\n"
+                                   "  s[threadIdx.y][threadIdx.x] = x[0]; __syncthreads(); x[1] = s[1][1];\n}\n")
+    code, out, err = cli("kernels", "inspect", tmp_path / "k.cu", "-I", tmp_path / "inc", "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["shared_bytes"] == 16 * 16 * 4
+    code, out, _ = cli("kernels", "inspect", tmp_path / "k.cu", "-I", tmp_path / "inc", "-D", "TILE_WIDTH=32",
+                       "--json")
+    assert json.loads(out)[0]["shared_bytes"] == 32 * 32 * 4
+
+
+def test_inspect_device_picks_the_arch(cli):
+    code, out, _ = cli("kernels", "inspect", VECTOR_ADD, "--device", "h100", "--json")
+    assert code == 0 and json.loads(out)[0]["arch"] == "sm_90"
+    from perfmodel.devices import load_device
+
+    if load_device("g80").compute_capability == "1.0":
+        code, out, _ = cli("kernels", "inspect", VECTOR_ADD, "--device", "g80", "--json")
+        assert code == 0 and json.loads(out)[0]["arch"] == "sm_75"
+
+
+def test_inspect_unsupported_texture_and_wmma(cli, tmp_path):
+    code, out, _ = cli("kernels", "inspect", TEXTURE, "--json")
+    assert code == 0 and json.loads(out)[0]["unsupported"] == ["tex"]
+    (tmp_path / "wmma.cu").write_text(WMMA)
+    code, out, err = cli("kernels", "inspect", tmp_path / "wmma.cu", "--json")
+    assert code == 0, err
+    k = json.loads(out)[0]
+    assert k["name"] == "wmma_tile" and "wmma" in k["unsupported"]
+    assert [p["type"] for p in k["params"]] == ["const half*", "const half*", "float*"]
+
+
+def test_inspect_errors_exit_2_with_one_paragraph(cli, tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text("#include <stdio.h>\n__global__ void k(float *x)\n{\n  x[0] = nope;\n}\n")
+    code, out, err = cli("kernels", "inspect", bad)
+    assert code == 2 and "bad.cu:4" in err and "nope" in err and "Traceback" not in err
+    code, _, err = cli("kernels", "inspect", MATRIX_MUL, "--kernel", "MatrixMulCUDA<float>")
+    assert code == 2 and "MatrixMulCUDA<float>" in err
+    code, _, err = cli("kernels", "inspect", tmp_path / "missing.cu")
+    assert code == 2 and "cannot read" in err

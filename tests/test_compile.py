@@ -1,0 +1,377 @@
+"""The compile stage (perfmodel.compile): NVRTC on real-world files, host code set aside, kernels, params,
+resources, -D overrides, errors at the original line, the cache, arch clamping, SASS weights."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.compile import CompiledModule, CompileError, compile_cuda, nvrtc_arch
+from perfmodel.compile import cache as compile_cache
+from perfmodel.compile import nvrtc
+
+pytestmark = pytest.mark.skipif(not nvrtc.available(), reason="NVRTC wheel (nvidia-cuda-nvrtc) not installed")
+
+DATA = Path(__file__).parent / "data" / "cuda_samples"
+VECTOR_ADD = DATA / "0_Introduction/vectorAdd/vectorAdd.cu"
+MATRIX_MUL = DATA / "0_Introduction/matrixMul/matrixMul.cu"
+COOP = DATA / "0_Introduction/simpleCooperativeGroups/simpleCooperativeGroups.cu"
+TEXTURE = DATA / "0_Introduction/simpleTexture/simpleTexture.cu"
+VOTE_CU = DATA / "0_Introduction/simpleVoteIntrinsics/simpleVoteIntrinsics.cu"
+VOTE_CUH = DATA / "0_Introduction/simpleVoteIntrinsics/simpleVote_kernel.cuh"
+DWT_CUH = DATA / "5_Domain_Specific/dwtHaar1D/dwtHaar1D_kernel.cuh"
+ALIGNED = DATA / "6_Performance/alignedTypes/alignedTypes.cu"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def session_cache(tmp_path_factory):
+    """All compiles of the test session share one cache folder (never the user's)."""
+    folder = tmp_path_factory.getbasetemp() / "perfmodel-compile-cache"
+    old = os.environ.get("PERFMODEL_CACHE_DIR")
+    os.environ["PERFMODEL_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PERFMODEL_CACHE_DIR", None)
+    else:
+        os.environ["PERFMODEL_CACHE_DIR"] = old
+
+
+def test_vendored_license_is_next_to_the_files():
+    assert "Redistribution" in (DATA / "LICENSE").read_text()
+
+
+# ---- real-world files, as they are --------------------------------------------------------------------------------
+
+def test_vector_add_compiles_as_is():
+    mod = compile_cuda(VECTOR_ADD)
+    assert isinstance(mod, CompiledModule)
+    assert [k.name for k in mod.kernels] == ["vectorAdd"]
+    k = mod.kernel("vectorAdd")
+    assert k.expression == "vectorAdd" and not k.is_template
+    assert k.mangled == "_Z9vectorAddPKfS0_Pfi" and f".entry {k.mangled}(" in mod.ptx
+    assert [(p.name, p.ctype, p.is_pointer) for p in k.params] == [
+        ("A", "const float*", True), ("B", "const float*", True), ("C", "float*", True), ("numElements", "int", False)]
+    assert [p.dtype for p in k.params] == [np.dtype("float32")] * 3 + [np.dtype("int32")]
+    assert [(p.size, p.align) for p in k.params] == [(8, 8), (8, 8), (8, 8), (4, 4)]
+    assert k.registers > 0 and k.static_shared_bytes == 0 and k.barriers == 0
+    assert mod.arch == "sm_90" and mod.requested_arch == "sm_90" and mod.arch_note == ""
+    # the ORIGINAL file's lines, and PTX line info that points into the original file
+    assert mod.source_lines == VECTOR_ADD.read_text().splitlines()
+    assert f'"{VECTOR_ADD.resolve()}"' in mod.ptx
+    add_line = next(i for i, text in enumerate(mod.source_lines, 1) if "C[i] = A[i] + B[i]" in text)
+    assert re.search(rf"\.loc\s+\d+\s+{add_line}\s", mod.ptx)
+    assert k.line == next(i for i, t in enumerate(mod.source_lines, 1) if "void vectorAdd(" in t)
+
+
+def test_template_instantiation_and_lookup():
+    mod = compile_cuda(MATRIX_MUL, name_expressions=["MatrixMulCUDA<32>", "MatrixMulCUDA<16>"])
+    k32, k16 = mod.kernel("MatrixMulCUDA<32>"), mod.kernel("MatrixMulCUDA< 16 >")
+    assert k32.is_template and k32.name == "MatrixMulCUDA" and k32.expression == "MatrixMulCUDA<32>"
+    assert k32.static_shared_bytes == 2 * 32 * 32 * 4 and k16.static_shared_bytes == 2 * 16 * 16 * 4
+    assert k32.barriers == 1
+    assert [p.name for p in k32.params] == ["C", "A", "B", "wA", "wB"]
+    assert mod.kernel(k16.mangled) is k16
+
+
+def test_template_kernel_without_instantiation_is_listed_as_template():
+    mod = compile_cuda(MATRIX_MUL)
+    assert mod.kernels == [] and mod.templates == ["MatrixMulCUDA"]
+    with pytest.raises(CompileError, match="template kernel"):
+        mod.kernel("MatrixMulCUDA")
+
+
+def test_bad_instantiation_reports_nvrtc_message_at_the_kernel():
+    with pytest.raises(CompileError) as info:
+        compile_cuda(MATRIX_MUL, name_expressions=["MatrixMulCUDA<float>"])
+    err = info.value
+    assert "MatrixMulCUDA<float>" in str(err) and "template <int BLOCK_SIZE>" in str(err)
+    assert err.location.line == next(i for i, t in enumerate(MATRIX_MUL.read_text().splitlines(), 1)
+                                     if "MatrixMulCUDA(" in t)
+    with pytest.raises(CompileError, match="no __global__ function 'Nope'"):
+        compile_cuda(MATRIX_MUL, name_expressions=["Nope<3>"])
+
+
+def test_unknown_kernel_lists_the_available_ones():
+    mod = compile_cuda(VECTOR_ADD)
+    with pytest.raises(CompileError, match="compiled kernels: vectorAdd"):
+        mod.kernel("vectorSub")
+
+
+def test_template_params_substituted_in_param_types():
+    mod = compile_cuda(ALIGNED, name_expressions=["testKernel<RGBA32>"])
+    k = mod.kernel("testKernel<RGBA32>")
+    assert [(p.ctype, p.is_pointer, p.dtype) for p in k.params] == [
+        ("RGBA32*", True, None), ("RGBA32*", True, None), ("int", False, np.dtype("int32"))]
+
+
+def test_cooperative_groups_file():
+    mod = compile_cuda(COOP)
+    k = mod.kernel("cgkernel")
+    assert k.params == [] and k.registers > 0
+
+
+def test_header_included_by_the_cu_file_is_inlined_with_its_own_lines():
+    mod = compile_cuda(VOTE_CU)
+    names = {k.name for k in mod.kernels}
+    assert {"VoteAnyKernel1", "VoteAllKernel2", "VoteAnyKernel3"} <= names
+    k = mod.kernel("VoteAnyKernel1")
+    assert k.file == str(VOTE_CUH.resolve())
+    assert "VoteAnyKernel1" in VOTE_CUH.read_text().splitlines()[k.line - 1]
+    assert f'"{VOTE_CUH.resolve()}"' in mod.ptx     # .file names the header itself
+
+
+def test_cuh_given_directly():
+    mod = compile_cuda(VOTE_CUH)
+    assert {k.name for k in mod.kernels} == {"VoteAnyKernel1", "VoteAllKernel2", "VoteAnyKernel3"}
+    assert mod.source_lines == VOTE_CUH.read_text().splitlines() and mod.context_path is None
+
+
+def test_cuh_needing_its_cu_file_is_compiled_in_its_context():
+    # dwtHaar1D_kernel.cuh uses INV_SQRT_2, which dwtHaar1D.cu #defines before including it
+    mod = compile_cuda(DWT_CUH)
+    assert {k.name for k in mod.kernels} == {"initValue", "dwtHaar1D"}
+    assert mod.context_path is not None and mod.context_path.endswith("dwtHaar1D.cu")
+    assert mod.source_lines == DWT_CUH.read_text().splitlines()
+    assert all(k.file == str(DWT_CUH.resolve()) for k in mod.kernels)
+
+
+# ---- host code set aside ------------------------------------------------------------------------------------------
+
+HOSTY = """\
+#include <stdio.h>
+#include <vector>
+#include "helper_cuda.h"
+#define TILE 16
+typedef unsigned int u32;
+struct Pair { float a, b; };
+class Timer { public: void start(); double ms() const { return 0.0; } std::vector<int> v; };
+static const int kBlock = 128;
+const char *sample = "hosty";
+int g_count = 0;
+template <typename T> void cpuSum(const T *x, int n) { printf("%d", n); }
+template void cpuSum<float>(const float *, int);
+__device__ float twice(float x) { return 2.0f * x; }
+__host__ __device__ inline float half_of(float x) { return 0.5f * x; }
+__global__ void k(Pair *p, uint n, int m = 4)
+{
+    __shared__ float s[TILE * TILE];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { s[threadIdx.x % (TILE * TILE)] = twice(p[i].a) + half_of(kBlock); p[i].b = s[0] * m; }
+}
+__global__ void broken(float *x)
+{
+    x[0] = not_declared_anywhere;
+}
+int main(int argc, char **argv)
+{
+    std::vector<float> h(10);
+    Timer t; t.start();
+    k<<<1, 1>>>(nullptr, 0);
+    return 0;
+}
+"""
+
+
+def test_host_code_is_set_aside_and_lines_are_kept():
+    from perfmodel.compile.hostcode import prepare
+
+    prep = prepare(HOSTY, "hosty.cu", None, sdk_dirs=nvrtc.sdk_include_dirs())
+    out = prep.text.split("\n")
+    assert len(out) == len(HOSTY.split("\n"))
+    assert "main" not in prep.text and "Timer" not in prep.text and "cpuSum" not in prep.text
+    assert "g_count" not in prep.text and "sample" not in prep.text and "stdio" not in prep.text
+    for kept in ("kBlock = 128", "struct Pair", "typedef unsigned int u32", "__device__ float twice",
+                 "__global__ void k(", "#define TILE 16"):
+        assert kept in prep.text
+    assert {k.name for k in prep.kernels} == {"k", "broken"}
+
+
+def test_compile_error_maps_to_the_original_line():
+    with pytest.raises(CompileError) as info:
+        compile_cuda("hosty.cu", source=HOSTY)
+    err = info.value
+    line = next(i for i, t in enumerate(HOSTY.splitlines(), 1) if "not_declared_anywhere" in t)
+    assert err.location.line == line and err.location.file == "hosty.cu"
+    assert str(err).startswith(f"hosty.cu:{line}: error: identifier \"not_declared_anywhere\" is undefined")
+    assert "\n" not in str(err)
+
+
+def test_source_text_with_default_args_and_scalar_dtypes():
+    src = HOSTY.replace("not_declared_anywhere", "1.0f")
+    mod = compile_cuda("hosty.cu", source=src)
+    k = mod.kernel("k")
+    assert [(p.name, p.ctype, p.dtype) for p in k.params] == [
+        ("p", "Pair*", None), ("n", "uint", np.dtype("uint32")), ("m", "int", np.dtype("int32"))]
+    assert k.static_shared_bytes == 16 * 16 * 4
+
+
+def test_define_overrides_the_source_define():
+    src = HOSTY.replace("not_declared_anywhere", "1.0f")
+    base = compile_cuda("hosty.cu", source=src).kernel("k")
+    big = compile_cuda("hosty.cu", source=src, defines={"TILE": 32})
+    assert base.static_shared_bytes == 16 * 16 * 4
+    assert big.kernel("k").static_shared_bytes == 32 * 32 * 4
+    assert "-DTILE=32" in big.options
+    assert big.source_lines == src.splitlines()      # the user's text, unchanged
+
+
+def test_error_in_an_included_header_names_the_header(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "kern.cuh").write_text("#pragma once\n\n__device__ float f(float x)\n{\n  return x + oops;\n}\n")
+    (tmp_path / "main.cu").write_text('#include <stdio.h>\n#include "inc/kern.cuh"\n'
+                                      "__global__ void k(float *x) { x[0] = f(x[1]); }\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(tmp_path / "main.cu")
+    assert info.value.location.line == 5 and info.value.location.file.endswith("kern.cuh")
+
+
+def test_include_dirs_are_searched(tmp_path):
+    (tmp_path / "hdr").mkdir()
+    (tmp_path / "hdr" / "consts.h").write_text("#define WIDTH 24\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.cu").write_text("#include <consts.h>\n__global__ void k(float *x)\n"
+                                           "{ __shared__ float s[WIDTH]; s[threadIdx.x] = 1; x[0] = s[1]; }\n")
+    mod = compile_cuda(tmp_path / "src" / "k.cu", include_dirs=[tmp_path / "hdr"])
+    assert mod.kernel("k").static_shared_bytes == 24 * 4
+
+
+# ---- resources: independent oracle ---------------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="no system ptxas (an independent oracle) on this machine")
+def test_registers_match_a_separate_ptxas(tmp_path):
+    from perfmodel.compile.signature import parse_ptxas_log
+
+    for path, exprs in ((VECTOR_ADD, ()), (MATRIX_MUL, ("MatrixMulCUDA<32>",)), (COOP, ()), (VOTE_CU, ())):
+        mod = compile_cuda(path, name_expressions=exprs)
+        ptx = tmp_path / (path.stem + ".ptx")
+        version = subprocess.run(["ptxas", "--version"], capture_output=True, text=True).stdout
+        ptx_text = mod.ptx
+        m = re.search(r"release (\d+)\.(\d+)", version)
+        if m and (int(m.group(1)), int(m.group(2))) < nvrtc.version():   # older ptxas: same ISA, older header
+            ptx_text = re.sub(r"^\.version \d+\.\d+", ".version 9.0", ptx_text, flags=re.M)
+        ptx.write_text(ptx_text)
+        proc = subprocess.run(["ptxas", f"-arch={mod.arch}", "-v", str(ptx), "-o", os.devnull],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"system ptxas cannot read NVRTC's PTX: {proc.stderr.strip()[:200]}")
+        oracle = parse_ptxas_log(proc.stdout + proc.stderr)
+        for k in mod.kernels:
+            o = oracle[k.mangled]
+            assert (k.registers, k.static_shared_bytes, k.local_bytes, k.barriers) == (
+                o["registers"], o["static_shared_bytes"], o["local_bytes"], o["barriers"]), k.expression
+
+
+# ---- cache, arch ---------------------------------------------------------------------------------------------------
+
+def test_cache_hit_in_process_and_on_disk(monkeypatch, session_cache):
+    src = "__global__ void cached_kernel(int *x) { x[threadIdx.x] = 7; }\n"
+    first = compile_cuda("c.cu", source=src)
+    assert list((session_cache / "compile").glob("*.json"))
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("NVRTC called although the result is cached")
+
+    monkeypatch.setattr(nvrtc, "compile_program", no_compile)
+    again = compile_cuda("c.cu", source=src)                      # in-process LRU
+    compile_cache.clear_memory()
+    from_disk = compile_cuda("c.cu", source=src)                  # disk
+    assert again.ptx == first.ptx == from_disk.ptx and from_disk.cubin == first.cubin
+    assert from_disk.kernel("cached_kernel").registers == first.kernel("cached_kernel").registers
+    with pytest.raises(AssertionError):
+        compile_cuda("c.cu", source=src, cache=False)
+
+
+def test_nvrtc_arch_clamping():
+    assert nvrtc_arch("sm_90") == ("sm_90", "")
+    assert nvrtc_arch("8.6") == ("sm_86", "")
+    arch, note = nvrtc_arch("sm_10")
+    assert arch == "sm_75" and "sm_75 and newer" in note and "CC 1.0" in note
+    assert nvrtc_arch("sm_91")[0] == "sm_90" and nvrtc_arch("sm_91")[1]
+    with pytest.raises(CompileError):
+        nvrtc_arch("volta")
+    mod = compile_cuda(VECTOR_ADD, arch="sm_20")
+    assert mod.arch == "sm_75" and mod.requested_arch == "sm_20" and ".target sm_75" in mod.ptx
+
+
+def test_missing_nvrtc_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(nvrtc, "nvidia_roots", lambda: [])
+    monkeypatch.delenv("PERFMODEL_NVRTC", raising=False)
+    nvrtc._library.cache_clear()
+    try:
+        with pytest.raises(CompileError, match="pip install nvidia-cuda-nvrtc"):
+            nvrtc._library()
+    finally:
+        nvrtc._library.cache_clear()
+
+
+# ---- unsupported PTX, SASS -----------------------------------------------------------------------------------------
+
+def test_texture_kernel_lists_tex_as_unsupported():
+    from perfmodel.compile.support import unsupported_opcodes
+
+    mod = compile_cuda(TEXTURE)
+    assert unsupported_opcodes(mod.ptx_body("transformKernel")) == ["tex"]
+    assert unsupported_opcodes(compile_cuda(VECTOR_ADD).ptx_body("vectorAdd")) == []
+
+
+def test_sass_line_counts():
+    mod = compile_cuda(VECTOR_ADD)
+    counts = mod.sass_line_counts("vectorAdd")
+    if counts is None:
+        pytest.skip("nvdisasm (nvidia-cuda-nvdisasm wheel) not installed")
+    path = str(VECTOR_ADD.resolve())
+    add_line = next(i for i, t in enumerate(mod.source_lines, 1) if "C[i] = A[i] + B[i]" in t)
+    assert counts[(path, add_line)] >= 3          # two loads, an add, a store
+    assert sum(counts.values()) == mod.sass_instruction_count("vectorAdd")
+    assert all(f == path for f, _ in counts)
+
+
+def test_sass_missing_nvdisasm_gives_none(monkeypatch, tmp_path):
+    from perfmodel.compile import sass
+
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PERFMODEL_NVDISASM", str(tmp_path / "no-such-nvdisasm"))
+    monkeypatch.setattr(sass, "_memory", {})
+    sass.find_nvdisasm.cache_clear()
+    try:
+        mod = compile_cuda(VECTOR_ADD)
+        assert mod.sass_line_counts("vectorAdd") is None and mod.sass_instruction_count("vectorAdd") is None
+    finally:
+        sass.find_nvdisasm.cache_clear()
+
+
+PREPROCESSED = """\
+#include <stdio.h>
+#if 0
+__global__ void retired_kernel(float *x) { x[0] = 1; }
+#endif
+typedef unsigned int u32;
+using real = double;
+struct __align__(16) Vec { float x, y, z, w; };
+__device__ struct Vec make_vec(float a) { Vec v; v.x = v.y = v.z = v.w = a; return v; }
+struct HostOnly { HostOnly(int n) : n(n) {} int n; void print() const { printf("%d", n); } };
+constexpr int square(int x) { return x * x; }
+__global__ void k(u32 *a, real b, const float4 *__restrict__ c, Vec *v)
+{
+    a[threadIdx.x] = square(3) + b + c[0].x;
+    v[0] = make_vec(c[1].y);
+}
+int main() { HostOnly h(3); h.print(); return 0; }
+"""
+
+
+def test_kernels_compiled_out_by_the_preprocessor_typedefs_and_vector_types():
+    mod = compile_cuda("pre.cu", source=PREPROCESSED)
+    assert [k.name for k in mod.kernels] == ["k"]          # retired_kernel is under #if 0
+    params = mod.kernel("k").params
+    assert [(p.name, p.ctype) for p in params] == [("a", "u32*"), ("b", "real"), ("c", "const float4*"),
+                                                   ("v", "Vec*")]
+    assert params[0].dtype == np.dtype("uint32") and params[1].dtype == np.dtype("float64")
+    assert params[2].dtype.names == ("x", "y", "z", "w") and params[2].dtype.itemsize == 16
+    assert params[3].dtype is None
+    assert (params[1].size, params[1].align) == (8, 8)
