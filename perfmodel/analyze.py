@@ -58,6 +58,7 @@ class SimOutcome:
     per_block_idle: dict
     sim_seconds: float
     sample_reason: str = ""
+    compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
 
 
 @dataclass
@@ -150,6 +151,7 @@ class Analysis:
             "hot_lines": self.hot_lines,
             "advice": self.advice,
             "simulation_seconds": self.sim.sim_seconds,
+            "compile": dict(self.sim.compile),
         }
 
 
@@ -216,24 +218,24 @@ def _hash_params(params: dict) -> tuple:
 
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
-                    check: bool = True) -> tuple[Any, SimOutcome]:
+                    check: bool = True, arch: str = "sm_90") -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
     blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
     the reference (the reference computes the whole output, which can cost more than the sampled run)."""
-    from perfmodel.frontend import compile_kernel
+    from perfmodel.kernel import load_kernel
 
     spec = _spec(kernel)
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
     key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
-           _hash_params(launch.params), sample, exact_budget, check)
+           _hash_params(launch.params), sample, exact_budget, check, arch)
     if key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
-    program = compile_kernel(spec.source_path, spec.entry, dict(launch.defines))
+    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch)
     total = launch.total_blocks
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
@@ -273,6 +275,9 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             block_load_sectors=None, block_footprint_sectors=None,
             per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
             sim_seconds=0.0)
+    outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
+                       "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
+                       "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
     outcome.sim_seconds = time.perf_counter() - started
@@ -381,8 +386,24 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
     spec = _spec(kernel)
     launch = spec.instantiate(dict(params or {}))
     _check_launch_fits(dev, launch)
-    launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check)
+    launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
+                                  arch=device_arch(dev))
     return model_launch(spec, launch, sim, dev, regs=regs)
+
+
+def device_arch(dev) -> str:
+    """The NVRTC target for a device: its own sm_XY, or the nearest NVRTC supports (said in the report)."""
+    from perfmodel.compile import nvrtc_arch
+
+    major, minor = dev.cc
+    return nvrtc_arch(f"sm_{major}{minor}")[0]
+
+
+def device_arch_note(dev) -> str:
+    from perfmodel.compile import nvrtc_arch
+
+    major, minor = dev.cc
+    return nvrtc_arch(f"sm_{major}{minor}")[1]
 
 
 def _check_launch_fits(dev, launch) -> None:
@@ -405,7 +426,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 
     _check_launch_fits(dev, launch)
     registers = resolve_registers(dev, regs=regs, spec_registers=launch.registers or spec.registers,
-                                  source_path=spec.source_path, entry=spec.entry, defines=dict(launch.defines))
+                                  compiled={**sim.compile, "arch_note": device_arch_note(dev)})
     smem = kernel_shared_memory_bytes(dev, sim.static_shared_bytes, launch.dynamic_shared_bytes, sim.param_bytes)
     occ = occupancy(dev, launch.threads_per_block, registers.per_thread, smem, grid_blocks=launch.total_blocks)
     counts = sim.counts

@@ -884,7 +884,7 @@ def _scalar(value: Any, dtype: np.dtype, file: str, field_name: str) -> int | fl
 # Loading
 
 # (yaml path, mtime, size) -> (spec, (source mtime, size)): a spec is reloaded when its yaml or its .cu changes
-# (the .cu's #defines decide which params are passed to the frontend as defines).
+# (the .cu's #defines decide which params are passed to the compiler as defines).
 _CACHE: dict[tuple[str, int, int], tuple[KernelSpec, tuple[int, int] | None]] = {}
 
 
@@ -1022,7 +1022,7 @@ class RunResult:
     after the run (the output arrays as the kernel left them)."""
 
     launch: Launch
-    program: Any                 # perfmodel.frontend.KernelProgram
+    program: Any                 # perfmodel.kernel.KernelProgram
     result: Any                  # perfmodel.sim.SimResult
     check: OutputCheck | None    # None for a sampled run (block_ids given): outputs are only partly written
     args: list[Any]
@@ -1040,10 +1040,11 @@ def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] 
     spec = load_spec(spec_or_name)
     launch = spec.instantiate(params)
 
-    from perfmodel.frontend import compile_kernel
+    from perfmodel.kernel import load_kernel
     from perfmodel.sim import simulate
 
-    program = compile_kernel(launch.source_path, launch.entry, launch.defines)
+    arch = simulate_kwargs.pop("arch", "sm_90")
+    program = load_kernel(launch.source_path, entry=launch.entry, defines=launch.defines, arch=arch)
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes, block_ids=block_ids, **simulate_kwargs)

@@ -12,7 +12,6 @@ from perfmodel.analyze import analyze, simulate_launch
 from perfmodel.devices import load_device
 from perfmodel.errors import OccupancyError
 from perfmodel.occupancy import occupancy
-from perfmodel.registers import override_defines, _parse_ptxas
 
 
 def analyze_json(cli, *args) -> dict:
@@ -116,16 +115,6 @@ def test_registers_flag_beats_the_estimate():
     assert flagged.registers.source == "flag" and flagged.registers.per_thread == 11
     # 11 registers x 256 threads: per-block allocation leaves 2 blocks per SM (seed slides)
     assert flagged.occupancy.blocks_per_sm == 2
-
-
-def test_override_defines_and_ptxas_parsing():
-    source = "#define TILE_WIDTH 16\n  #  define MASK 5\nint x;\n"
-    assert override_defines(source, {"TILE_WIDTH": 32}).splitlines()[0] == "#define TILE_WIDTH 32"
-    assert override_defines(source, {"MASK": 7}).splitlines()[1].endswith("define MASK 7")
-    text = ("ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90'\nptxas info    : Used 12 registers\n"
-            "ptxas info    : Compiling entry function '_Z3barPf' for 'sm_90'\nptxas info    : Used 40 registers\n")
-    assert _parse_ptxas(text, "bar") == 40
-    assert _parse_ptxas(text, "foo") == 12
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
