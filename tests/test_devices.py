@@ -308,13 +308,15 @@ def test_generation_rules_match_the_new_profiles():
 def test_no_reference_outside_the_repository():
     """Profiles, package, docs and tests cite primary sources, never a file a user does not have."""
     root = shipped_dir("devices").parent
-    pattern = re.compile(r"device_facts|/work/|shared/reference|shared/seeds|\.\./shared|seeds/\d")
+    # the forbidden names, spelt in pieces so that this file does not match them itself
+    pattern = re.compile("|".join(["device" + "_facts", "/wo" + "rk/", "shared" + "/(reference|seeds)",
+                                   r"\.\./" + "shared", "seeds" + r"/\d"]))
     offenders = []
     for folder in ("devices", "perfmodel", "docs", "tests", "kernels_spec", "validation", "bench"):
         for path in (root / folder).rglob("*"):
             if path.suffix in (".py", ".yaml", ".yml", ".md", ".cu", ".cuh", ".cpp", ".txt") and path.is_file():
                 for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                    if pattern.search(line) and "pattern = re.compile" not in line:
+                    if pattern.search(line):
                         offenders.append(f"{path.relative_to(root)}:{number}: {line.strip()[:80]}")
     for name in ("README.md", "pyproject.toml", "setup.py"):
         for number, line in enumerate((root / name).read_text().splitlines(), 1):
