@@ -15,10 +15,10 @@ KB = 1024
 
 # Primary public sources of the table. docs/devices.md lists them with sections and addresses.
 SOURCES: dict[str, str] = {
-    "PG": ("NVIDIA CUDA C++ Programming Guide (CUDA 12.8 and later), 'Compute Capabilities': table 'Technical "
+    "PG12.8": ("NVIDIA CUDA C++ Programming Guide (CUDA 12.8 and later), 'Compute Capabilities': table 'Technical "
            "Specifications per Compute Capability' and the sections 'Compute Capability 7.x / 8.x / 9.0 / 10.0 / "
            "12.0' (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#compute-capabilities)"),
-    "PG-THROUGHPUT": ("NVIDIA CUDA C++ Programming Guide, 'Arithmetic Instructions', table 'Throughput of Native "
+    "PG-ARITH": ("NVIDIA CUDA C++ Programming Guide 12.8, 'Arithmetic Instructions', table 'Throughput of Native "
                       "Arithmetic Instructions (Operations per Clock Cycle per Multiprocessor)' "
                       "(https://docs.nvidia.com/cuda/cuda-c-programming-guide/#arithmetic-instructions)"),
     "OCC13": "include/cuda_occupancy.h of the CUDA 13.0 toolkit (__CUDA_OCC_MAJOR__ 12), the occupancy calculator",
@@ -28,28 +28,28 @@ SOURCES: dict[str, str] = {
 
 # Fields every generation from Volta on shares (CUDA 13 cuda_occupancy.h and the Programming Guide).
 _COMMON: dict[str, tuple[Any, str]] = {
-    "warp_size": (32, "PG"),
-    "max_threads_per_block": (1024, "PG"),
-    "max_block_dim": ([1024, 1024, 64], "PG"),
-    "max_grid_dim": ([2147483647, 65535, 65535], "PG"),
-    "registers_per_sm": (65536, "PG"),
-    "max_registers_per_block": (65536, "PG"),
-    "max_registers_per_thread": (255, "PG"),
+    "warp_size": (32, "PG12.8"),
+    "max_threads_per_block": (1024, "PG12.8"),
+    "max_block_dim": ([1024, 1024, 64], "PG12.8"),
+    "max_grid_dim": ([2147483647, 65535, 65535], "PG12.8"),
+    "registers_per_sm": (65536, "PG12.8"),
+    "max_registers_per_block": (65536, "PG12.8"),
+    "max_registers_per_thread": (255, "PG12.8"),
     "register_allocation": ("warp", "OCC13"),
     "register_allocation_unit": (256, "OCC13"),
     "register_allocation_unit_overrides": ({}, "OCC13"),
     "warp_allocation_granularity": (1, "OCC13"),
     "register_sub_partitions": (4, "OCC13"),
-    "warp_schedulers_per_sm": (4, "PG"),
-    "sfu_per_sm": (16, "PG-THROUGHPUT"),
+    "warp_schedulers_per_sm": (4, "PG12.8"),
+    "sfu_per_sm": (16, "PG-ARITH"),
     "shared_memory_carveout_fallback": ("smallest", "OCC13"),
-    "shared_memory_per_block": (48 * KB, "PG"),
-    "shared_memory_system_bytes": (0, "PG"),
-    "kernel_params_in_shared_memory": (False, "PG"),
-    "shared_memory_banks": (32, "PG"),
-    "shared_memory_bank_width_bytes": (4, "PG"),
-    "constant_memory_bytes": (64 * KB, "PG"),
-    "constant_cache_bytes": (8 * KB, "PG"),
+    "shared_memory_per_block": (48 * KB, "PG12.8"),
+    "shared_memory_system_bytes": (0, "PG12.8"),
+    "kernel_params_in_shared_memory": (False, "PG12.8"),
+    "shared_memory_banks": (32, "PG12.8"),
+    "shared_memory_bank_width_bytes": (4, "PG12.8"),
+    "constant_memory_bytes": (64 * KB, "PG12.8"),
+    "constant_cache_bytes": (8 * KB, "PG12.8"),
     "occupancy_rules": ("OCC13", "OCC13"),
 }
 
@@ -60,7 +60,7 @@ _CARVEOUTS_228 = _CARVEOUTS_164 + [196 * KB, 228 * KB]
 
 def _generation(architecture: str, **fields: tuple[Any, str]) -> dict[str, tuple[Any, str]]:
     table = dict(_COMMON)
-    table["architecture_family"] = (architecture, "PG")
+    table["architecture_family"] = (architecture, "PG12.8")
     table.update(fields)
     return table
 
@@ -71,76 +71,76 @@ def _generation(architecture: str, **fields: tuple[Any, str]) -> dict[str, tuple
 GENERATIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "7.0": _generation(
         "Volta",
-        fp32_lanes_per_sm=(64, "PG-THROUGHPUT"), fp64_lanes_per_sm=(32, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(64, "PG-ARITH"), fp64_lanes_per_sm=(32, "PG-ARITH"),
         lsu_per_sm=(32, "SM-DIAGRAM"),
-        max_threads_per_sm=(2048, "PG"), max_blocks_per_sm=(32, "PG, OCC13"),
-        shared_memory_per_sm=(96 * KB, "PG"), shared_memory_per_block_optin=(96 * KB, "PG"),
-        reserved_shared_memory_per_block=(0, "PG"),
-        shared_memory_carveouts=([0, 8 * KB, 16 * KB, 32 * KB, 64 * KB, 96 * KB], "PG, OCC13"),
-        shared_memory_allocation_unit=(256, "OCC13"), l1_shared_bytes=(128 * KB, "PG")),
+        max_threads_per_sm=(2048, "PG12.8"), max_blocks_per_sm=(32, "PG12.8, OCC13"),
+        shared_memory_per_sm=(96 * KB, "PG12.8"), shared_memory_per_block_optin=(96 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(0, "PG12.8"),
+        shared_memory_carveouts=([0, 8 * KB, 16 * KB, 32 * KB, 64 * KB, 96 * KB], "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(256, "OCC13"), l1_shared_bytes=(128 * KB, "PG12.8")),
     "7.5": _generation(
         "Turing",
-        fp32_lanes_per_sm=(64, "PG-THROUGHPUT"), fp64_lanes_per_sm=(2, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(64, "PG-ARITH"), fp64_lanes_per_sm=(2, "PG-ARITH"),
         lsu_per_sm=(16, "SM-DIAGRAM"),
-        max_threads_per_sm=(1024, "PG"), max_blocks_per_sm=(16, "PG, OCC13"),
-        shared_memory_per_sm=(64 * KB, "PG"), shared_memory_per_block_optin=(64 * KB, "PG"),
-        reserved_shared_memory_per_block=(0, "PG"),
-        shared_memory_carveouts=([32 * KB, 64 * KB], "PG, OCC13"),
-        shared_memory_allocation_unit=(256, "OCC13"), l1_shared_bytes=(96 * KB, "PG")),
+        max_threads_per_sm=(1024, "PG12.8"), max_blocks_per_sm=(16, "PG12.8, OCC13"),
+        shared_memory_per_sm=(64 * KB, "PG12.8"), shared_memory_per_block_optin=(64 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(0, "PG12.8"),
+        shared_memory_carveouts=([32 * KB, 64 * KB], "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(256, "OCC13"), l1_shared_bytes=(96 * KB, "PG12.8")),
     "8.0": _generation(
         "Ampere",
-        fp32_lanes_per_sm=(64, "PG-THROUGHPUT"), fp64_lanes_per_sm=(32, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(64, "PG-ARITH"), fp64_lanes_per_sm=(32, "PG-ARITH"),
         lsu_per_sm=(32, "SM-DIAGRAM"),
-        max_threads_per_sm=(2048, "PG"), max_blocks_per_sm=(32, "PG, OCC13"),
-        shared_memory_per_sm=(164 * KB, "PG"), shared_memory_per_block_optin=(163 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_164, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(192 * KB, "PG")),
+        max_threads_per_sm=(2048, "PG12.8"), max_blocks_per_sm=(32, "PG12.8, OCC13"),
+        shared_memory_per_sm=(164 * KB, "PG12.8"), shared_memory_per_block_optin=(163 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_164, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(192 * KB, "PG12.8")),
     "8.6": _generation(
         "Ampere",
-        fp32_lanes_per_sm=(128, "PG-THROUGHPUT"), fp64_lanes_per_sm=(2, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(128, "PG-ARITH"), fp64_lanes_per_sm=(2, "PG-ARITH"),
         lsu_per_sm=(16, "SM-DIAGRAM"),
-        max_threads_per_sm=(1536, "PG"), max_blocks_per_sm=(16, "PG, OCC13"),
-        shared_memory_per_sm=(100 * KB, "PG"), shared_memory_per_block_optin=(99 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_100, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG")),
+        max_threads_per_sm=(1536, "PG12.8"), max_blocks_per_sm=(16, "PG12.8, OCC13"),
+        shared_memory_per_sm=(100 * KB, "PG12.8"), shared_memory_per_block_optin=(99 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_100, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG12.8")),
     "8.9": _generation(
         "Ada Lovelace",
-        fp32_lanes_per_sm=(128, "PG-THROUGHPUT"), fp64_lanes_per_sm=(2, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(128, "PG-ARITH"), fp64_lanes_per_sm=(2, "PG-ARITH"),
         lsu_per_sm=(16, "SM-DIAGRAM"),
-        max_threads_per_sm=(1536, "PG"), max_blocks_per_sm=(24, "PG, OCC13"),
-        shared_memory_per_sm=(100 * KB, "PG"), shared_memory_per_block_optin=(99 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_100, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG")),
+        max_threads_per_sm=(1536, "PG12.8"), max_blocks_per_sm=(24, "PG12.8, OCC13"),
+        shared_memory_per_sm=(100 * KB, "PG12.8"), shared_memory_per_block_optin=(99 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_100, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG12.8")),
     "9.0": _generation(
         "Hopper",
-        fp32_lanes_per_sm=(128, "PG-THROUGHPUT"), fp64_lanes_per_sm=(64, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(128, "PG-ARITH"), fp64_lanes_per_sm=(64, "PG-ARITH"),
         lsu_per_sm=(32, "SM-DIAGRAM"),
-        max_threads_per_sm=(2048, "PG"), max_blocks_per_sm=(32, "PG, OCC13"),
-        shared_memory_per_sm=(228 * KB, "PG"), shared_memory_per_block_optin=(227 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_228, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(256 * KB, "PG")),
+        max_threads_per_sm=(2048, "PG12.8"), max_blocks_per_sm=(32, "PG12.8, OCC13"),
+        shared_memory_per_sm=(228 * KB, "PG12.8"), shared_memory_per_block_optin=(227 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_228, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(256 * KB, "PG12.8")),
     "10.0": _generation(
         "Blackwell",
-        fp32_lanes_per_sm=(128, "PG-THROUGHPUT"), fp64_lanes_per_sm=(64, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(128, "PG-ARITH"), fp64_lanes_per_sm=(64, "PG-ARITH"),
         lsu_per_sm=(32, "SM-DIAGRAM"),
-        max_threads_per_sm=(2048, "PG"), max_blocks_per_sm=(32, "PG, OCC13"),
-        shared_memory_per_sm=(228 * KB, "PG"), shared_memory_per_block_optin=(227 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_228, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(256 * KB, "PG")),
+        max_threads_per_sm=(2048, "PG12.8"), max_blocks_per_sm=(32, "PG12.8, OCC13"),
+        shared_memory_per_sm=(228 * KB, "PG12.8"), shared_memory_per_block_optin=(227 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_228, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(256 * KB, "PG12.8")),
     "12.0": _generation(
         "Blackwell",
-        fp32_lanes_per_sm=(128, "PG-THROUGHPUT"), fp64_lanes_per_sm=(2, "PG-THROUGHPUT"),
+        fp32_lanes_per_sm=(128, "PG-ARITH"), fp64_lanes_per_sm=(2, "PG-ARITH"),
         lsu_per_sm=(16, "SM-DIAGRAM"),
-        max_threads_per_sm=(1536, "PG"), max_blocks_per_sm=(24, "OCC13"),
-        shared_memory_per_sm=(100 * KB, "PG"), shared_memory_per_block_optin=(99 * KB, "PG"),
-        reserved_shared_memory_per_block=(1 * KB, "PG"),
-        shared_memory_carveouts=(_CARVEOUTS_100, "PG, OCC13"),
-        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG")),
+        max_threads_per_sm=(1536, "PG12.8"), max_blocks_per_sm=(24, "OCC13"),
+        shared_memory_per_sm=(100 * KB, "PG12.8"), shared_memory_per_block_optin=(99 * KB, "PG12.8"),
+        reserved_shared_memory_per_block=(1 * KB, "PG12.8"),
+        shared_memory_carveouts=(_CARVEOUTS_100, "PG12.8, OCC13"),
+        shared_memory_allocation_unit=(128, "OCC13"), l1_shared_bytes=(128 * KB, "PG12.8")),
 }
 
 # Fields a profile keeps as they are but that validate compares with the generation's norm (a difference is a
