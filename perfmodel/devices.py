@@ -222,6 +222,11 @@ class Device(BaseModel):
     l2_cache_bytes: Bytes
 
     dram_bandwidth_bytes_per_s: Bandwidth
+    # The memory interface, where known: cudaDeviceProp.memoryClockRate (the clock the driver reports; the data
+    # rate per pin is twice it) and memoryBusWidth. ``devices validate`` checks the DRAM bandwidth against
+    # 2 x memory_clock_hz x memory_bus_width_bits / 8.
+    memory_clock_hz: Frequency | None = None
+    memory_bus_width_bits: PositiveInt | None = None
     peak_fp32_flops: Flops
     peak_fp64_flops: Flops = 0.0
 
@@ -415,7 +420,21 @@ def check_device_file(path: str | Path) -> tuple[Device | None, list[str]]:
         return None, problems + _validation_problems(label, err)
     if problems:
         return None, problems
-    return _fill_throughput(provenance, device), []
+    device = _fill_throughput(provenance, device)
+    from perfmodel.plausibility import check_device
+
+    implausible, _warnings = check_device(device)
+    if implausible:
+        return None, [f"{label}: {p}" for p in implausible]
+    return device, []
+
+
+def plausibility_warnings(device: Device) -> list[str]:
+    """Values far from the generation's norm or derived figures a little apart (see :mod:`perfmodel.plausibility`);
+    never fatal."""
+    from perfmodel.plausibility import check_device
+
+    return check_device(device)[1]
 
 
 def unsourced_fields(device: Device) -> list[str]:
