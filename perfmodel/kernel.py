@@ -103,7 +103,7 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     parse its PTX. With no entry, the file's only non-template kernel."""
     from perfmodel.compile import CompileError, compile_cuda
 
-    exprs = [entry] if entry and "<" in entry else []
+    exprs = [entry] if entry else []
     compiled = compile_cuda(path=None if path is None else str(path), source=source, arch=arch,
                             name_expressions=exprs, defines=dict(defines or {}), include_dirs=tuple(include_dirs),
                             cache=cache)
