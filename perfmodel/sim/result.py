@@ -85,8 +85,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                  primary_file: int | None = None) -> SimResult:
     """Totals, per-line aggregates and per-instruction rows from the counters of every batch.
 
-    ``sass_weights``: {(file index, line): SASS instructions per PTX instruction on that line} (the compiled
-    code's static ratio), which turns executed PTX warp instructions into SASS-level ones."""
+    ``sass_weights``: SASS instructions per PTX instruction of the entry function (see
+    :func:`perfmodel.kernel._sass_weights`), which turns executed PTX warp instructions into SASS-level ones."""
     c = Counts()
     builder = launch.builder
     lines: dict = {}
@@ -115,7 +115,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 pc = ptx_class(ins)
                 c.ptx_classes[pc] = c.ptx_classes.get(pc, 0) + w_b
                 thread_insts += t_b
-                weight = 1.0 if sass_weights is None else sass_weights.get((ins.file, ins.line), 1.0)
+                weight = 1.0 if sass_weights is None or fname != launch.program.entry else sass_weights[k]
                 own = primary_file is None or ins.file == primary_file
                 ln = lines.setdefault(ins.line, _new_line()) if own else None
                 if ln is not None:
