@@ -111,8 +111,6 @@ class Throughput(BaseModel):
     l1_lines_per_clock: PositiveFloat | None = None  # L1 tag lookups (128-byte lines) per clock per SM
     block_launch_cycles: PositiveFloat | None = None  # cycles between two block launches on one SM
     launch_overhead_s: PositiveFloat | None = None  # launch-to-completion floor of a kernel (CUDA events)
-    sass_per_counted_instruction: PositiveFloat | None = None  # compiled instructions per counted operation
-    sass_instructions_per_warp: float | None = None  # compiled per-warp prologue/epilogue instructions
     overlap_exponent: PositiveFloat | None = None  # p of the model's (sum t^p)^(1/p) resource combination
     max_loads_in_flight_per_warp: PositiveFloat | None = None
 
@@ -144,8 +142,6 @@ _CALIBRATED = {
     "l1_lines_per_clock": "L1_LINES_PER_CLOCK",
     "block_launch_cycles": "BLOCK_LAUNCH_CYCLES",
     "launch_overhead_s": "LAUNCH_OVERHEAD_S",
-    "sass_per_counted_instruction": "SASS_PER_COUNTED_INSTRUCTION",
-    "sass_instructions_per_warp": "SASS_INSTRUCTIONS_PER_WARP",
     "overlap_exponent": "OVERLAP_EXPONENT",
     "max_loads_in_flight_per_warp": "MAX_LOADS_IN_FLIGHT_PER_WARP",
 }

@@ -1,10 +1,9 @@
-"""Instruction classes of executed PTX, for the SASS-level issue count.
+"""Instruction classes of executed PTX (``counts.ptx_classes``): the instruction mix behind the issue count.
 
-ptxas lowers PTX one-to-one for most instructions, folds some away entirely (kernel parameters become constant-
-bank operands, ``cvta.to.global`` is the identity on a 64-bit generic address space, register moves are
-coalesced) and expands others (64-bit integer arithmetic is two 32-bit operations; integer division and
-remainder are a multi-instruction sequence). The executor counts warp executions per class;
-:data:`SASS_PER_PTX` turns them into SASS warp instructions (``counts.warp_instructions``).
+ptxas lowers PTX one-to-one for most instructions, folds some away (kernel parameters become constant-bank
+operands, ``cvta.to.global`` is the identity on a 64-bit generic address space, register moves are coalesced)
+and expands others (64-bit integer arithmetic, integer division); the mix says how much of each a kernel runs.
+The SASS-level count itself comes from the compiled cubin (:func:`perfmodel.kernel._sass_weights`).
 """
 from __future__ import annotations
 
