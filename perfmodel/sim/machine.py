@@ -30,6 +30,7 @@ class Counters:
         self.bytes = [0] * n_instr
         self.conflicts = [0] * n_instr    # atomics: largest same-address lane count per warp, summed
         self.block_execs = [0] * n_instr  # barriers: (block, barrier) pairs
+        self.array_threads: dict = {}     # (instruction, global array) -> lanes that accessed it
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
@@ -270,12 +271,24 @@ class State:
                            f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
                 self.fault_where(badm, msg, gid)
             off = np.where(ok, off, heap.offsets[k])
+            # lanes spread over several arrays: attribute them to each
+            lanes = off if m is None else np.broadcast_to(off, badm.shape)[np.broadcast_to(m, badm.shape)]
+            owners = np.searchsorted(heap.starts, np.asarray(lanes).reshape(-1), side="right") - 1
+            for j, n_j in enumerate(np.bincount(owners, minlength=len(heap.names)).tolist()):
+                if n_j:
+                    key = (gid, heap.names[j])
+                    self.counters.array_threads[key] = self.counters.array_threads.get(key, 0) + n_j * (
+                        self.nB if off.shape[0] == 1 and (m is None or m.shape[0] == 1) else 1)
+            k = -1
         elif m is not None and off.size > 1:
             # inactive lanes may hold anything: keep their indices in range
             bad = (off < 0) | (off + nbytes > len(heap.bytes))
             if bad.any():
                 off = np.where(bad, heap.offsets[k], off)
         c = self.counters
+        if k >= 0:
+            key = (gid, heap.names[k])
+            c.array_threads[key] = c.array_threads.get(key, 0) + st[0]
         store = values is not None
         rowinv = _row_invariant(off, m)
         if rowinv is not None:
