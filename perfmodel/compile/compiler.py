@@ -11,6 +11,7 @@ Results are cached on disk (see ``cache.py``) and in process.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from perfmodel.compile import cache as _cache
@@ -26,10 +27,15 @@ PREAMBLE = """\
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
 #include <cuda/std/cstdint>
 #include <cuda/std/climits>
 #include <cuda/std/cfloat>
 """
+# nvcc's device pass sees the host platform's macros (code guards `#error Unsupported system` with them).
+if sys.platform.startswith("linux"):
+    PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
 FORMAT_VERSION = 1          # bump when the cached JSON changes meaning
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)

@@ -483,6 +483,9 @@ class _FileProcessor:
             if hs & DEVICE_VAR_WORDS or not head:
                 keep(c)
                 continue
+            if head[:2] == ["using", "std"] or head[:3] == ["using", "::", "std"]:
+                blank.append(span(c))      # using std::cout; -- the C++ library headers are set aside
+                continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
                 self._record_alias(head)
                 keep(c)
