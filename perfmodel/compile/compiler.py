@@ -168,7 +168,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
 
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
-                       sdk_dirs=nvrtc.sdk_include_dirs())
+                       sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
     options = _options(target, defines)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text

@@ -244,6 +244,39 @@ def _has_top_level(words: list[str], what: str) -> bool:
     return False
 
 
+def _class_name(head: list[str]) -> str | None:
+    """``struct __align__(16) Foo : Base`` -> "Foo"; None for an anonymous class."""
+    k = next((i for i, w in enumerate(head) if w in CLASS_WORDS), None)
+    if k is None:
+        return None
+    i = k + 1
+    while i < len(head):
+        w = head[i]
+        if w in _ATTRIBUTE_WORDS or w in ("alignas", "final"):
+            i += 1
+            if i < len(head) and head[i] == "(":
+                depth = 0
+                while i < len(head):
+                    depth += (head[i] == "(") - (head[i] == ")")
+                    i += 1
+                    if depth == 0:
+                        break
+            continue
+        if w == "[" and i + 1 < len(head) and head[i + 1] == "[":     # [[attribute]]
+            while i < len(head) and not (head[i] == "]" and i + 1 < len(head) and head[i + 1] == "]"):
+                i += 1
+            i += 2
+            continue
+        return w if re.match(r"[A-Za-z_]\w*$", w) else None
+    return None
+
+
+def _names_std_member(words: list[str]) -> bool:
+    """``std :: name`` (not ``cuda :: std :: name``): a C++ library name, whose header is set aside."""
+    return any(w == "std" and k + 1 < len(words) and words[k + 1] == "::" and (k == 0 or words[k - 1] != "::")
+               for k, w in enumerate(words))
+
+
 def _template_prefix_end(words: list[str]) -> int:
     """Index just after a leading ``template <...>`` (nested: ``template <...> template <...>``); 0 if none."""
     k = 0
@@ -342,6 +375,9 @@ class _FileProcessor:
         self.sdk_dirs = [Path(d) for d in sdk_dirs]
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
+        self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
+        self.class_info: list[tuple[str | None, set[str]]] = []
+        self.reachable: set[str] | None = None    # second pass: names device code can reach
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -393,6 +429,8 @@ class _FileProcessor:
                 pos += len(mlines[li]) + 1
             body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
             word = re.match(r"\w*", body).group()
+            if word in ("define", "if", "ifdef", "ifndef", "elif"):
+                self.kept_ids.update(re.findall(r"[A-Za-z_]\w*", body))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
@@ -483,8 +521,8 @@ class _FileProcessor:
             if hs & DEVICE_VAR_WORDS or not head:
                 keep(c)
                 continue
-            if head[:2] == ["using", "std"] or head[:3] == ["using", "::", "std"]:
-                blank.append(span(c))      # using std::cout; -- the C++ library headers are set aside
+            if head[0] in ("using", "typedef") and _names_std_member(head):
+                blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
                 continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
                 self._record_alias(head)
@@ -495,28 +533,44 @@ class _FileProcessor:
                 continue
             # a host global variable: keep only non-pointer const/constexpr ones
             before = head[:head.index("=")] if "=" in head else head
-            if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before:
+            if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before \
+                    and not _names_std_member(head):
                 keep(c)
             else:
                 blank.append(span(c))
         for c in classes:
             head = _head(toks, c)
-            name = next((head[k + 1] for k, w in enumerate(head)
-                         if w in CLASS_WORDS and k + 1 < len(head) and toks[c.first + k + 1].kind == "id"), None)
+            name = _class_name(head)
             lo, hi = c.body
             members = split_chunks(toks, lo + 1, hi)
-            funcs = [m for m in members if m.kind == "function" or
-                     (_function_name(_head(toks, m))[0] is not None and not _has_top_level(_head(toks, m), "="))]
-            device = any(set(_head(toks, m)) & DEVICE_WORDS for m in members)
-            if funcs and not device and (name is None or name not in kept_ids):
-                blank.append(span(c))
-                continue
+            if name is None and head and head[0] == "typedef":     # typedef struct { ... } Name;
+                tail = [t for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"]
+                name = tail[-1].text if tail else None
+            inner = {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}
+            self.class_info.append((name, inner))
+            if self.reachable is not None:
+                # second pass: a class that no kept code names (kernels, device functions, kept globals, macros,
+                # other kept classes -- in any file of the translation unit) is host-only
+                if name is not None and name not in self.reachable:
+                    blank.append(span(c))
+                    continue
+            else:
+                funcs = [m for m in members if m.kind == "function" or
+                         (_function_name(_head(toks, m))[0] is not None
+                          and not _has_top_level(_head(toks, m), "="))]
+                device = any(set(_head(toks, m)) & DEVICE_WORDS for m in members)
+                if funcs and not device and (name is None or name not in kept_ids):
+                    blank.append(span(c))
+                    continue
             for m in members:   # host-only member function definitions of a kept class
                 if m.kind == "function" and not set(_head(toks, m)) & DEVICE_WORDS:
                     blank.append((toks[m.first].start, toks[m.last].end))
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
                 blank.append(span(c))
+            else:
+                keep(c)
+        self.kept_ids |= kept_ids
 
     def _record_alias(self, head: list[str]) -> None:
         """``typedef float real;`` / ``using real = float;`` (no pointers to functions, arrays or bodies)."""
@@ -557,9 +611,23 @@ def _escape(path: str) -> str:
 
 
 def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, object] | None = None,
-            include_dirs: list[str] = (), sdk_dirs: list[str] = ()) -> Prepared:
+            include_dirs: list[str] = (), sdk_dirs: list[str] = (), name_expressions=()) -> Prepared:
     """Process one translation unit: inline local headers, set host code aside, find the kernels."""
-    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
     here = path if path is not None else Path.cwd() / display
+    # Pass 1 finds what device code names; pass 2 sets aside the classes it cannot reach.
+    first = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    first.process(here, display, text)
+    reachable = set(first.kept_ids)
+    for expr in name_expressions:        # testKernel<RGBA32> reaches RGBA32
+        reachable.update(re.findall(r"[A-Za-z_]\w*", expr))
+    changed = True
+    while changed:
+        changed = False
+        for name, inner in first.class_info:
+            if (name is None or name in reachable) and not inner <= reachable:
+                reachable |= inner
+                changed = True
+    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    proc.reachable = reachable
     proc.result.text = proc.process(here, display, text)
     return proc.result
