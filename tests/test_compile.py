@@ -62,7 +62,7 @@ def test_vector_add_compiles_as_is():
     assert mod.arch == "sm_90" and mod.requested_arch == "sm_90" and mod.arch_note == ""
     # the ORIGINAL file's lines, and PTX line info that points into the original file
     assert mod.source_lines == VECTOR_ADD.read_text().splitlines()
-    assert f'"{VECTOR_ADD.resolve()}"' in mod.ptx
+    assert f'"{VECTOR_ADD.resolve()}"' in mod.ptx and mod.source_file == str(VECTOR_ADD.resolve())
     add_line = next(i for i, text in enumerate(mod.source_lines, 1) if "C[i] = A[i] + B[i]" in text)
     assert re.search(rf"\.loc\s+\d+\s+{add_line}\s", mod.ptx)
     assert k.line == next(i for i, t in enumerate(mod.source_lines, 1) if "void vectorAdd(" in t)

@@ -2,7 +2,8 @@
 
 The key is the sha256 of the exact text NVRTC compiles (the user's file after host code is set aside, with every
 local header inlined, so every included file's content is in it), the options (architecture, -D, include
-folders), the name expressions, the NVRTC version and the cache format version.
+folders), the name expressions, the NVRTC version, the versions of the header wheels (CCCL, CRT, runtime, cuRAND)
+and the cache format version.
 
 On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubin``, where ``<dir>`` is
 ``$PERFMODEL_CACHE_DIR`` or ``platformdirs.user_cache_dir("perfmodel")``. Writes go through a temporary file and
@@ -10,6 +11,7 @@ On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubi
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -42,10 +44,24 @@ def cache_dir() -> Path:
         return Path.home() / ".cache" / "perfmodel"
 
 
+@functools.lru_cache(maxsize=1)
+def header_wheel_versions() -> dict[str, str]:
+    """Versions of the wheels whose headers NVRTC reads (they can change without NVRTC changing)."""
+    from importlib import metadata
+
+    versions = {}
+    for dist in ("nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-cuda-runtime", "nvidia-curand"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = ""
+    return versions
+
+
 def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int) -> str:
     h = hashlib.sha256()
     payload = json.dumps({"options": options, "exprs": [e for e, _ in exprs], "nvrtc": list(nvrtc_version),
-                          "format": fmt}, sort_keys=True)
+                          "headers": header_wheel_versions(), "format": fmt}, sort_keys=True)
     h.update(payload.encode())
     h.update(b"\0")
     h.update(text.encode())

@@ -453,8 +453,8 @@ class _FileProcessor:
                     processed = self.process(target, key, inner, depth + 1)
                     replacements[first] = (f'#line 1 "{_escape(key)}"\n{processed}\n'
                                            f'#line {last + 2} "{_escape(display)}"')
-            elif word == "define":
-                m = re.match(r"define\s+([A-Za-z_]\w*)", body)
+            elif word in ("define", "undef"):
+                m = re.match(r"(?:define|undef)\s+([A-Za-z_]\w*)", body)
                 if m and m.group(1) in self.defines:
                     replacements[first] = ""
             elif word == "pragma" and re.match(r"pragma\s+once", body):
