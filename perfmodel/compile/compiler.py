@@ -223,8 +223,8 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     kernels: list[KernelInfo] = []
     for expr, decl in all_exprs:
         mangled = record.lowered.get(expr)
-        if mangled is None or decl is None:
-            continue
+        if mangled is None or decl is None or (resources and mangled not in resources):
+            continue      # not compiled, or only declared here (defined in another file: no .entry body)
         mapping = {}
         if decl.is_template:
             args = expression_args(expr)

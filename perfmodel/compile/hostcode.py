@@ -246,7 +246,8 @@ def _has_top_level(words: list[str], what: str) -> bool:
 
 def _class_name(head: list[str]) -> str | None:
     """``struct __align__(16) Foo : Base`` -> "Foo"; None for an anonymous class."""
-    k = next((i for i, w in enumerate(head) if w in CLASS_WORDS), None)
+    start = _template_prefix_end(head)
+    k = next((i for i, w in enumerate(head) if w in CLASS_WORDS and i >= start), None)
     if k is None:
         return None
     i = k + 1
@@ -376,7 +377,7 @@ class _FileProcessor:
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
-        self.class_info: list[tuple[str | None, set[str]]] = []
+        self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
 
     # ---- includes -------------------------------------------------------------------------------------------
@@ -543,15 +544,15 @@ class _FileProcessor:
             name = _class_name(head)
             lo, hi = c.body
             members = split_chunks(toks, lo + 1, hi)
-            if name is None and head and head[0] == "typedef":     # typedef struct { ... } Name;
-                tail = [t for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"]
-                name = tail[-1].text if tail else None
+            names = {name} if name else set()
+            if head and head[0] == "typedef":     # typedef struct tag { ... } Name, *PName;
+                names |= {t.text for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"}
             inner = {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}
-            self.class_info.append((name, inner))
+            self.class_info.append((names, inner))
             if self.reachable is not None:
                 # second pass: a class that no kept code names (kernels, device functions, kept globals, macros,
                 # other kept classes -- in any file of the translation unit) is host-only
-                if name is not None and name not in self.reachable:
+                if names and not names & self.reachable:
                     blank.append(span(c))
                     continue
             else:
@@ -623,8 +624,8 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
     changed = True
     while changed:
         changed = False
-        for name, inner in first.class_info:
-            if (name is None or name in reachable) and not inner <= reachable:
+        for names, inner in first.class_info:
+            if (not names or names & reachable) and not inner <= reachable:
                 reachable |= inner
                 changed = True
     proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
