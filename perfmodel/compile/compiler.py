@@ -170,6 +170,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
                        sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
     options = _options(target, defines)
+    if prepared.device_launch:      # dynamic parallelism: the device runtime API needs relocatable device code
+        options.insert(1, "-rdc=true")
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION)

@@ -85,6 +85,7 @@ class Prepared:
     missing_includes: list[str] = field(default_factory=list)
     device_functions: set[str] = field(default_factory=set)
     typedefs: dict[str, list[str]] = field(default_factory=dict)   # simple aliases: name -> [aliased type, ...]
+    device_launch: bool = False     # device code launches kernels (dynamic parallelism: needs -rdc=true)
 
 
 def mask(text: str) -> str:
@@ -510,6 +511,8 @@ class _FileProcessor:
             if is_function:
                 if hs & DEVICE_WORDS:
                     keep(c)
+                    if "<<<" in text[toks[c.first].start:toks[c.last].end]:
+                        self.result.device_launch = True
                     if name:
                         self.result.device_functions.add(name)
                     if "__global__" in hs and name:
