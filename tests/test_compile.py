@@ -375,3 +375,17 @@ def test_kernels_compiled_out_by_the_preprocessor_typedefs_and_vector_types():
     assert params[2].dtype.names == ("x", "y", "z", "w") and params[2].dtype.itemsize == 16
     assert params[3].dtype is None
     assert (params[1].size, params[1].align) == (8, 8)
+
+
+def test_cache_sees_a_changed_header(tmp_path):
+    (tmp_path / "width.cuh").write_text("#define W 8\n")
+    main = tmp_path / "main.cu"
+    main.write_text('#include "width.cuh"\n__global__ void k(float *x)\n'
+                    "{ __shared__ float s[W]; s[threadIdx.x] = x[0]; x[1] = s[2]; }\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 8 * 4
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 8 * 4        # cached
+    (tmp_path / "width.cuh").write_text("#define W 64\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 64 * 4       # the header changed
+    compile_cache.clear_memory()
+    (tmp_path / "width.cuh").write_text("#define W 32\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 32 * 4       # from disk: manifest invalid

@@ -87,8 +87,10 @@ def nvrtc_arch(arch: str) -> tuple[str, str]:
     return f"sm_{got}", f"NVRTC {ver} has no sm_{want}; CC {cc} is compiled for sm_{got}"
 
 
-def _options(arch: str, defines: dict[str, object]) -> list[str]:
+def _options(arch: str, defines: dict[str, object], device_launch: bool = False) -> list[str]:
     opts = [f"--gpu-architecture={arch}", *BASE_OPTIONS, "--ptxas-options=-v"]
+    if device_launch:      # dynamic parallelism: the device runtime API needs relocatable device code
+        opts.insert(1, "-rdc=true")
     opts += [f"-I{d}" for d in nvrtc.sdk_include_dirs()]
     for name, value in defines.items():
         opts.append(f"-D{name}" if value is None or value is True else f"-D{name}={value}")
@@ -166,12 +168,24 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     target, note = nvrtc_arch(arch)
     exprs = [e.strip() for e in name_expressions if e and e.strip()]
 
+    # Fast path: the same file, options and name expressions as a cached compile whose headers are unchanged ->
+    # no need to set host code aside again (the key of the compile is in the manifest).
+    raw_key = _cache.raw_key(source, str(abs_path), target, defines, [str(d) for d in include_dirs], exprs,
+                             nvrtc.version(), FORMAT_VERSION)
+    if cache:
+        hit = _cache.lookup_manifest(raw_key)
+        if hit is not None:
+            key, prepared = hit
+            record = _cache.lookup(key)
+            if record is not None:
+                options = _options(target, defines, prepared.device_launch)
+                all_exprs = _name_expressions(prepared.kernels, exprs)
+                return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
+
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
                        sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
-    options = _options(target, defines)
-    if prepared.device_launch:      # dynamic parallelism: the device runtime API needs relocatable device code
-        options.insert(1, "-rdc=true")
+    options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION)
@@ -192,6 +206,9 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                                cubin=result.cubin)
         if cache:
             _cache.store(key, record)
+    if cache:
+        main = str(abs_path) if abs_path else "kernel.cu"
+        _cache.store_manifest(raw_key, key, prepared, main)
     return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
 
 

@@ -51,11 +51,11 @@ _TOKEN = re.compile(r"""
     (?P<id>[A-Za-z_]\w*)
   | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
   | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<op>::|->|<<=|>>=|\.\.\.|&&|\|\||[-+*/%&|^!=<>]=|.)
+  | (?P<op>::|->|<<=|>>=|\.\.\.|&&|\|\||[-+*/%&|^!=<>]=|\S)
 """, re.S | re.X)
 
 
-@dataclass
+@dataclass(slots=True)
 class Tok:
     text: str
     start: int
@@ -88,44 +88,23 @@ class Prepared:
     device_launch: bool = False     # device code launches kernels (dynamic parallelism: needs -rdc=true)
 
 
+_MASKED = re.compile(r"""
+    (?P<comment>//[^\n]*(?:(?<=\\)\n[^\n]*)*|/\*.*?(?:\*/|\Z))
+  | (?P<str>"(?:[^"\\\n]|\\.)*"?|(?<![\w'])'(?:[^'\\\n]|\\.)*'?)
+""", re.S | re.X)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
 def mask(text: str) -> str:
     """Comments -> spaces; string/char literal contents -> spaces (quotes kept). Same length, same newlines."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            while j > 0 and text[j - 1] == "\\" and j < n:   # a // comment continued by a backslash
-                k = text.find("\n", j + 1)
-                j = n if k < 0 else k
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and \
-                    i + 1 < n and text[i + 1].isalnum():   # digit separator 1'000
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
+    def blank(m: re.Match) -> str:
+        body = m.group()
+        if m.lastgroup == "comment":
+            return _NOT_NEWLINE.sub(" ", body)
+        if len(body) >= 2 and body[-1] == body[0]:
+            return body[0] + _NOT_NEWLINE.sub(" ", body[1:-1]) + body[-1]
+        return body[0] + _NOT_NEWLINE.sub(" ", body[1:])
+    return _MASKED.sub(blank, text)
 
 
 def preprocessor_lines(masked: str) -> list[tuple[int, int, int]]:
@@ -380,6 +359,7 @@ class _FileProcessor:
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
+        self.token_cache: dict[str, list[Tok]] = {}   # shared by both passes
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -415,8 +395,7 @@ class _FileProcessor:
         masked = mask(text)
         lines = text.split("\n")
         mlines = masked.split("\n")
-        out = list(masked)   # will be rebuilt: code from `text`, blanks where set aside
-        out = list(text)
+        out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
         code = list(masked)
         directive_lines: set[int] = set()
@@ -462,7 +441,9 @@ class _FileProcessor:
             elif word == "pragma" and re.match(r"pragma\s+once", body):
                 replacements[first] = ""
         code_s = "".join(code)
-        toks = tokenize(code_s)
+        toks = self.token_cache.get(code_s)
+        if toks is None:
+            toks = self.token_cache[code_s] = tokenize(code_s)
         blank: list[tuple[int, int]] = []
         self._classify(toks, split_chunks(toks, 0, len(toks)), blank, display, text)
         for a, b in blank:
@@ -633,5 +614,6 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
                 changed = True
     proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
     proc.reachable = reachable
+    proc.token_cache = first.token_cache
     proc.result.text = proc.process(here, display, text)
     return proc.result
