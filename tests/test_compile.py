@@ -389,3 +389,12 @@ def test_cache_sees_a_changed_header(tmp_path):
     compile_cache.clear_memory()
     (tmp_path / "width.cuh").write_text("#define W 32\n")
     assert compile_cuda(main).kernel("k").static_shared_bytes == 32 * 4       # from disk: manifest invalid
+
+
+def test_kernel_declared_and_defined_with_different_signatures():
+    src = ("__global__ void k(int *a, int n);\n"
+           "__global__ void k(int *a, int n, int m)\n{\n  a[0] = n + m;\n}\n")
+    mod = compile_cuda("overload.cu", source=src)
+    k = mod.kernel("k")
+    assert k.expression == "k" and k.mangled == "_Z1kPiii"
+    assert [p.name for p in k.params] == ["a", "n", "m"]

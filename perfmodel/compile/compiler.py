@@ -37,7 +37,7 @@ typedef unsigned long long CUsurfObject;
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 1          # bump when the cached JSON changes meaning
+FORMAT_VERSION = 2          # bump when the cached JSON changes meaning
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -196,9 +196,17 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
         if not result.ok:
             # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
             # its automatic name expression fail: drop those and compile again.
-            failed = set(_failed_name_expressions(result.log)) - set(exprs)
+            # A kernel declared with one signature and defined with another is an overload set: name the
+            # definition through a cast to its function-pointer type.
+            messages = _failed_name_expressions(result.log)
+            failed = set(messages) - set(exprs)
             if failed and any(e in failed for e, _ in all_exprs):
-                retry = [(e, d) for e, d in all_exprs if e not in failed]
+                retry = []
+                for e, d in all_exprs:
+                    if e not in failed:
+                        retry.append((e, d))
+                    elif d is not None and not d.is_template and "overloaded" in messages[e]:
+                        retry.append((_cast_expression(d), d))
                 result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
@@ -242,6 +250,8 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     kernels: list[KernelInfo] = []
     for expr, decl in all_exprs:
         mangled = record.lowered.get(expr)
+        if mangled is None and decl is not None and not decl.is_template:
+            mangled = record.lowered.get(_cast_expression(decl))
         if mangled is None or decl is None or (resources and mangled not in resources):
             continue      # not compiled, or only declared here (defined in another file: no .entry body)
         mapping = {}
@@ -274,15 +284,23 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     return mod
 
 
-def _failed_name_expressions(log: str) -> list[str]:
+def _failed_name_expressions(log: str) -> dict[str, str]:
+    """Name expression -> NVRTC's messages about it."""
     lines = log.splitlines()
-    out = []
+    out: dict[str, str] = {}
     for i, line in enumerate(lines):
         if line.startswith("__nv_name_map(") and ": error" in line and i + 1 < len(lines):
             m = re.search(r"nv_mangled_name\s+(.*)$", lines[i + 1])
             if m:
-                out.append(m.group(1).strip())
+                key = m.group(1).strip()
+                out[key] = out.get(key, "") + line + "\n"
     return out
+
+
+def _cast_expression(decl: KernelDecl) -> str:
+    """``static_cast<void(*)(int*, int)>(ns::k)``: names one kernel of an overload set."""
+    types = ", ".join(ctype for _, ctype, _ in parse_params(decl.params_text))
+    return f"static_cast<void(*)({types})>({decl.namespace}{decl.name})"
 
 
 _DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")
