@@ -448,19 +448,10 @@ def budget_from_dict(data: Any, path: Path | str | None = None, *, yaml_root: ya
 
 def load_budget(path: Path | str) -> Budget:
     """Read and validate a budget YAML file. Errors name the file, the field and the line."""
+    from perfmodel import safeload
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidBudgetError(f"{path}: budget file not found") from None
-    except OSError as err:
-        raise InvalidBudgetError(f"{path}: cannot read the budget file ({err.strerror})") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err)
-        raise InvalidBudgetError(f"{where}: not valid YAML: {problem}") from None
+    text = safeload.read_text(path, error=InvalidBudgetError, what="budget file",
+                              not_found="budget file not found")
+    data, root = safeload.parse_yaml(text, str(path), error=InvalidBudgetError, with_node=True)
     return budget_from_dict(data, path, yaml_root=root)

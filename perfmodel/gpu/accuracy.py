@@ -11,7 +11,6 @@ four ``Mds[ty][k]`` reads become one 128-bit ``LDS.128``), see :data:`SHARED_COU
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable
@@ -62,13 +61,10 @@ SHARED_COUNT_NOTES = (
 
 
 def load_dataset(path: str | Path) -> dict[str, Any]:
+    from perfmodel import safeload
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such measured dataset") from None
-    except json.JSONDecodeError as err:
-        raise PerfmodelError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
+    data = safeload.parse_json(safeload.read_text(path, what="measured dataset"), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise PerfmodelError(f"{path}: a measured dataset is a JSON object with a 'cases' list")
     return data
