@@ -1,6 +1,7 @@
 """Shared CLI plumbing: consoles, error printing, ``-D NAME=VALUE`` parsing, the ``--json`` switch."""
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -21,6 +22,36 @@ DefineOption = Annotated[
 
 def print_error(message: str) -> None:
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
+
+
+_FILE_LINE = re.compile(r"^(?P<file>[^\s:][^:\n]*?\.(?:ya?ml|json|cuh?|c|h|xml|md|csv))(?::(?P<line>\d+))?(?::|$)")
+
+
+def error_document(kind: str, message: str, *, file: str | None = None, line: int | None = None,
+                   thread=None, block=None) -> dict:
+    """The ``--json`` error document: ``{"error": {"kind", "message", "file", "line"}}`` (plus ``thread`` and
+    ``block`` for an error inside a simulated kernel). Without a location, the file and line are read from
+    the start of the message (``budget.yaml:12: ...``) when it has them."""
+    if file is None:
+        match = _FILE_LINE.match(message)
+        if match:
+            file = match["file"]
+            line = int(match["line"]) if match["line"] and line is None else line
+    error: dict = {"kind": kind, "message": message, "file": file, "line": line}
+    if thread is not None:
+        error["thread"] = list(thread)
+    if block is not None:
+        error["block"] = list(block)
+    return {"error": error}
+
+
+def print_json_error(kind: str, message: str, **where) -> None:
+    """Write the ``--json`` error document to stdout (one JSON document, one line)."""
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(error_document(kind, message, **where)) + "\n")
+    sys.stdout.flush()
 
 
 def parse_defines(items: list[str] | None) -> dict[str, int | float]:
