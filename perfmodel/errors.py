@@ -85,3 +85,9 @@ class GpuError(PerfmodelError):
     """A real-GPU run could not be made (no CuPy, no device, launch failure)."""
 
     kind = "gpu"
+
+
+class OutputError(PerfmodelError):
+    """An output file (--junit, --csv, --markdown, --out, the baseline) cannot be written where it was asked."""
+
+    kind = "output"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
+from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines
 
 
 def validate(
@@ -26,6 +26,7 @@ def validate(
     from perfmodel.gpu.runner import run_kernel
     from perfmodel.report.jsonout import print_json, to_jsonable
 
+    check_output_path(out, "--out")
     cp = require_cupy()  # exits 2 with an install hint when CuPy is missing
     overrides = parse_defines(defines)
     run = run_kernel(kernel, overrides, device_index=device_index, max_repeats=repeats)
@@ -66,6 +67,7 @@ def accuracy(
     from perfmodel.report.accuracy_view import render_accuracy, to_markdown
     from perfmodel.report.jsonout import print_json
 
+    check_output_path(markdown, "--markdown")
     report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None)
     if markdown is not None:
         markdown.write_text(to_markdown(report))

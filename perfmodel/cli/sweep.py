@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from perfmodel.cli.analyze import DeviceOption, KernelArg, RegsOption, SampleOption, parse_regs
-from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
+from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines
 
 VaryOption = Annotated[
     list[str],
@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
         """Analyse a kernel at every combination of the --vary values: occupancy, CGMA, predicted GFLOPS."""
         from perfmodel.sweep import sweep
 
+        check_output_path(csv_path, "--csv")
         result = sweep(kernel, device, list(vary), params=parse_defines(define), regs=parse_regs(regs),
                        sample=sample)
         _output(result.to_json(), json_out, csv_path)
@@ -40,6 +41,7 @@ def register(app: typer.Typer) -> None:
         """The same kernel launch side by side on several devices."""
         from perfmodel.sweep import compare
 
+        check_output_path(csv_path, "--csv")
         names = [d.strip() for d in devices.split(",") if d.strip()]
         result = compare(kernel, names, params=parse_defines(define), regs=parse_regs(regs), sample=sample)
         _output(result.to_json(), json_out, csv_path)
