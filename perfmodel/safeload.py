@@ -236,12 +236,17 @@ def _expanded_size(root: yaml.Node) -> None:
 def parse_yaml(text: str, label: str, *, error: type[PerfmodelError] = PerfmodelError,
                invalid: str = "not valid YAML", with_node: bool = False) -> Any:
     """The safe-loaded YAML document (``(data, root node)`` with ``with_node``); errors name file:line:col."""
-    loader = _LimitedLoader(text)
+    loader = None
     try:
+        loader = _LimitedLoader(text)
         node = loader.get_single_node()
         if node is not None:
             _expanded_size(node)
         data = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as err:  # a control character YAML does not allow
+        line = text.count("\n", 0, err.position) + 1
+        raise error(f"{label}:{line}: {invalid}: character {err.character!r} (offset {err.position:,}) is not "
+                    "allowed in YAML", location=Location(file=label, line=line)) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or str(err)
@@ -252,7 +257,8 @@ def parse_yaml(text: str, label: str, *, error: type[PerfmodelError] = Perfmodel
         # the safe constructor on odd scalars (a huge exponent, a bad timestamp) or a pathological document
         raise error(f"{label}: {invalid}: {type(err).__name__}: {err}", location=Location(file=label)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return (data, node) if with_node else data
 
 

@@ -50,7 +50,7 @@ def check(
     if no_baseline and (baseline is not None or update_baseline):
         raise CheckInputError("--no-baseline cannot be combined with --baseline or --update-baseline")
     check_output_path(junit, "--junit", create_parents=True)
-    check_output_path(markdown, "--markdown")
+    check_output_path(markdown, "--markdown", create_parents=True)
     plan = load_budget(budget)
     plan = apply_overrides(plan, parse_defines(defines))
     validate_references(plan)

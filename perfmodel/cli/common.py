@@ -1,6 +1,7 @@
 """Shared CLI plumbing: consoles, error printing, ``-D NAME=VALUE`` parsing, the ``--json`` switch."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -132,5 +133,15 @@ def parse_defines(items: list[str] | None) -> dict[str, int | float]:
                 value = float(raw)
             except ValueError:
                 raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} is not a number") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PerfmodelError(f"-D {item!r}: VALUE must be a finite number, got {raw!r}")
         result[name] = value
     return result
+
+
+def require_devices(names) -> list:
+    """Load every device named (a profile name or a .yaml path) before any work: an unknown or invalid
+    device is an error (exit 2), never a row of a table that exits 0."""
+    from perfmodel.devices import load_device
+
+    return [load_device(name) for name in names]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines
+from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines, require_devices
 
 
 def validate(
@@ -56,7 +56,7 @@ def validate(
 def accuracy(
     dataset: Annotated[Path, typer.Argument(help="Measured dataset, e.g. validation/h100.json.")],
     device: Annotated[str | None, typer.Option("--device", help="Device profile (default: the dataset's).")] = None,
-    sample: Annotated[int | None, typer.Option("--sample", help="Analyse large grids from N sampled blocks.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", min=0, help="Analyse large grids from N sampled blocks.")] = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", "-k", help="Only these kernels (repeatable).")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a markdown table to FILE.")] = None,
     json_out: JsonOption = False,
@@ -68,6 +68,8 @@ def accuracy(
     from perfmodel.report.jsonout import print_json
 
     check_output_path(markdown, "--markdown")
+    if device is not None:
+        require_devices([device])
     report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None)
     if markdown is not None:
         markdown.write_text(to_markdown(report))
