@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from perfmodel.frontend import compile_kernel
+from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is needed as the C reference")
@@ -45,11 +45,17 @@ class Gen:
             other = r.choice(["int", "unsigned"])
             k = r.randrange(9)
             if k == 0:
-                return f"({self.expr(t, d)} {r.choice('+-*')} {self.expr(other, d)})"
+                op = r.choice('+-*')
+                if t == "int" and other == "int":      # signed overflow is undefined: wrap explicitly
+                    return f"W{'ADD SUB MUL'.split()['+-*'.index(op)]}({self.expr(t, d)}, {self.expr(other, d)})"
+                return f"({self.expr(t, d)} {op} {self.expr(other, d)})"
             if k == 1:
                 return f"({self.expr(t, d)} {r.choice(['/', '%'])} {SAFE_DIV}({self.expr(t, d)}))"
             if k == 2:
-                return f"({self.expr(t, d)} {r.choice(['<<', '>>'])} ({self.expr('int', d)} & 31))"
+                op = r.choice(['<<', '>>'])
+                if t == "int" and op == "<<":            # shifting a negative int left is undefined before C++20
+                    return f"WSHL({self.expr(t, d)}, ({self.expr('int', d)} & 31))"
+                return f"({self.expr(t, d)} {op} ({self.expr('int', d)} & 31))"
             if k == 3:
                 return f"({self.expr(t, d)} {r.choice('&|^')} {self.expr(other, d)})"
             if k == 4:
@@ -58,14 +64,20 @@ class Gen:
             if k == 5:
                 return f"({self.expr('int', d)} > 0 ? {self.expr(t, d)} : {self.expr(t, d)})"
             if k == 6:
-                return f"({r.choice(['-', '~'])}({self.expr(t, d)}))"
+                op = r.choice(['-', '~'])
+                if t == "int" and op == "-":
+                    return f"WNEG({self.expr(t, d)})"
+                return f"({op}({self.expr(t, d)}))"
             if k == 7:     # in range: out-of-range float -> int is undefined in C (the GPU saturates)
                 lo = "0.0f" if t == "unsigned" else "-1.0e6f"
                 return f"({t})(fmaxf(fminf({self.expr('float', d)}, 1.0e6f), {lo}))"
             return f"({t})({self.expr(other, d)})"
         k = r.randrange(5)
         if k == 0:
-            return f"({self.expr('float', d)} {r.choice('+-*')} {self.expr(r.choice(['float', 'int']), d)})"
+            op = r.choice('+-*')
+            if op == "*":           # FM: a multiplication NVVM may not contract into an fma (see PRELUDE)
+                return f"FM({self.expr('float', d)}, {self.expr(r.choice(['float', 'int']), d)})"
+            return f"({self.expr('float', d)} {op} {self.expr(r.choice(['float', 'int']), d)})"
         if k == 1:
             return f"({self.expr('float', d)} / (fabsf({self.expr('float', d)}) + 1.0f))"
         if k == 2:
@@ -84,13 +96,33 @@ def _cases(seed, count=48):
     return out
 
 
-PRELUDE = "#define SD(x) (((x) == 0 || (x) == (__typeof__(x))-1) ? 7 : (x))\n"
+# Both sides: signed +, -, *, unary - and << wrap through unsigned arithmetic (signed overflow is undefined
+# behaviour that NVVM exploits, e.g. folding (ib + 4) > 0 into ib > -4, so -fwrapv alone is not the GPU's
+# semantics). FM(a, b) is a floating multiplication that the compiler may not fuse with a neighbouring add: on
+# the device __fmul_rn / __dmul_rn in the promoted type of a * b (NVRTC contracts a * b + c into fma by
+# default, gcc -ffp-contract=off never does), in C a plain a * b.
+WRAP = """
+#define WADD(a, b) ((int)((unsigned)(a) + (unsigned)(b)))
+#define WSUB(a, b) ((int)((unsigned)(a) - (unsigned)(b)))
+#define WMUL(a, b) ((int)((unsigned)(a) * (unsigned)(b)))
+#define WNEG(a) ((int)(0u - (unsigned)(a)))
+#define WSHL(a, n) ((int)((unsigned)(a) << (n)))
+"""
+PRELUDE = "#define SD(x) (((x) == 0 || (x) == (__typeof__(x))-1) ? 7 : (x))\n#define FM(a, b) ((a) * (b))\n" + WRAP
+DEVICE_FM = """
+__device__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+template <class A, class B> __device__ auto FM(A a, B b) -> decltype(a * b) {
+    return mul_rn((decltype(a * b))a, (decltype(a * b))b);
+}
+"""
 
 
 def _kernel_source(cases):
     body = "\n".join(f"    o_{t[0]}[{k} * {N} + t] = {e};" for k, (t, e) in enumerate(cases))
     return f"""
 #define SD(x) (((x) == 0 || (x) == -1) ? 7 : (x))
+{WRAP}{DEVICE_FM}
 __global__ void fuzz(const int *IA, const int *IB, const int *IC, const unsigned int *UA, const unsigned int *UB,
                      const float *FA, const float *FB, int *o_i, unsigned int *o_u, float *o_f) {{
     int t = threadIdx.x;
@@ -148,7 +180,7 @@ def test_simulator_arithmetic_matches_gcc(seed, tmp_path):
     o_i = np.zeros(len(cases) * N, np.int32)
     o_u = np.zeros(len(cases) * N, np.uint32)
     o_f = np.zeros(len(cases) * N, np.float32)
-    program = compile_kernel(source=_kernel_source(cases), path=f"fuzz{seed}.cu")
+    program = load_kernel(source=_kernel_source(cases), entry="fuzz")
     simulate(program, 1, N, [inputs[k] for k in ("IA", "IB", "IC", "UA", "UB", "FA", "FB")] + [o_i, o_u, o_f])
     for k, (t, e) in enumerate(cases):
         col = ref[:, k]

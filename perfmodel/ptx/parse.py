@@ -107,12 +107,27 @@ class _Parser:
     def statements(self):
         """Yield (kind, text) with kind in {"loc", "file", "label", "stmt", "open", "close"}."""
         buf = ""
+        section = None          # brace depth inside a `.section NAME { ... }` (DWARF data: skipped)
         for lineno, raw in enumerate(self.text.split("\n"), 1):
             self.lineno = lineno
             line = raw.strip()
             if not line:
                 continue
+            if section is not None:
+                section += line.count("{") - line.count("}")
+                if section <= 0 and "}" in line:
+                    section = None
+                continue
             if not buf.strip():
+                if line.startswith(".section") and self.depth == 0 and self.func is None:
+                    # `.section .debug_str` then `{ labels and .b8 data }` on the following lines (NVRTC with
+                    # -lineinfo and a non-inlined function); a `.section` on one line with `;` is a no-op too
+                    opened = line.count("{") - line.count("}")
+                    if "{" in line:
+                        section = opened if opened > 0 else None
+                    elif not line.rstrip().endswith(";"):
+                        section = 0          # the `{` comes on a later line
+                    continue
                 if line.startswith(".loc") and ";" not in line:
                     yield "loc", line
                     continue

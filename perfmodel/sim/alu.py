@@ -234,11 +234,16 @@ def b_sad(ins, ops):
     return elementwise(ins, ops, lambda a, b, c: (np.where(a > b, a - b, b - a) + c).astype(DT[t]), t)
 
 
-def int_div_checked(st, a, b):
+def int_div_checked(st, a, b, gid=None):
+    """b with zeros replaced by 1; a zero divisor on an active lane is an error (inactive lanes - the other side
+    of a branch - routinely hold 0)."""
     zero = b == 0
     if zero.any():
-        st.fault_where(zero, "integer division by zero")
-    return np.where(zero, 1, b).astype(b.dtype, copy=False)
+        bad = zero if st.mask is None else zero & st.mask
+        if bad.any():
+            st.fault_where(bad, "integer division by zero", gid=gid)
+        return np.where(zero, 1, b).astype(b.dtype, copy=False)
+    return b
 
 
 @builder("div")
@@ -249,10 +254,11 @@ def b_div(ins, ops):
     ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
     w = ops.writer(ins.operands[0])
     signed = t in SIGNED
+    gid = ins.index
 
     def div(st, fr):
         a, b = ga(st, fr), gb(st, fr)
-        b = int_div_checked(st, a, b)
+        b = int_div_checked(st, a, b, gid)
         if signed:
             q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
             q = np.where((a < 0) ^ (b < 0), -q, q)
@@ -268,10 +274,11 @@ def b_rem(ins, ops):
     ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
     w = ops.writer(ins.operands[0])
     signed = t in SIGNED
+    gid = ins.index
 
     def rem(st, fr):
         a, b = ga(st, fr), gb(st, fr)
-        b = int_div_checked(st, a, b)
+        b = int_div_checked(st, a, b, gid)
         if signed:
             r = np.fmod(a.astype(np.int64), b.astype(np.int64))     # C: the sign of the dividend
             w(st, fr, r.astype(DT[t]))
