@@ -49,8 +49,19 @@ def bf16_to_f32(u: np.ndarray) -> np.ndarray:
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     u = np.asarray(x, np.float32).view(np.uint32)
     r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    r = np.where(np.isnan(np.asarray(x, np.float32)), np.uint32(0x7FC0), r)
+    r = np.where(np.isnan(np.asarray(x, np.float32)), np.uint32(0x7FFF), r)     # the canonical NaN (cuda_bf16.hpp)
     return r.astype(np.uint16)
+
+
+def to_f16(x) -> np.ndarray:
+    """float32/float64 -> float16 rounded once to nearest even; NaN becomes the GPU's canonical NaN 0x7FFF (what
+    cvt.rn.f16.f32 and cuda_fp16.hpp's __internal_float2half give; numpy would keep the sign and payload)."""
+    x = np.asarray(x)
+    h = x.astype(np.float16)
+    nan = np.isnan(x)
+    if nan.any():
+        h = np.where(nan, np.uint16(0x7FFF).view(np.float16), h)
+    return h
 
 
 def split_x2(u: np.ndarray, t: str):
@@ -64,9 +75,9 @@ def split_x2(u: np.ndarray, t: str):
 
 
 def pack_x2(lo: np.ndarray, hi: np.ndarray, t: str) -> np.ndarray:
-    if t == "f16x2":
-        lo16 = np.asarray(lo, np.float32).astype(np.float16).view(np.uint16)
-        hi16 = np.asarray(hi, np.float32).astype(np.float16).view(np.uint16)
+    if t == "f16x2":      # float32 or float64 halves, each rounded once to f16
+        lo16 = to_f16(lo).view(np.uint16)
+        hi16 = to_f16(hi).view(np.uint16)
     else:
         lo16, hi16 = f32_to_bf16(lo), f32_to_bf16(hi)
     return lo16.astype(np.uint32) | (hi16.astype(np.uint32) << np.uint32(16))
@@ -202,12 +213,35 @@ def b_mul(ins, ops):
     return elementwise(ins, ops, np.multiply, t)
 
 
+def fused_multiply_add(a, b, c, out=None):
+    """a*b+c rounded once, for float32 and float16 operands (the result keeps a's dtype; float32 inputs of the
+    f16x2 lift give a float64 result that :func:`pack_x2` rounds once to f16).
+
+    The product is exact in float64 (24 + 24 bits), the sum is rounded to float64 *to odd* (RN, then one step
+    towards the exact sum when RN was inexact and even: TwoSum gives the error), and float64 has more than
+    2 x 24 + 2 bits, so the final round to nearest float32 / float16 is the correctly rounded fma."""
+    out = a.dtype if out is None else out
+    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
+    p = a64 * b64
+    s = p + c64
+    bv = s - p
+    e = (p - (s - bv)) + (c64 - bv)
+    fix = (e != 0) & np.isfinite(s) & ((s.view(np.uint64) & np.uint64(1)) == 0)
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return to_f16(s) if np.dtype(out) == np.float16 else s.astype(out, copy=False)
+
+
 @builder("mad", "fma", "mad24")
 def b_mad(ins, ops):
     t = ins.type
     if _floaty(t):
-        # a*b+c with two roundings in the operand precision (numpy has no fused multiply-add): results can
-        # differ from the GPU's single rounding in the last bit (docs/semantics.md)
+        if t in ("f32", "f16"):
+            return elementwise(ins, ops, fused_multiply_add, t)
+        if t == "f16x2":
+            return elementwise(ins, ops, lambda a, b, c: fused_multiply_add(a, b, c, np.float64), t)
+        # .f64 (and .bf16, whose lift rounds through f32): a*b+c with two roundings (numpy has no fused
+        # multiply-add): results can differ from the GPU's single rounding in the last bit (docs/semantics.md)
         return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
     if ins.opcode == "mad24":
         raise Unsupported("mad24")
@@ -483,20 +517,20 @@ def b_bfe(ins, ops):
     signed = t in SIGNED
 
     def bfe(st, fr):
+        # PTX ISA: d[i] = (i < len && pos + i <= msb) ? a[pos + i] : sbit, sbit = signed && len ? a[min(pos+len-1,
+        # msb)] : 0, with pos and len the low bytes of b and c (both may exceed the width)
         a = ga(st, fr).view(_udt(t)).astype(np.uint64)
         pos = (gb(st, fr) & 0xFF).astype(np.int64)
         ln = (gc(st, fr) & 0xFF).astype(np.int64)
-        pos_c = np.minimum(pos, bits)
-        ln_c = np.minimum(ln, bits)
-        field = (a >> np.minimum(pos_c, 63).astype(np.uint64)) & ((np.uint64(1) << ln_c.astype(np.uint64))
-                                                                  - np.uint64(1))
-        field = np.where(ln_c >= 64, a >> np.minimum(pos_c, 63).astype(np.uint64), field)
+        n = np.clip(np.minimum(ln, bits - pos), 0, bits)                    # bits taken from a
+        shifted = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
+        mask_n = np.where(n >= 64, ~np.uint64(0), (np.uint64(1) << np.minimum(n, 63).astype(np.uint64)) - np.uint64(1))
+        field = shifted & mask_n
         if signed:
-            sbit_pos = np.minimum(pos + ln - 1, bits - 1)
-            sbit = np.where(ln == 0, 0, (a >> sbit_pos.astype(np.uint64)) & np.uint64(1))
-            ext = np.where((sbit == 1) & (ln_c < bits), ~((np.uint64(1) << ln_c.astype(np.uint64)) - np.uint64(1)),
-                           np.uint64(0))
-            field = field | ext
+            sbit_pos = np.minimum(pos + ln - 1, bits - 1).astype(np.uint64)
+            sbit = np.where(ln == 0, np.uint64(0), (a >> sbit_pos) & np.uint64(1))
+            width = ~np.uint64(0) if bits == 64 else np.uint64((1 << bits) - 1)
+            field = field | np.where(sbit == 1, ~mask_n & width, np.uint64(0))
         w(st, fr, field.astype(_udt(t)).view(DT[t]))
     return bfe
 
@@ -771,13 +805,20 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
             y = np.where(np.isnan(y) | (y > 0), y, 0)
         if dt_t == "bf16":
             return f32_to_bf16(np.asarray(y, np.float32))
+        if dt_t == "f16":
+            return to_f16(y)
         return np.asarray(y).astype(ddt)
     # to an integer
     if src_float:
         y = _ROUND_INT.get(rnd or "rzi")(x.astype(np.float64))
         info = np.iinfo(ddt)
-        y = np.where(np.isnan(y), 0, np.clip(y, info.min, info.max))
-        return y.astype(ddt)
+        # saturate; the bounds compare as floats (2**63 - 1 rounds up to 2**63 in float64, so a clip to it
+        # followed by astype(int64) would overflow): in range values convert, the rest take the bound
+        lo, hi = float(info.min), float(info.max) + 1.0          # exact powers of two
+        ok = (y >= lo) & (y < hi)
+        v = np.where(ok, y, 0).astype(ddt)
+        out_of_range = np.where(np.isnan(y), ddt.type(0), np.where(y >= hi, ddt.type(info.max), ddt.type(info.min)))
+        return np.where(ok, v, out_of_range).astype(ddt, copy=False)
     if sat:
         info = np.iinfo(ddt)
         wide = x.astype(np.int64) if x.dtype.kind == "i" or x.dtype.itemsize < 8 else x
