@@ -30,7 +30,7 @@ def _peak_rss_bytes() -> int:
 def case_ours(width: int, repeats: int) -> dict:
     import numpy as np
 
-    from perfmodel.frontend import compile_kernel
+    from perfmodel.kernel import load_kernel as compile_kernel
     from perfmodel.sim import simulate
     from perfmodel.paths import shipped_dir
 

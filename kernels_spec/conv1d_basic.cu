@@ -1,4 +1,4 @@
-// convolution_1D_basic_kernel - seeds/000, "Constant Memory and Caching" (first version): the mask M is passed as
+// convolution_1D_basic_kernel - Kirk/Hwu ECE408 slides, "Constant Memory and Caching" (first version): the mask M is passed as
 // a pointer to global memory. One thread per output element P[i]; ghost elements (N_start_point + j outside
 // 0..Width-1) are skipped by the bounds test, i.e. taken as 0.
 // Fix: the slide stores P[i] unconditionally; with a grid rounded up to whole blocks the last block's extra

@@ -1,4 +1,4 @@
-// convolution_1D_basic_kernel with the mask in constant memory - seeds/000, "Constant Memory and Caching"
+// convolution_1D_basic_kernel with the mask in constant memory - Kirk/Hwu ECE408 slides, "Constant Memory and Caching"
 // (revised kernel). The host copies Mask_Width floats with cudaMemcpyToSymbol(M, h_M, Mask_Width*sizeof(float));
 // the spec's constant initialiser plays that role (elements past Mask_Width stay 0).
 // Fixes: the slide's kernel name is garbled ("convolution_1D_ba sic_kernel"), and P[i] is stored without the

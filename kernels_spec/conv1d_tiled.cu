@@ -1,4 +1,4 @@
-// convolution_1D_tiled_kernel, Strategy 1 - seeds/001 (ECE408 lecture 8, "Tiled Convolution"; also seeds/000):
+// convolution_1D_tiled_kernel, Strategy 1 - ECE408/CS483 Spring 2023 lecture 8 ("Tiled Convolution"; also the Kirk/Hwu ECE408 slides):
 // the block covers the output tile; the left halo, the core and the right halo of the input tile are loaded
 // into shared memory (the halo by the last / first `radius` threads), then each thread computes one P element.
 // The mask is in constant memory. TILE_SIZE sizes N_ds and equals the block size (BLOCK_SIZE in the spec).

@@ -1,4 +1,4 @@
-// convolution_1D_tiled_kernel, alternative Strategy 1 - seeds/001 (ECE408 lecture 8): the block covers the
+// convolution_1D_tiled_kernel, alternative Strategy 1 - ECE408/CS483 Spring 2023 lecture 8: the block covers the
 // output tile and loads the TILE_SIZE + MASK_WIDTH - 1 input tile in two steps - every thread loads
 // N[i - radius], then the first MASK_WIDTH - 1 threads load TILE_SIZE further on (`start += TILE_SIZE`).
 // The mask Mc is in constant memory; MASK_WIDTH and TILE_SIZE are #defines (TILE_SIZE = the block size).

@@ -1,4 +1,4 @@
-// convolution_1D_tiled_cache_kernel, Strategy 3 - seeds/001 (ECE408 lecture 8): the block covers the output
+// convolution_1D_tiled_cache_kernel, Strategy 3 - ECE408/CS483 Spring 2023 lecture 8: the block covers the output
 // tile, only the core of the input tile goes into shared memory, and the halo cells are read from global
 // memory (through the cache) inside the convolution loop. The mask M is in constant memory.
 // Naming: the slide sizes N_ds with TILE_WIDTH; it is TILE_SIZE here, the library's name for a 1D tile, set to

@@ -1,4 +1,4 @@
-// 2D tiled convolution, Strategy 2 - seeds/001 (ECE408 lecture 8, "Parallelizing Tile Loading"): the block
+// 2D tiled convolution, Strategy 2 - ECE408/CS483 Spring 2023 lecture 8 ("Parallelizing Tile Loading"): the block
 // covers the *input* tile, (TILE_WIDTH + MASK_WIDTH - 1)^2 threads; every thread loads one input element
 // (ghost cells outside the Width x Width image load 0), then only the TILE_WIDTH x TILE_WIDTH threads of the
 // output tile compute, with the 2D mask Mc in constant memory:

@@ -1,4 +1,4 @@
-// multiplyKernel_colwise - seeds/000, "Each column of resultant matrix to be computed by one thread".
+// multiplyKernel_colwise - Kirk/Hwu ECE408 slides, "Each column of resultant matrix to be computed by one thread".
 // a (ha x wa) * b (wa x wb) -> c (ha x wb), int matrices, row-major; one block of wb threads:
 //     multiplyKernel_colwise<<<1, wb>>>(d_a, d_b, d_c, ha, wa);
 // Taken verbatim from the slide except for one fix marked below.

@@ -1,4 +1,4 @@
-// MatrixMulKernel - seeds/000, "Matrix-Matrix Multiplication - Kernel for thread-to-data mapping".
+// MatrixMulKernel - Kirk/Hwu ECE408 slides, "Matrix-Matrix Multiplication - Kernel for thread-to-data mapping".
 // Square Width x Width float matrices, one thread per d_P element, 2D grid of BLOCK_WIDTH x BLOCK_WIDTH blocks:
 //     int NumBlocks = Width/BLOCK_WIDTH; if (Width % BLOCK_WIDTH) NumBlocks++;
 //     dim3 dimGrid(NumBlocks, NumBlocks); dim3 dimBlock(BLOCK_WIDTH, BLOCK_WIDTH);

@@ -1,4 +1,4 @@
-// multiplyKernel_rowwise - seeds/000, "Each row of resultant matrix to be computed by one thread".
+// multiplyKernel_rowwise - Kirk/Hwu ECE408 slides, "Each row of resultant matrix to be computed by one thread".
 // a (ha x wa) * b (wa x wb) -> c (ha x wb), int matrices, row-major; one block of ha threads:
 //     multiplyKernel_rowwise<<<1, ha>>>(d_a, d_b, d_c, wa, wb);
 // Taken verbatim from the slide except for one fix marked below.

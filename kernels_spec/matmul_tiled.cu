@@ -1,4 +1,4 @@
-// MatrixMulKernel (tiled) - seeds/000, "A Tiled Matrix-Matrix Multiplication Kernel" (also seeds/004).
+// MatrixMulKernel (tiled) - Kirk/Hwu ECE408 slides, "A Tiled Matrix-Matrix Multiplication Kernel" (also the 'Parallel Programming' slides).
 // Each block loads a TILE_WIDTH x TILE_WIDTH tile of d_M and of d_N into shared memory per phase, Width/TILE_WIDTH
 // phases; dim3 dimBlock(TILE_WIDTH, TILE_WIDTH); dim3 dimGrid(Width/TILE_WIDTH, Width/TILE_WIDTH).
 // Like the slide, the kernel has no bounds check: Width must be a multiple of TILE_WIDTH (the spec checks it).

@@ -1,4 +1,4 @@
-// pictureKernel - seeds/000, "Mapping Threads to Multidimensional Data": scales every pixel of an n x m picture
+// pictureKernel - Kirk/Hwu ECE408 slides, "Mapping Threads to Multidimensional Data": scales every pixel of an n x m picture
 // (n pixels in x, m in y, row-major) by 2.0. The seed's case is a 76x62 picture with 16x16 blocks:
 //     dim3 dimGrid(ceil(n/16.0), ceil(m/16.0), 1);   // 5, 4, 1 -> 20 blocks, 80x64 threads
 //     dim3 dimBlock(16, 16, 1);

@@ -1,4 +1,4 @@
-// SpMV_CSR - seeds/000, "Parallel SpMV using CSR": one thread per row of the sparse matrix in CSR form
+// SpMV_CSR - Kirk/Hwu ECE408 slides, "Parallel SpMV using CSR": one thread per row of the sparse matrix in CSR form
 // (data, col_index, row_ptr), y = A x. Trip counts of the inner loop are the row lengths, so warps diverge on
 // irregular matrices. Verbatim from the slide (line numbers dropped). The sequential version on the slide before
 // it has the `introw` / `intelem` typos (missing spaces); this parallel kernel does not.

@@ -111,8 +111,6 @@ class Throughput(BaseModel):
     l1_lines_per_clock: PositiveFloat | None = None  # L1 tag lookups (128-byte lines) per clock per SM
     block_launch_cycles: PositiveFloat | None = None  # cycles between two block launches on one SM
     launch_overhead_s: PositiveFloat | None = None  # launch-to-completion floor of a kernel (CUDA events)
-    sass_per_counted_instruction: PositiveFloat | None = None  # compiled instructions per counted operation
-    sass_instructions_per_warp: float | None = None  # compiled per-warp prologue/epilogue instructions
     overlap_exponent: PositiveFloat | None = None  # p of the model's (sum t^p)^(1/p) resource combination
     max_loads_in_flight_per_warp: PositiveFloat | None = None
 
@@ -144,8 +142,6 @@ _CALIBRATED = {
     "l1_lines_per_clock": "L1_LINES_PER_CLOCK",
     "block_launch_cycles": "BLOCK_LAUNCH_CYCLES",
     "launch_overhead_s": "LAUNCH_OVERHEAD_S",
-    "sass_per_counted_instruction": "SASS_PER_COUNTED_INSTRUCTION",
-    "sass_instructions_per_warp": "SASS_INSTRUCTIONS_PER_WARP",
     "overlap_exponent": "OVERLAP_EXPONENT",
     "max_loads_in_flight_per_warp": "MAX_LOADS_IN_FLIGHT_PER_WARP",
 }
@@ -222,6 +218,11 @@ class Device(BaseModel):
     l2_cache_bytes: Bytes
 
     dram_bandwidth_bytes_per_s: Bandwidth
+    # The memory interface, where known: cudaDeviceProp.memoryClockRate (the clock the driver reports; the data
+    # rate per pin is twice it) and memoryBusWidth. ``devices validate`` checks the DRAM bandwidth against
+    # 2 x memory_clock_hz x memory_bus_width_bits / 8.
+    memory_clock_hz: Frequency | None = None
+    memory_bus_width_bits: PositiveInt | None = None
     peak_fp32_flops: Flops
     peak_fp64_flops: Flops = 0.0
 
@@ -415,7 +416,21 @@ def check_device_file(path: str | Path) -> tuple[Device | None, list[str]]:
         return None, problems + _validation_problems(label, err)
     if problems:
         return None, problems
-    return _fill_throughput(provenance, device), []
+    device = _fill_throughput(provenance, device)
+    from perfmodel.plausibility import check_device
+
+    implausible, _warnings = check_device(device)
+    if implausible:
+        return None, [f"{label}: {p}" for p in implausible]
+    return device, []
+
+
+def plausibility_warnings(device: Device) -> list[str]:
+    """Values far from the generation's norm or derived figures a little apart (see :mod:`perfmodel.plausibility`);
+    never fatal."""
+    from perfmodel.plausibility import check_device
+
+    return check_device(device)[1]
 
 
 def unsourced_fields(device: Device) -> list[str]:

@@ -64,36 +64,76 @@ def _parsed(compiled):
     return module
 
 
-def _sass_weights(compiled, info, module, entry) -> dict | None:
-    """SASS instructions per PTX instruction, per (PTX file index, source line), from the compiled cubin.
+_SASS_GLOBAL = ("LDG", "STG", "ATOMG", "RED", "ATOM")
+_SASS_SHARED = ("LDS", "STS", "ATOMS")
 
-    Executed PTX warp instructions on a line times this ratio estimate the SASS warp instructions the hardware
-    issues for that line (ptxas expands some PTX - 64-bit address arithmetic, integer division - and fuses
-    other instructions); lines with no SASS count 0, PTX lines absent from the SASS line table keep 1."""
+
+def _sass_op(instr: str) -> str:
+    words = instr.split()
+    op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+    return op.split(".")[0]
+
+
+def _is_global_ptx(ins) -> bool:
+    return ins.opcode in ("ld", "ldu", "st", "atom", "red") and not any(
+        m in ins.mods for m in ("param", "const", "shared", "local"))
+
+
+def _is_shared_ptx(ins) -> bool:
+    return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
+
+
+def _sass_weights(compiled, info, module, entry) -> list | None:
+    """SASS instructions per PTX instruction of the entry function, from the compiled cubin's line table.
+
+    Each PTX instruction gets its source line's static ratio (SASS / PTX instructions on that line), divided by
+    how many times ptxas replicated the basic block it sits in: ptxas unrolls loops further than NVVM did, so a
+    loop line's static SASS holds several copies that run fewer times each. The replication is read off the
+    global memory instructions, which ptxas neither merges nor drops: SASS LDG/STG/ATOM on the block's lines over
+    PTX global accesses there. Executed PTX warp instructions times these weights estimate the SASS warp
+    instructions the hardware issues (``counts.warp_instructions``)."""
+    from collections import Counter
+
+    from perfmodel.compile.sass import kernel_instructions
+
     try:
-        sass = compiled.sass_line_counts(info)
+        sass = kernel_instructions(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: fall back to PTX counts
         return None
     if not sass:
         return None
-    by_path = {}
-    for (path, line), n in sass.items():
-        by_path[(str(path), line)] = n
-        by_path[(str(path).rsplit("/", 1)[-1], line)] = n
-    ptx_counts: dict = {}
-    funcs = [module.functions[entry]]
-    for f in funcs:
-        for ins in f.instrs:
-            ptx_counts[(ins.file, ins.line)] = ptx_counts.get((ins.file, ins.line), 0) + 1
-    weights = {}
-    for (fidx, line), n_ptx in ptx_counts.items():
-        path = module.files.get(fidx, "")
-        n_sass = by_path.get((path, line), by_path.get((path.rsplit("/", 1)[-1], line)))
-        if n_sass is None:
-            weights[(fidx, line)] = 0.0 if line else 1.0
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    sass_n = Counter(key(*inner) for inner, _outer, _t in sass)
+    sass_g = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_GLOBAL)
+    ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
+    ptx_n = Counter(ptx_keys)
+    ptx_g = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_global_ptx(ins))
+    sass_s = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_SHARED)
+    ptx_s = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_shared_ptx(ins))
+    replication = []
+    for blk in f.blocks:
+        rep = 1.0
+        # global accesses first; shared ones (which ptxas may also merge into 64/128-bit accesses, so they can
+        # only show replication, never rule it out) where the block has no global access
+        for is_kind, n_ptx, n_sass in ((_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s)):
+            lines = {ptx_keys[i] for i in range(blk.start, blk.end) if is_kind(f.instrs[i])}
+            a = sum(n_ptx[k] for k in lines)
+            b = sum(n_sass[k] for k in lines)
+            if a:
+                rep = b / a if b > a else 1.0
+                break
+        replication.append(rep)
+    weights = []
+    for i, k in enumerate(ptx_keys):
+        if k[1] == 0 or k not in sass_n:
+            w = 1.0 if k[1] == 0 else 0.0
         else:
-            weights[(fidx, line)] = n_sass / n_ptx
-    # SASS on lines with no PTX at all (the prologue at line 0 has PTX; others are rare): attach to line 0
+            w = sass_n[k] / ptx_n[k]
+        weights.append(w / replication[f.block_of[i]])
     return weights
 
 
@@ -103,7 +143,7 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     parse its PTX. With no entry, the file's only non-template kernel."""
     from perfmodel.compile import CompileError, compile_cuda
 
-    exprs = [entry] if entry and "<" in entry else []
+    exprs = [entry] if entry else []
     compiled = compile_cuda(path=None if path is None else str(path), source=source, arch=arch,
                             name_expressions=exprs, defines=dict(defines or {}), include_dirs=tuple(include_dirs),
                             cache=cache)

@@ -1,8 +1,8 @@
 """Exact occupancy: how many blocks of a kernel fit on one SM, and which resource stops more from fitting.
 
-The rules are NVIDIA's ``cuda_occupancy.h`` (CUDA 7.0 for CC 1.x/2.x, CUDA 13 for 3.x+; see
-``/work/shared/reference/device_facts.md`` section 9), with every architectural property read from the device
-profile, never from ``if cc == ...``:
+The rules are NVIDIA's ``cuda_occupancy.h`` (CUDA 7.0's for CC 1.x/2.x, CUDA 13's for 3.x+; ``docs/devices.md``
+names the sources), with every architectural property read from the device profile, never from
+``if cc == ...``:
 
 - warps per block ``W = ceil(T / warp_size)``, allocated as ``Wa = ceil(W, warp_allocation_granularity)``
   (2 on CC 1.x, 1 after); the warp-slot limit is ``floor(max_warps_per_sm / Wa)``.
@@ -108,7 +108,7 @@ def kernel_shared_memory_bytes(device: Device, static_bytes: int, dynamic_bytes:
 
     On devices that pass kernel arguments in shared memory (CC 1.x: PG3.2 section 5.2.3 and B.1.4.1) that is
     static + parameters + the system area (16 B) + dynamic, ptxas' ``N+16 bytes smem`` plus the dynamic bytes
-    (device_facts.md section 9.1); elsewhere static + dynamic."""
+    (the g80 profile's NVF-16KB and NVF-16B sources); elsewhere static + dynamic."""
     total = static_bytes + dynamic_bytes
     if device.kernel_params_in_shared_memory:
         total += param_bytes + device.shared_memory_system_bytes

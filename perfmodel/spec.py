@@ -299,11 +299,20 @@ class SpecModel(_Strict):
     tags: list[str] = Field(default_factory=list)
     notes: str | None = None
 
-    @field_validator("name", "entry")
+    @field_validator("name")
     @classmethod
     def _identifier(cls, value: str) -> str:
         if not _IDENT.match(value):
             raise ValueError(f"expected an identifier, got {value!r}")
+        return value
+
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, value: str) -> str:
+        # a kernel name, or a C++ template name expression as the host code launches it: reduce6<int, 256, true>
+        base = value.split("<", 1)[0].strip()
+        if not all(_IDENT.match(part) for part in base.split("::")) or value.count("<") != value.count(">"):
+            raise ValueError(f"expected a kernel name or a template name expression, got {value!r}")
         return value
 
     @field_validator("description")
@@ -623,7 +632,8 @@ class KernelSpec:
         file = str(self.path)
         model = self.model
         # the entry kernel must be in the source
-        if not re.search(rf"\b{re.escape(model.entry)}\s*\(", self.source_text):
+        base_name = model.entry.split("<", 1)[0].strip().split("::")[-1]   # a template name expression
+        if not re.search(rf"\b{re.escape(base_name)}\s*[(<]", self.source_text):
             raise SpecError(f"{file}: field 'entry': no function {model.entry!r} in {self.source_path.name}")
         # params: each default may use only earlier params
         seen: set[str] = set()

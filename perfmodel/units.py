@@ -1,6 +1,6 @@
 """Human units in device profiles: "16 KiB", "86.4 GB/s", "1.35 GHz", "19.5 TFLOPS", or plain numbers.
 
-Convention (the one the device reference uses, ``device_facts.md``: "KB = 1024 B. GB/s and GFLOPS are decimal"):
+Convention (NVIDIA's documents' own: "KB" = 1024 B for memory sizes, GB/s and GFLOPS decimal):
 
 - **Memory sizes** are binary whichever way they are spelt: ``K``/``KB``/``KiB`` = 1024, ``M``/``MB``/``MiB`` =
   1024**2, ``G``/``GB``/``GiB`` = 1024**3. NVIDIA's documents say "16 KB shared memory" and "40 MB L2" and mean

@@ -13,13 +13,16 @@ from perfmodel.devices import (PSEUDO_SOURCES, THROUGHPUT_DEFAULTS, Device, chec
 from perfmodel.errors import DeviceError
 from perfmodel.paths import shipped_dir
 
-SHIPPED = ["g80", "fermi", "kepler_gk110", "v100", "a100", "h100", "h200"]
+SHIPPED = sorted(path.stem for path in shipped_dir("devices").glob("*.yaml"))
+LECTURE_AND_DATACENTRE = ["g80", "fermi", "kepler_gk110", "v100", "a100", "h100", "h200"]
+OWNED = ["t4", "rtx3090", "rtx_a6000", "a10", "rtx4090", "l4", "b200", "rtx5090"]  # issue 17
 G80_TEXT = (shipped_dir("devices") / "g80.yaml").read_text()
 
 
 def test_every_shipped_profile_loads():
     devices = {d.id: d for d in list_devices()}
-    assert set(SHIPPED) <= set(devices)
+    assert set(LECTURE_AND_DATACENTRE + OWNED) <= set(SHIPPED) <= set(devices)
+    assert len(SHIPPED) >= 13
     for name in SHIPPED:
         device = load_device(name)
         assert device.id == name == Path(device.source_file).stem
@@ -208,3 +211,115 @@ def test_cli_validate(cli, monkeypatch, tmp_path):
 def test_cli_unknown_device(cli):
     code, out, err = cli("devices", "show", "gtx9999")
     assert code == 2 and "unknown device 'gtx9999'; available:" in err
+
+
+# ---- plausibility: implausible values are errors naming file and field, exit 2 from the CLI ------------------
+
+H100_TEXT = (shipped_dir("devices") / "h100.yaml").read_text()
+
+
+def _h100(pattern: str, new: str) -> str:
+    text, count = re.subn(pattern, new, H100_TEXT, count=1, flags=re.M)
+    assert count == 1, pattern
+    return text
+
+
+IMPLAUSIBLE = [
+    # 1. a string where a number belongs
+    ("string", r"^sm_count:.*$", "sm_count: {value: many, source: MEAS-H100}",
+     "bad.yaml: field 'sm_count': expected a positive integer, got 'many'"),
+    # 2. zero where only a positive value makes sense
+    ("zero", r"^dram_bandwidth_bytes_per_s:.*$", "dram_bandwidth_bytes_per_s: {value: 0, source: MEAS-H100}",
+     "bad.yaml: field 'dram_bandwidth_bytes_per_s': expected a positive value from 1e+09 to 1e+15 B/s, got 0"),
+    # 3. negative
+    ("negative", r"^l2_cache_bytes:.*$", "l2_cache_bytes: {value: -50 MB, source: MEAS-H100}",
+     "bad.yaml: field 'l2_cache_bytes': expected a size such as \"16 KiB\", 16384 or 0, got '-50 MB'"),
+    # 4. not a number (NaN) and infinity
+    ("nan", r"^boost_clock_hz:.*$", "boost_clock_hz: {value: .nan, source: MEAS-H100}",
+     "bad.yaml: field 'boost_clock_hz': expected a clock such as \"1.35 GHz\", got nan"),
+    ("inf", r"^peak_fp32_flops:.*$", "peak_fp32_flops: {value: .inf, source: computed, note: x}",
+     "bad.yaml: field 'peak_fp32_flops': expected a rate such as \"346.5 GFLOPS\", got inf"),
+    # 5. absurdly huge (a unit slip)
+    ("huge", r"^sm_count:.*$", "sm_count: {value: 132000, source: MEAS-H100}",
+     "bad.yaml: field 'sm_count': expected a positive value from 1 to 4096 SMs, got 1.32e+05"),
+    ("huge clock", r"^boost_clock_hz:.*$", "boost_clock_hz: {value: 1980 GHz, source: MEAS-H100}",
+     "bad.yaml: field 'boost_clock_hz': expected a positive value from 5e+07 to 1e+10 Hz, got 1.98e+12"),
+    # 6. derived figures that disagree: the peak FP32 rate 10x lanes x SMs x clock x 2
+    ("peak vs lanes", r"^peak_fp32_flops:.*$", "peak_fp32_flops: {value: 669 TFLOPS, source: computed, note: x}",
+     "bad.yaml: field 'peak_fp32_flops': 6.69e+14 is 10 x sm_count x fp32_lanes_per_sm x 2 x clock = 6.691e+13; "
+     "expected them to agree"),
+    # 7. ... and the DRAM bandwidth against the memory interface
+    ("bandwidth vs bus", r"^peak_fp32_flops:.*$",
+     "memory_clock_hz: {value: 2619 MHz, source: MEAS-H100}\nmemory_bus_width_bits: {value: 512, source: MEAS-H100}\n"
+     "peak_fp32_flops: {value: 66.9 TFLOPS, source: computed, note: x}",
+     "bad.yaml: field 'dram_bandwidth_bytes_per_s': 3.352e+12 is 10 x 2 x memory_clock_hz x memory_bus_width_bits "
+     "/ 8 = 3.352e+11; expected them to agree"),
+]
+
+
+@pytest.mark.parametrize("kind, pattern, replacement, message", IMPLAUSIBLE, ids=[k[0] for k in IMPLAUSIBLE])
+def test_implausible_profiles_are_rejected(cli, tmp_path, monkeypatch, kind, pattern, replacement, message):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, _h100(pattern, replacement))
+    with pytest.raises(DeviceError) as info:
+        load_device("bad.yaml")
+    assert message in str(info.value)
+    code, out, _ = cli("devices", "validate", "bad.yaml")
+    assert code == 2 and "invalid bad.yaml" in out and message in " ".join(out.split())
+
+
+def test_plausible_but_unusual_values_are_warnings(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # 7% above lanes x SMs x clock x 2, and 96 lanes where every CC 9.0 SM has 128 (with the peak to match)
+    text = _h100(r"^peak_fp32_flops:.*$", "peak_fp32_flops: {value: 71.6 TFLOPS, source: computed, note: x}")
+    _write(tmp_path, text, "warm.yaml")
+    code, out, _ = cli("devices", "validate", "warm.yaml")
+    assert code == 0 and "ok warm.yaml" in out
+    assert "warning" in out and "peak_fp32_flops" in out and "7% apart" in out
+    text = _h100(r"^fp32_lanes_per_sm:.*$", "fp32_lanes_per_sm: {value: 96, source: PG12.6}")
+    text = re.sub(r"^peak_fp32_flops:.*$", "peak_fp32_flops: {value: 50.2 TFLOPS, source: computed, note: x}", text,
+                  flags=re.M)
+    _write(tmp_path, text, "cut.yaml")
+    code, out, _ = cli("devices", "validate", "cut.yaml")
+    assert code == 0
+    assert "field 'fp32_lanes_per_sm': 96 differs from the compute capability 9.0 norm 128" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_profiles_are_plausible_and_follow_their_generation(name):
+    from perfmodel.devices import plausibility_warnings
+
+    assert plausibility_warnings(load_device(name)) == []
+
+
+def test_generation_rules_match_the_new_profiles():
+    """The CC 7.5 / 8.6 / 8.9 rules the issue names, as the shipped profiles carry them."""
+    expect = {"t4": (1024, 16, 64, 64 * 1024, 64 * 1024), "rtx3090": (1536, 16, 128, 100 * 1024, 99 * 1024),
+              "rtx_a6000": (1536, 16, 128, 100 * 1024, 99 * 1024), "a10": (1536, 16, 128, 100 * 1024, 99 * 1024),
+              "rtx4090": (1536, 24, 128, 100 * 1024, 99 * 1024), "l4": (1536, 24, 128, 100 * 1024, 99 * 1024),
+              "b200": (2048, 32, 128, 228 * 1024, 227 * 1024), "rtx5090": (1536, 24, 128, 100 * 1024, 99 * 1024)}
+    for name, (threads, blocks, lanes, smem, optin) in expect.items():
+        d = load_device(name)
+        assert (d.max_threads_per_sm, d.max_blocks_per_sm, d.fp32_lanes_per_sm, d.shared_memory_per_sm,
+                d.shared_memory_per_block_optin) == (threads, blocks, lanes, smem, optin), name
+        assert d.registers_per_sm == 65536
+
+
+def test_no_reference_outside_the_repository():
+    """Profiles, package, docs and tests cite primary sources, never a file a user does not have."""
+    root = shipped_dir("devices").parent
+    # the forbidden names, spelt in pieces so that this file does not match them itself
+    pattern = re.compile("|".join(["device" + "_facts", "/wo" + "rk/", "shared" + "/(reference|seeds)",
+                                   r"\.\./" + "shared", "seeds" + r"/\d"]))
+    offenders = []
+    for folder in ("devices", "perfmodel", "docs", "tests", "kernels_spec", "validation", "bench"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml", ".yml", ".md", ".cu", ".cuh", ".cpp", ".txt") and path.is_file():
+                for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if pattern.search(line):
+                        offenders.append(f"{path.relative_to(root)}:{number}: {line.strip()[:80]}")
+    for name in ("README.md", "pyproject.toml", "setup.py"):
+        for number, line in enumerate((root / name).read_text().splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{name}:{number}")
+    assert not offenders, "\n".join(offenders)

@@ -173,7 +173,7 @@ def test_conv1d_tiled_cache_loads():
 
 
 def test_conv1d_tiling_strategies_global_traffic_ordering():
-    """Lecture 8 (seeds/001) on the three 1D tiling strategies:
+    """ECE408/CS483 Spring 2023 lecture 8 ("Tiled Convolution") on the three 1D tiling strategies:
 
     - loading the halo into shared memory (strategy 1 and its alternative) "coalesce[s] global memory accesses":
       every input element is read from global memory once per block that needs it, in full-warp requests;

@@ -81,7 +81,7 @@ def test_32x32_block_rejected_on_g80_accepted_on_fermi(g80):
     assert fermi.limiters == ["warps"]
 
 
-# ---- the reference's worked checks (device_facts.md section 9) --------------------------------------------
+# ---- worked checks from NVIDIA's occupancy calculators (docs/devices.md) -------------------------------
 
 def test_reference_g80_worked_check(g80):
     occ = occupancy(g80, 256, 10, 2072)  # ptxas "5 registers, 8+16 bytes smem" + 2048 dynamic

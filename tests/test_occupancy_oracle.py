@@ -5,7 +5,9 @@ profile of compute capability 3.0 or higher fills a ``cudaOccDeviceProp``. For e
 shared memory[, carveout]) case the number of blocks per SM must agree exactly, and so must each resource's
 own limit and the allocated registers and shared memory per block. Where NVIDIA's calculator returns 0 blocks
 (an impossible launch), perfmodel must raise ``OccupancyError`` instead. Skipped where the header or a C++
-compiler is missing.
+compiler is missing. The header comes from ``$CUDA_HOME/include`` (default /usr/local/cuda) or, with no toolkit
+installed, from NVIDIA's ``nvidia-cuda-runtime`` wheel (``pip install nvidia-cuda-runtime``: site-packages
+``nvidia/cu13/include`` or ``nvidia/cuda_runtime/include``), so CI needs no system CUDA.
 """
 from __future__ import annotations
 
@@ -22,7 +24,25 @@ from perfmodel.errors import OccupancyError
 from perfmodel.occupancy import occupancy
 
 HARNESS = Path(__file__).parent / "oracle" / "occupancy_oracle.cpp"
-CUDA_INCLUDE = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
+
+
+def _cuda_include() -> Path:
+    """The first folder holding cuda_occupancy.h: the toolkit's, else the nvidia-cuda-runtime wheel's."""
+    candidates = [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"]
+    try:
+        import nvidia  # namespace package of NVIDIA's CUDA wheels
+
+        for root in getattr(nvidia, "__path__", []):
+            candidates += [Path(root) / "cu13" / "include", Path(root) / "cuda_runtime" / "include"]
+    except ImportError:
+        pass
+    for folder in candidates:
+        if (folder / "cuda_occupancy.h").is_file():
+            return folder
+    return candidates[0]
+
+
+CUDA_INCLUDE = _cuda_include()
 HEADER = CUDA_INCLUDE / "cuda_occupancy.h"
 
 THREADS = sorted(set(range(32, 1025, 32)) | {1, 17, 31, 33, 63, 65, 100, 129, 200, 255, 257, 300, 500, 513,

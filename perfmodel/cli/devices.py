@@ -1,4 +1,4 @@
-"""perfmodel CLI: ``perfmodel devices list|show|validate`` - the device profiles."""
+"""perfmodel CLI: ``perfmodel devices list|show|validate|probe`` - the device profiles."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -79,8 +79,10 @@ def validate_command(
                                          "(the standard for shipped profiles).")] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Check profile files against the schema; exit 2 if any is invalid, listing every problem."""
-    from perfmodel.devices import check_device_file, unsourced_fields
+    """Check profile files against the schema and for plausibility (finite, in-range values; peak FP32 against
+    lanes x SMs x clock; DRAM bandwidth against bus width x memory clock); exit 2 if any is invalid, listing every
+    problem. Values far from the compute capability's norm are warnings, never fatal."""
+    from perfmodel.devices import check_device_file, plausibility_warnings, unsourced_fields
 
     results = []
     for path in files:
@@ -88,8 +90,9 @@ def validate_command(
         if device is not None and strict:
             problems = [f"{path}: field {field!r}: expected a source (write {{value: ..., source: KEY}})"
                         for field in unsourced_fields(device)]
+        warnings = [f"{path}: {w}" for w in plausibility_warnings(device)] if device is not None else []
         results.append({"file": str(path), "valid": not problems, "id": device.id if device else None,
-                        "problems": problems})
+                        "problems": problems, "warnings": warnings})
     if json_output:
         from perfmodel.report.jsonout import print_json
 
@@ -104,8 +107,67 @@ def validate_command(
                 console.print(Text.assemble(("invalid ", "bold red"), r["file"]))
                 for problem in r["problems"]:
                     console.print(f"  {problem}", soft_wrap=True, highlight=False, markup=False)
+            for warning in r["warnings"]:
+                console.print(Text.assemble(("  warning ", "yellow"), warning), soft_wrap=True, highlight=False)
     if not all(r["valid"] for r in results):
         raise typer.Exit(2)
+
+
+@devices_app.command("probe")
+def probe_command(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile here (default: print it).")] = None,
+    device_index: Annotated[int, typer.Option("--device-index", help="CUDA device ordinal.")] = 0,
+    measure: Annotated[bool, typer.Option("--measure", help="Also run the microbenchmarks (DRAM copy, FMA peak, L2 "
+                                          "reads; about 10 s) and record them as measured values with the date.")] = False,
+    profile_id: Annotated[str | None, typer.Option("--id", help="Profile id (default: the output file's name, "
+                                                   "else the GPU's name).")] = None,
+    from_attributes: Annotated[Path | None, typer.Option("--from-attributes", help="Build the profile from a recorded "
+                                                         "attribute set (JSON, as --save-attributes writes it) "
+                                                         "instead of a GPU.")] = None,
+    save_attributes: Annotated[Path | None, typer.Option("--save-attributes", help="Also write the raw attributes "
+                                                         "and measurements as JSON.")] = None,
+) -> None:
+    """Build a profile from the GPU in this machine: its device attributes (CuPy, the gpu extra), the rules of its
+    compute capability (perfmodel/generations.py) for what attributes cannot give, and with --measure short
+    microbenchmarks. The profile is validated before it is written; exit 2 if it is not valid."""
+    import json
+
+    from perfmodel.gpu import probe
+
+    if from_attributes is not None:
+        record = json.loads(from_attributes.read_text())
+        measured = record.get("measured")
+    else:
+        record = probe.read_attributes(device_index)
+        measured = probe.measure(device_index, record) if measure else None
+        if measured is not None:
+            record["measured"] = measured
+    if save_attributes is not None:
+        save_attributes.write_text(json.dumps(record, indent=1, default=str))
+    if profile_id is None and output is not None:
+        profile_id = output.stem
+    text = probe.dump_profile(probe.profile_from_attributes(record, measured, profile_id))
+    if output is None:
+        import sys
+
+        sys.stdout.write(text)
+        return
+    output.write_text(text)
+    _validate_written(output)
+
+
+def _validate_written(path: Path) -> None:
+    from perfmodel.devices import check_device_file, plausibility_warnings
+
+    device, problems = check_device_file(path)
+    if device is None:
+        for problem in problems:
+            console.print(f"  {problem}", soft_wrap=True, highlight=False, markup=False)
+        raise typer.Exit(2)
+    console.print(f"wrote {path} ({device.name}, CC {device.compute_capability}, {device.sm_count} SMs)",
+                  highlight=False, markup=False)
+    for warning in plausibility_warnings(device):
+        console.print(f"  warning {warning}", soft_wrap=True, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

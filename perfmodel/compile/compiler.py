@@ -202,12 +202,25 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple
         match = next((k for k in kernels if k.namespace + k.name == base or k.name == base), None)
         if re.sub(r"\s+", "", e) in {re.sub(r"\s+", "", s) for s in seen}:
             continue
-        if match is None:
+        if match is None and "<" in e:
             names = ", ".join(k.name + ("<...>" if k.is_template else "") for k in kernels) or "none"
             raise CompileError(f"no __global__ function {base!r} in the source; kernels found: {names}")
+        # a plain name the scan did not find (a kernel defined by a macro): NVRTC resolves it, or says it can't
         seen.add(e)
         out.append((e, match))
     return out
+
+
+def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
+    """A kernel the source scan did not see (defined through a macro): parameters from the PTX alone, named
+    ``argN``, 8-byte ones taken as pointers of unknown element type."""
+    params = [ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None, size, align)
+              for i, (size, align) in enumerate(sizes)]
+    return KernelInfo(name=expr, expression=expr, mangled=mangled, params=params,
+                      registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
+                      spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
+                      static_shared_bytes=res.get("static_shared_bytes", 0), barriers=res.get("barriers", 0),
+                      is_template=False)
 
 
 def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str, display: str | None,
@@ -217,7 +230,10 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     kernels: list[KernelInfo] = []
     for expr, decl in all_exprs:
         mangled = record.lowered.get(expr)
-        if mangled is None or decl is None:
+        if mangled is None:
+            continue
+        if decl is None:
+            kernels.append(_ptx_only_kernel(expr, mangled, entries.get(mangled, []), resources.get(mangled, {})))
             continue
         mapping = {}
         if decl.is_template:

@@ -10,9 +10,8 @@ rate``). Units that are views of one pipeline are grouped (max inside a group), 
 The groups and their resources (rates from the device profile's ``throughput`` section):
 
 * ``issue``: ``fp32`` (FP32 lane operations at ``peak_fp32_flops / 2``), ``sfu`` (special functions, division)
-  and ``issue`` (compiled warp instructions at ``warp_instructions_per_clock``; compiled instructions are
-  estimated from the simulator's source-level count with the calibrated ``sass_per_counted_instruction`` and
-  ``sass_instructions_per_warp``).
+  and ``issue`` (compiled warp instructions at ``warp_instructions_per_clock``: the executor's executed PTX
+  weighted into SASS instructions with the compiled cubin's line table, ``counts.warp_instructions``).
 * ``l1tex``: ``lsu`` (warp-level memory instructions at ``lsu_requests_per_clock``), ``shared`` (shared-memory
   wavefronts of 128 bytes at ``shared_bandwidth_bytes_per_clock``) and ``l1`` (L1 tag lookups: the 128-byte
   lines each global request touches, at ``l1_lines_per_clock``).
@@ -84,8 +83,6 @@ class DeviceRates:
     global_latency_cycles: float
     max_loads_in_flight_per_warp: float
     launch_overhead_s: float
-    sass_per_counted_instruction: float  # compiled (SASS) warp instructions per counted source-level operation
-    sass_instructions_per_warp: float    # plus this many per warp (prologue: special registers, addresses, exit)
     block_launch_cycles: float           # cycles between two block launches on one SM
     overlap_exponent: float              # p of the resource combination (inf = pure max)
     l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
@@ -134,10 +131,6 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
                                                  calibration.MAX_LOADS_IN_FLIGHT_PER_WARP),
         launch_overhead_s=_measured(device, "launch_overhead_s") or _throughput(
             device, "launch_overhead_s", calibration.LAUNCH_OVERHEAD_S),
-        sass_per_counted_instruction=_throughput(device, "sass_per_counted_instruction",
-                                                 calibration.SASS_PER_COUNTED_INSTRUCTION),
-        sass_instructions_per_warp=_throughput(device, "sass_instructions_per_warp",
-                                               calibration.SASS_INSTRUCTIONS_PER_WARP),
         l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
         block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
@@ -212,11 +205,6 @@ def l1_lines(g: dict, rates: DeviceRates) -> float:
 def l1_time(lines: float, active_sms: int, rates: DeviceRates) -> float:
     """The L1 tag stage: one 128-byte line of a global request per clock (``l1_lines_per_clock``)."""
     return lines / (rates.l1_lines_per_clock * active_sms * rates.clock_hz)
-
-
-def compiled_instructions(counted: float, warps: float, rates: DeviceRates) -> float:
-    """Warp instructions the compiled kernel issues, from the simulator's count of source-level operations."""
-    return rates.sass_per_counted_instruction * counted + rates.sass_instructions_per_warp * warps
 
 
 def l2_time(traffic: Traffic, rates: DeviceRates) -> float:
@@ -381,7 +369,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
                        + c.get("load_requests", 0) + (local.get("loads", 0) + local.get("stores", 0)) / 32.0)
     l1_work = l1_lines(g, rates)
-    issued = compiled_instructions(float(counts.get("warp_instructions", 0)), warps, rates)
+    issued = float(counts.get("warp_instructions", 0))   # SASS-level (perfmodel.kernel._sass_weights)
     times = {
         "fp32": (fp32_time(fp_ops, rates), float(counts.get("flops", 0)), "flop"),
         "sfu": (sfu_time(fp_ops, rates), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),

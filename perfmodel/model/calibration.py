@@ -8,15 +8,6 @@ their ``throughput:`` section; profiles that do not get these H100 values as doc
 """
 from __future__ import annotations
 
-# Compiled (SASS) warp instructions = SASS_PER_COUNTED_INSTRUCTION x the simulator's source-level operations
-# + SASS_INSTRUCTIONS_PER_WARP x warps. Fit (least relative error) to ncu's smsp__inst_executed.sum: median
-# error 15% over the 66 cases (a grid search confirms 0.45/18 as the best median). nvcc unrolls and
-# strength-reduces loops (0.46 SASS per counted operation for the naive matmul loop, 0.73-0.79 for the tiled one
-# whose inner loop the simulator already treats as unrolled) and adds a per-thread prologue/epilogue (special
-# registers, 64-bit addresses, exit: ~18 per warp; vec_add: 8 counted, 20 compiled).
-SASS_PER_COUNTED_INSTRUCTION = 0.45
-SASS_INSTRUCTIONS_PER_WARP = 18.0
-
 # Cycles between two instructions of one warp when the warp has the SM to itself (the mix of ALU, L1-hit and
 # shared-memory latencies on its dependence chain). Read off the one-wave cases, where nothing but the warps'
 # own chains limits the time: naive matmul W=256 (24.0 and 25.3 cycles per SASS instruction), tiled W=256

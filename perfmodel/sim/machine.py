@@ -317,7 +317,8 @@ class State:
     def _scatter(self, view, idx, values, m, rows=None):
         for j, v in enumerate(values):
             v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
-            shape = np.broadcast_shapes(idx.shape, v.shape, (1, 1) if m is None else m.shape)
+            shape = np.broadcast_shapes(idx.shape, v.shape, (1, 1) if m is None else m.shape,
+                                        (1, 1) if rows is None else rows.shape)
             ib = np.broadcast_to(idx + j, shape)
             vb = np.broadcast_to(v, shape)
             if rows is not None:

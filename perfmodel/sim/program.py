@@ -180,7 +180,7 @@ class ProgramBuilder:
                         cb.fp64 += x2 if is64 else 0
                 elif ins.opcode in _INT_OPS and ins.guard is None:
                     cb.int_ops += 1
-                if ins.opcode in MEMORY:
+                if ins.opcode in MEMORY and "param" not in ins.mods:
                     cb.works = True
                 if ins.guard is not None:
                     fn = self._guarded(ins, ops, fn, kind)

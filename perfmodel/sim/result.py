@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.sim.alu import FP_KIND
+from perfmodel.sim.issue import ptx_class
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Counts:
     simt_efficiency: float = 1.0
     warp_instructions: int = 0          # SASS-level estimate (PTX weighted per source line), else PTX
     ptx_warp_instructions: int = 0
+    ptx_classes: dict = field(default_factory=dict)   # PTX warp instructions per class (perfmodel.sim.issue)
     thread_instructions: int = 0
     threads: int = 0
     warps: int = 0
@@ -43,7 +45,8 @@ class Counts:
             "local": dict(self.local), "barriers": self.barriers, "barrier_warps": self.barrier_warps,
             "branches": self.branches, "divergent_branches": self.divergent_branches,
             "simt_efficiency": self.simt_efficiency, "warp_instructions": self.warp_instructions,
-            "ptx_warp_instructions": self.ptx_warp_instructions, "thread_instructions": self.thread_instructions,
+            "ptx_warp_instructions": self.ptx_warp_instructions, "ptx_classes": dict(self.ptx_classes),
+            "thread_instructions": self.thread_instructions,
             "threads": self.threads, "warps": self.warps, "blocks": self.blocks, "idle_threads": self.idle_threads,
         }
 
@@ -82,8 +85,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                  primary_file: int | None = None) -> SimResult:
     """Totals, per-line aggregates and per-instruction rows from the counters of every batch.
 
-    ``sass_weights``: {(file index, line): SASS instructions per PTX instruction on that line} (the compiled
-    code's static ratio), which turns executed PTX warp instructions into SASS-level ones."""
+    ``sass_weights``: SASS instructions per PTX instruction of the entry function (see
+    :func:`perfmodel.kernel._sass_weights`), which turns executed PTX warp instructions into SASS-level ones."""
     c = Counts()
     builder = launch.builder
     lines: dict = {}
@@ -109,8 +112,10 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 ins = f.instrs[k]
                 gid = ins.index
                 c.ptx_warp_instructions += w_b
+                pc = ptx_class(ins)
+                c.ptx_classes[pc] = c.ptx_classes.get(pc, 0) + w_b
                 thread_insts += t_b
-                weight = 1.0 if sass_weights is None else sass_weights.get((ins.file, ins.line), 1.0)
+                weight = 1.0 if sass_weights is None or fname != launch.program.entry else sass_weights[k]
                 own = primary_file is None or ins.file == primary_file
                 ln = lines.setdefault(ins.line, _new_line()) if own else None
                 if ln is not None:
