@@ -505,6 +505,8 @@ class _Parser:
             return Reg(o)
         if o[0].isdigit() or o[0] == "-" or o[0] == "+":
             return parse_imm(o.lstrip("+"))
+        if o == "WARP_SZ":
+            return Imm(32)                      # PTX's predefined constant (warpSize)
         if self.func is not None and o.lstrip("!") in self.func.regs:
             return Reg(o)                       # a register declared without '%' (inline asm: .reg .pred p;)
         m = re.match(r"^(generic\()?([\w$]+)\)?(?:\s*\+\s*(\d+))?$", o)
