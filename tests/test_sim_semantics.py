@@ -586,3 +586,263 @@ def test_windows_line_endings():
     a = np.zeros(2, np.float32)
     simulate(load_kernel(source=src), 1, 2, [a])
     assert a.tolist() == [5.0, 5.0]
+
+
+# ---- warp-level operations, atomics, block reductions and memory forms (one NVRTC compile for all) ------------
+
+WARP_MEM = r"""
+#include <cstdio>
+#define FULL 0xffffffffu
+__global__ void warp_ops(const int *x, int *o) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x & 31;
+    int n = gridDim.x * blockDim.x;
+    int v = x[i], s = v, t = v;
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(FULL, s, off);
+    for (int m = 16; m > 0; m /= 2) t += __shfl_xor_sync(FULL, t, m);
+    o[0 * n + i] = s;
+    o[1 * n + i] = t;
+    o[2 * n + i] = __shfl_sync(FULL, v, (lane * 7 + 3) & 31);
+    o[3 * n + i] = __shfl_sync(FULL, v, 2, 8);
+    o[4 * n + i] = __shfl_up_sync(FULL, v, 3, 16);
+    o[5 * n + i] = __shfl_down_sync(FULL, v, 5, 8);
+    o[6 * n + i] = __ballot_sync(FULL, v & 1);
+    o[7 * n + i] = __any_sync(FULL, v == 7) * 2 + __all_sync(FULL, v >= 0);
+    o[8 * n + i] = __match_any_sync(FULL, v & 3);
+    o[9 * n + i] = __reduce_add_sync(FULL, v);
+    o[10 * n + i] = __reduce_min_sync(FULL, (unsigned)v);
+    o[11 * n + i] = __reduce_max_sync(FULL, v - 50);
+    o[12 * n + i] = __reduce_or_sync(FULL, (unsigned)v) ^ __reduce_and_sync(FULL, (unsigned)v | 64);
+    int am = -1, bal = -1;
+    if (lane % 3 == 0) {
+        am = __activemask();
+        bal = __ballot_sync(am, v > 50);
+    }
+    o[13 * n + i] = am;
+    o[14 * n + i] = bal;
+    int pred;
+    unsigned all = __match_all_sync(FULL, v / 1000, &pred);
+    o[15 * n + i] = all + pred;
+}
+
+__global__ void printer(int *o) {
+    printf("thread %d\n", threadIdx.x);     // the executor ignores output
+    o[threadIdx.x] = threadIdx.x;
+}
+
+__global__ void atomics(const int *x, const float *fx, int *ctr, int *old_ctr, int *spread, int *old_spread,
+                        float *fsum, int *exch, int *old_exch, int *cas, int *old_cas, unsigned *umax, int *imin,
+                        int *hist) {
+    __shared__ int h[8];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x < 8) h[threadIdx.x] = 0;
+    __syncthreads();
+    old_ctr[i] = atomicAdd(&ctr[0], x[i]);
+    old_spread[i] = atomicAdd(&spread[i % 5], x[i]);
+    atomicAdd(&fsum[i % 3], fx[i]);
+    old_exch[i] = atomicExch(&exch[0], i);
+    old_cas[i] = atomicCAS(&cas[0], 0, i + 1);
+    atomicMax(&umax[i & 1], (unsigned)x[i] * 2654435761u);
+    atomicMin(&imin[i & 3], x[i] - 500);
+    atomicAdd(&h[x[i] & 7], 1);
+    __syncthreads();
+    if (threadIdx.x < 8) atomicAdd(&hist[threadIdx.x], h[threadIdx.x]);
+}
+
+__global__ void block_votes(const int *x, int *o) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int n = gridDim.x * blockDim.x;
+    o[i] = __syncthreads_count(x[i] > 50);
+    o[n + i] = __syncthreads_and(x[i] > 0);
+    o[2 * n + i] = __syncthreads_or(x[i] == 99);
+}
+
+__device__ __noinline__ int clamp_store(int a, int *p) {
+    if (a < 0) return -a;            // early return inside a real call
+    p[0] = a;
+    return a * 2;
+}
+
+__device__ __noinline__ float sum3(const float *p) { return p[0] + p[1] + p[2]; }
+
+__global__ void calls(const int *x, int *o, int *side, const float *g, float *fo) {
+    __shared__ float s[64];
+    int i = threadIdx.x;
+    s[i] = g[i] * 2.0f;
+    __syncthreads();
+    o[i] = clamp_store(x[i], &side[i]);
+    const float *p = (i & 1) ? &s[i] : &g[i];      // a generic pointer: shared on odd lanes, global on even
+    fo[i] = (i < 61) ? sum3(p) : 0.0f;
+}
+
+__global__ void vectors(const float4 *a, const int2 *b, float *o) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float4 v = a[i];
+    int2 w = __ldg(&b[i]);
+    o[i] = v.x + 2.0f * v.y + 3.0f * v.z + 4.0f * v.w + (float)(w.x - w.y);
+}
+"""
+
+
+def _warp_mem(entry):
+    return load_kernel(source=WARP_MEM, entry=entry)
+
+
+def test_shuffles_votes_match_and_redux():
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 100, 64).astype(np.int32)
+    x[3] = 7
+    x[40:] = x[40]            # warp 1: lanes 8.. equal (match_all is false, but for lanes 8..31 the values agree)
+    x[32:40] = x[40]          # warp 1 all equal: match_all true
+    n = 64
+    o = np.zeros(16 * n, np.int32)
+    prog = _warp_mem("warp_ops")
+    assert any(i.opcode == "redux" for i in prog.module.functions[prog.entry].instrs)     # sm_90: redux.sync
+    simulate(prog, 2, 32, [x, o])
+    o = o.reshape(16, 2, 32).astype(np.int64)
+    w = x.reshape(2, 32).astype(np.int64)
+    lane = np.arange(32)
+    u32 = lambda a: np.asarray(a, np.int64) & 0xFFFFFFFF            # noqa: E731
+    # shfl.down: lane l adds lane l+off when l+off < 32 (else its own value); lane 0 ends with the warp sum
+    assert (o[0][:, 0] == w.sum(axis=1)).all()
+    assert (o[1] == w.sum(axis=1)[:, None]).all()                      # xor butterfly: every lane has the sum
+    assert (o[2] == w[:, (lane * 7 + 3) & 31]).all()
+    assert (o[3] == w[:, (lane & ~7) + 2]).all()                       # width 8: lane 2 of each 8-lane segment
+    up = np.where((lane & 15) >= 3, lane - 3, lane)                    # width 16: no crossing of segments
+    assert (o[4] == w[:, up]).all()
+    down = np.where((lane & 7) + 5 <= 7, lane + 5, lane)
+    assert (o[5] == w[:, down]).all()
+    ballot = [(int(((w[r] & 1) << lane).sum())) for r in range(2)]
+    assert (u32(o[6]) == np.array(ballot)[:, None]).all()
+    assert (o[7] == (2 * (w == 7).any(axis=1) + (w >= 0).all(axis=1))[:, None]).all()
+    key = w & 3
+    match = [[int(((key[r] == key[r, l]) << lane).sum()) for l in range(32)] for r in range(2)]
+    assert (u32(o[8]) == np.array(match)).all()
+    assert (o[9] == w.sum(axis=1)[:, None]).all()
+    assert (o[10] == w.min(axis=1)[:, None]).all()
+    assert (o[11] == (w - 50).max(axis=1)[:, None]).all()
+    ored = np.bitwise_or.reduce(w, axis=1)
+    anded = np.bitwise_and.reduce(w | 64, axis=1)
+    assert (o[12] == (ored ^ anded)[:, None]).all()
+    active = (lane % 3 == 0)
+    am = int((active.astype(np.int64) << lane).sum())
+    assert (u32(o[13][:, active]) == am).all() and (o[13][:, ~active] == -1).all()
+    bal = [int((((w[r] > 50) & active).astype(np.int64) << lane).sum()) for r in range(2)]
+    assert (u32(o[14][:, active]) == np.array(bal)[:, None]).all()
+    # match.all: warp 0 values differ (0 + pred 0), warp 1 all equal (full mask + pred 1 = 0xffffffff + 1 -> 0)
+    assert (o[15][0] == 0).all() and (u32(o[15][1]) == 0).all()
+
+
+@pytest.mark.xfail(strict=True, reason="program.py Builder._call: the vprintf stub writes its return value only to "
+                   "register operands, but NVRTC returns it through a .param (`call.uni (retval0), vprintf, ...` "
+                   "then `ld.param.b32 %r, [retval0+0]`), so the ld.param fails with \"ld.param of 'retval0', which "
+                   "is not a parameter\"; fix: st.param_write(fr, r.name, 0, zeros) for Sym return operands")
+def test_printf_is_ignored():
+    o = np.zeros(32, np.int32)
+    simulate(_warp_mem("printer"), 1, 32, [o])
+    assert o.tolist() == list(range(32))
+
+
+def test_atomics_results_and_old_values_are_a_sequential_order():
+    rng = np.random.default_rng(9)
+    n = 96
+    x = rng.integers(1, 1000, n).astype(np.int32)
+    fx = (rng.integers(1, 64, n) / 8).astype(np.float32)                # exact in float: order does not matter
+    ctr = np.array([5], np.int32)
+    spread = np.arange(5, dtype=np.int32) * 100
+    outs = {k: np.zeros(n, np.int32) for k in ("old_ctr", "old_spread", "old_exch", "old_cas")}
+    fsum = np.zeros(3, np.float32)
+    exch = np.array([-1], np.int32)
+    cas = np.zeros(1, np.int32)
+    umax = np.zeros(2, np.uint32)
+    imin = np.zeros(4, np.int32)
+    hist = np.zeros(8, np.int32)
+    spread0 = spread.copy()
+    simulate(_warp_mem("atomics"), 3, 32, [x, fx, ctr, outs["old_ctr"], spread, outs["old_spread"], fsum, exch,
+                                           outs["old_exch"], cas, outs["old_cas"], umax, imin, hist])
+
+    def chain(olds, adds, init, final):
+        # the old values, ordered, must be init, init + a_1, init + a_1 + a_2, ... ending at final
+        order = np.argsort(olds, kind="stable")
+        seq = init + np.concatenate([[0], np.cumsum(adds[order])])
+        return np.array_equal(olds[order], seq[:-1]) and seq[-1] == final
+
+    assert ctr[0] == 5 + x.sum()
+    assert chain(outs["old_ctr"], x, 5, ctr[0])
+    for a in range(5):
+        sel = np.arange(n) % 5 == a
+        assert chain(outs["old_spread"][sel], x[sel], spread0[a], spread[a])
+    assert np.array_equal(fsum, np.array([fx[np.arange(n) % 3 == a].sum() for a in range(3)], np.float32))
+    # exchange: {old values} + {final} = {initial} + {every i}, and each value is seen once
+    assert sorted(outs["old_exch"].tolist() + [int(exch[0])]) == [-1] + list(range(n))
+    # compare-and-swap from 0: exactly one winner saw 0; everyone after it sees the winner's value
+    winners = np.flatnonzero(outs["old_cas"] == 0)
+    assert len(winners) == 1 and cas[0] == winners[0] + 1
+    assert (np.delete(outs["old_cas"], winners) == cas[0]).all()
+    hashed = (x.astype(np.uint64) * 2654435761) & 0xFFFFFFFF
+    assert umax.tolist() == [int(hashed[0::2].max()), int(hashed[1::2].max())]
+    assert imin.tolist() == [int(min(0, (x[a::4] - 500).min())) for a in range(4)]
+    assert hist.tolist() == np.bincount(x & 7, minlength=8).tolist()
+
+
+def test_syncthreads_count_and_or():
+    x = np.random.default_rng(2).integers(1, 99, 128).astype(np.int32)
+    x[70] = 99
+    x[5] = 0
+    o = np.zeros(3 * 128, np.int32)
+    simulate(_warp_mem("block_votes"), 2, 64, [x, o])
+    b = x.reshape(2, 64)
+    o = o.reshape(3, 2, 64)
+    assert (o[0] == (b > 50).sum(axis=1)[:, None]).all()
+    assert (o[1] != 0).tolist() == [[False] * 64, [True] * 64]          # block 0 has x = 0
+    assert (o[2] != 0).tolist() == [[False] * 64, [True] * 64]          # block 1 has x = 99
+
+
+def test_noinline_calls_and_generic_pointers_into_shared():
+    _run_calls()
+
+
+def _run_calls():
+    prog = _warp_mem("calls")
+    callees = [i.operands[1].name for i in prog.module.functions[prog.entry].instrs if i.opcode == "call"]
+    assert any("clamp_store" in c for c in callees) and any("sum3" in c for c in callees)
+    assert not prog.module.functions[next(c for c in callees if "sum3" in c)].is_entry
+    x = np.arange(-32, 32, dtype=np.int32)
+    o = np.zeros(64, np.int32)
+    side = np.full(64, -9, np.int32)
+    g = np.arange(64, dtype=np.float32)
+    fo = np.zeros(64, np.float32)
+    r = simulate(prog, 1, 64, [x, o, side, g, fo])
+    assert o.tolist() == [(-v if v < 0 else 2 * v) for v in x.tolist()]
+    assert side.tolist() == [(-9 if v < 0 else v) for v in x.tolist()]
+    # NVVM passes sum3's three floats by value (internal function): the caller loads p[0..2] through the generic
+    # pointer (ld.f32 without a space), odd lanes from s[] = 2 g, even lanes from g
+    want = [(2 * g if k % 2 else g)[k:k + 3].sum() if k < 61 else 0.0 for k in range(64)]
+    assert np.array_equal(fo, np.array(want, np.float32))
+    return r
+
+
+@pytest.mark.xfail(strict=True, reason="result.py build_result/_space: counts are attributed by the instruction's "
+                   "declared space, so a generic ld whose lanes hit the shared window is counted as global loads "
+                   "(shared loads stay 0 here); fix: let State._generic record the per-window split per instruction")
+def test_generic_loads_into_shared_count_as_shared():
+    r = _run_calls()
+    assert r.counts.shared["loads"] == 3 * 30          # odd lanes 1..59 below 61, 3 loads each
+
+
+def test_vector_loads_float4_int2_and_ldg():
+    prog = _warp_mem("vectors")
+    ops = {(i.opcode, i.mods) for i in prog.module.functions[prog.entry].instrs}
+    assert ("ld", ("global", "v4", "f32")) in ops
+    assert any(op == "ld" and "v2" in mods and "nc" in mods for op, mods in ops)          # __ldg: ld.global.nc
+    a = np.arange(4 * 64, dtype=np.float32)
+    b = np.arange(2 * 64, dtype=np.int32) * 3
+    o = np.zeros(64, np.float32)
+    r = simulate(prog, 2, 32, [a, b, o])
+    a4, b2 = a.reshape(64, 4), b.reshape(64, 2)
+    assert np.array_equal(o, a4 @ np.array([1, 2, 3, 4], np.float32) + (b2[:, 0] - b2[:, 1]))
+    g = r.counts.global_
+    # per warp: float4 = 32 x 16 B = 512 B = 16 sectors, 4 lines; int2 = 256 B = 8 sectors, 2 lines; o: 4, 1
+    assert g["load_requests"] == 2 * 2
+    assert g["load_sectors"] == 2 * (16 + 8) and g["load_lines"] == 2 * (4 + 2)
+    assert g["store_sectors"] == 2 * 4
