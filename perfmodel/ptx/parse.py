@@ -481,6 +481,9 @@ class _Parser:
             return Sink()
         if o.startswith("["):
             inner = o[1:-1].strip()
+            parts = _split_top(inner)
+            if len(parts) > 1:                  # a texture / surface tuple: [tex0, {%r1, %r2}]
+                return Vec(tuple(self._operand(x) for x in parts))
             m = re.match(r"^(.+?)\s*\+\s*(-?(?:0[xX][0-9a-fA-F]+|\d+))$", inner)
             if m:
                 base, off = m.group(1), _int(m.group(2))
