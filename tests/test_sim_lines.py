@@ -11,6 +11,13 @@ from perfmodel.sim import simulate
 from perfmodel.sim import warps as W
 
 
+@pytest.fixture(autouse=True)
+def _no_sass_weights(monkeypatch):
+    """These tests check what the PTX computes and counts, not the SASS-weighted issue count: skip the nvdisasm run
+    per compiled kernel (about 1 s each with a cold compile cache)."""
+    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
+
+
 def access_kernel(expr, dtype="float"):
     return load_kernel(source=f"""
     __global__ void k({dtype} *a, {dtype} *out, int s) {{
