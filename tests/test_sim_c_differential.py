@@ -226,6 +226,8 @@ __device__ unsigned hadd(float a, float b) { return __half_as_ushort(__hadd(__fl
 __device__ unsigned hmul(float a, float b) { return __half_as_ushort(__hmul(__float2half_rn(a), __float2half_rn(b))); }
 __device__ unsigned hfma(float a, float b, float c) {
     return __half_as_ushort(__hfma(__float2half_rn(a), __float2half_rn(b), __float2half_rn(c))); }
+__device__ unsigned f2h_rz(float x) { return __half_as_ushort(__float2half_rz(x)); }
+__device__ unsigned f2h_ru(float x) { return __half_as_ushort(__float2half_ru(x)); }
 __device__ unsigned h2add_lo_hi(float a, float b, float c, float d) {
     __half2 x = __floats2half2_rn(a, b), y = __floats2half2_rn(c, d);
     __half2 r = __hadd2(x, y);
@@ -342,6 +344,36 @@ static unsigned PRMT(unsigned a, unsigned b, unsigned c) {
     return d; }
 static unsigned SHF_L(unsigned lo, unsigned hi, unsigned n) { u64 x = ((u64)hi << 32) | lo; return (unsigned)((x << (n & 31)) >> 32); }
 static unsigned SHF_RC(unsigned lo, unsigned hi, unsigned n) { u64 x = ((u64)hi << 32) | lo; n = n > 32 ? 32 : n; return (unsigned)(x >> n); }
+#include <fenv.h>
+/* directed rounding: the operation run under fesetround (gcc -frounding-math -O0 keeps it in place) */
+#define UNDER(mode, T, expr) do { fesetround(mode); volatile T r_ = (expr); fesetround(FE_TONEAREST); return r_; } while (0)
+static float __fadd_rd(float a, float b) { UNDER(FE_DOWNWARD, float, a + b); }
+static float __fadd_ru(float a, float b) { UNDER(FE_UPWARD, float, a + b); }
+static float __fadd_rz(float a, float b) { UNDER(FE_TOWARDZERO, float, a + b); }
+static float __fsub_ru(float a, float b) { UNDER(FE_UPWARD, float, a - b); }
+static float __fmul_rz(float a, float b) { UNDER(FE_TOWARDZERO, float, a * b); }
+static float __fmul_ru(float a, float b) { UNDER(FE_UPWARD, float, a * b); }
+static float __fdiv_rd(float a, float b) { UNDER(FE_DOWNWARD, float, a / b); }
+static float __fdiv_rz(float a, float b) { UNDER(FE_TOWARDZERO, float, a / b); }
+static float __frcp_ru(float a) { UNDER(FE_UPWARD, float, 1.0f / a); }
+static float __fsqrt_rd(float a) { UNDER(FE_DOWNWARD, float, sqrtf(a)); }
+static float __fmaf_rz(float a, float b, float c) { UNDER(FE_TOWARDZERO, float, fmaf(a, b, c)); }
+static float __fmaf_ru(float a, float b, float c) { UNDER(FE_UPWARD, float, fmaf(a, b, c)); }
+static double __dadd_rz(double a, double b) { UNDER(FE_TOWARDZERO, double, a + b); }
+static double __dmul_ru(double a, double b) { UNDER(FE_UPWARD, double, a * b); }
+static double __ddiv_rd(double a, double b) { UNDER(FE_DOWNWARD, double, a / b); }
+static double __dsqrt_ru(double a) { UNDER(FE_UPWARD, double, sqrt(a)); }
+static float __double2float_rd(double a) { UNDER(FE_DOWNWARD, float, (float)a); }
+static float __double2float_ru(double a) { UNDER(FE_UPWARD, float, (float)a); }
+static float __double2float_rz(double a) { UNDER(FE_TOWARDZERO, float, (float)a); }
+static float __int2float_rz(int a) { UNDER(FE_TOWARDZERO, float, (float)a); }
+static float __int2float_rd(int a) { UNDER(FE_DOWNWARD, float, (float)a); }
+static float __uint2float_ru(unsigned a) { UNDER(FE_UPWARD, float, (float)a); }
+static float __ll2float_rd(long long a) { UNDER(FE_DOWNWARD, float, (float)a); }
+static float __ull2float_rz(u64 a) { UNDER(FE_TOWARDZERO, float, (float)a); }
+static double __ll2double_ru(long long a) { UNDER(FE_UPWARD, double, (double)a); }
+static unsigned f2h_rz(float x) { if (x != x) return 0x7fff; fesetround(FE_TOWARDZERO); volatile _Float16 h = (_Float16)x; fesetround(FE_TONEAREST); unsigned short b; _Float16 hh = h; memcpy(&b, &hh, 2); return b; }
+static unsigned f2h_ru(float x) { if (x != x) return 0x7fff; fesetround(FE_UPWARD); volatile _Float16 h = (_Float16)x; fesetround(FE_TONEAREST); unsigned short b; _Float16 hh = h; memcpy(&b, &hh, 2); return b; }
 static int __popc(unsigned a) { return __builtin_popcount(a); }
 static int __popcll(u64 a) { return __builtin_popcountll(a); }
 static int __clz(int a) { return a == 0 ? 32 : __builtin_clz((unsigned)a); }
@@ -415,6 +447,16 @@ INTRINSIC_CASES = [
     ("u32", "f2h(fb)"), ("u32", "f2h(fa)"), ("u32", "f2h(fc * 70000.0f)"), ("u32", "f2h(fc * 1.0e-6f)"), ("u32", "f2bf(fa)"),
     ("f32", "h2f(f2h(fb))"), ("u32", "hadd(fb, fc)"), ("u32", "hmul(fb, fc)"), ("u32", "hfma(fb, fc, fb)"),
     ("u32", "h2add_lo_hi(fb, fc, fc, fb)"),
+    # directed rounding: add/sub/mul/div/rcp/sqrt/fma .rz/.rm/.rp and cvt to float
+    ("f32", "__fadd_rd(fa, fb)"), ("f32", "__fadd_ru(fa, fc)"), ("f32", "__fadd_rz(fa, fb)"), ("f32", "__fsub_ru(fb, fa)"),
+    ("f32", "__fmul_rz(fa, fb)"), ("f32", "__fmul_ru(fa, fc)"), ("f32", "__fdiv_rd(fb, fc)"), ("f32", "__fdiv_rz(fa, fc)"),
+    ("f32", "__frcp_ru(fb)"), ("f32", "__fsqrt_rd(fabsf(fa))"), ("f32", "__fmaf_rz(fb, fc, fa)"),
+    ("f32", "__fmaf_ru(fa, fc, fb)"), ("f64", "__dadd_rz(da, (double)fa)"), ("f64", "__dmul_ru(da, (double)fc)"),
+    ("f64", "__ddiv_rd(da, 3.0)"), ("f64", "__dsqrt_ru(fabs(da))"), ("f32", "__double2float_rd(da)"),
+    ("f32", "__double2float_ru(da)"), ("f32", "__double2float_rz(da)"), ("f32", "__int2float_rz(ia)"),
+    ("f32", "__int2float_rd(ia)"), ("f32", "__uint2float_ru(ua)"), ("f32", "__ll2float_rd(la)"),
+    ("f32", "__ull2float_rz((unsigned long long)lb)"), ("f64", "__ll2double_ru(la)"),
+    ("u32", "f2h_rz(fb)"), ("u32", "f2h_ru(fc * 3.0f)"),
 ]
 
 

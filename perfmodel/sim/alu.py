@@ -144,6 +144,92 @@ def _sat_int(x, t):
     return np.clip(x, info.min, info.max).astype(DT[t])
 
 
+# ---- directed rounding (.rz / .rm / .rp) ----------------------------------------------------------------------
+
+DIRECTED = ("rz", "rm", "rp")
+
+
+def _directed_mode(ins):
+    return next((m for m in ins.mods if m in DIRECTED), None)
+
+
+def _two_prod(a, b):
+    """a * b = p + e exactly (float64; Dekker's product with Veltkamp's split)."""
+    p = a * b
+
+    def split(x):
+        c = 134217729.0 * x
+        hi = c - (c - x)
+        return hi, x - hi
+    ah, al = split(a)
+    bh, bl = split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def exact_f64(op, args):
+    """(r, s): the round-to-nearest float64 result of op on float64 args and the sign of (exact result - r), from
+    error-free transformations (exact for add/sub/mul/div/sqrt of float64 operands and for fma of float32 ones)."""
+    if op in ("add", "sub"):
+        a, b = args
+        b = -b if op == "sub" else b
+        r = a + b
+        bv = r - a
+        return r, np.sign((a - (r - bv)) + (b - bv))
+    if op == "mul":
+        p, e = _two_prod(*args)
+        return p, np.sign(e)
+    if op == "fma":                   # float32 operands: the product is exact
+        a, b, c = args
+        p = a * b
+        r = p + c
+        bv = r - p
+        return r, np.sign((p - (r - bv)) + (c - bv))
+    if op in ("div", "rcp"):
+        a, b = args if op == "div" else (np.ones_like(args[0]), args[0])
+        q = a / b
+        p, pe = _two_prod(q, b)
+        return q, np.sign((a - p) - pe) * np.sign(b)
+    if op == "sqrt":
+        a, = args
+        r = np.sqrt(a)
+        p, pe = _two_prod(r, r)
+        return r, np.sign((a - p) - pe)
+    raise Unsupported(f"directed rounding of {op}")
+
+
+def round_directed(r, s, out, mode):
+    """Round the value (r + a tiny amount of sign s) - r a float64 array - to dtype ``out`` toward zero (rz),
+    minus infinity (rm) or plus infinity (rp)."""
+    out = np.dtype(out)
+    if out == np.float64:
+        y, sy = r, s
+    else:
+        y = to_f16(r) if out == np.float16 else r.astype(out)
+        d = r - y.astype(np.float64)                    # exact: y is r's nearest neighbour
+        sy = np.where(np.isfinite(r) & (d != 0), np.sign(d), s)
+    sy = np.where(np.isfinite(r), sy, 0)
+    if mode == "rz":
+        step = (sy != 0) & (np.sign(y) * sy < 0)
+        target = np.zeros((), out)
+    elif mode == "rm":
+        step, target = sy < 0, np.array(-np.inf, out)
+    else:
+        step, target = sy > 0, np.array(np.inf, out)
+    if step.any():
+        y = np.where(step, np.nextafter(y, target), y)
+    return y.astype(out, copy=False)
+
+
+def directed(op, t, mode):
+    """fn(*args) computing ``op`` in type t (f32 / f64) rounded by ``mode``."""
+    out = DT[t]
+
+    def fn(*args):
+        r, s = exact_f64(op, [np.asarray(x, np.float64) for x in args])
+        return round_directed(r, s, out, mode)
+    return fn
+
+
 # ---- integer and float arithmetic ------------------------------------------------------------------------------
 
 @builder("add", "sub")
@@ -156,6 +242,9 @@ def b_addsub(ins, ops):
         return elementwise(ins, ops, fn, t)
     if ins.has("cc"):
         raise Unsupported("add.cc/sub.cc (extended-precision carry chains)")
+    mode = _directed_mode(ins)
+    if mode and t in ("f32", "f64"):
+        return elementwise(ins, ops, directed(ins.opcode, t, mode), t)
     return elementwise(ins, ops, np.subtract if sub else np.add, t)
 
 
@@ -189,6 +278,9 @@ def _wide(t):
 def b_mul(ins, ops):
     t = ins.type
     if _floaty(t):
+        mode = _directed_mode(ins)
+        if mode and t in ("f32", "f64"):
+            return elementwise(ins, ops, directed("mul", t, mode), t)
         return elementwise(ins, ops, np.multiply, t)
     if ins.opcode == "mul24":
         ins_t = t
@@ -236,6 +328,9 @@ def fused_multiply_add(a, b, c, out=None):
 def b_mad(ins, ops):
     t = ins.type
     if _floaty(t):
+        mode = _directed_mode(ins)
+        if mode and t == "f32":
+            return elementwise(ins, ops, directed("fma", t, mode), t)
         if t in ("f32", "f16"):
             return elementwise(ins, ops, fused_multiply_add, t)
         if t == "f16x2":
@@ -284,6 +379,9 @@ def int_div_checked(st, a, b, gid=None):
 def b_div(ins, ops):
     t = ins.type
     if _floaty(t):
+        mode = _directed_mode(ins)
+        if mode and t in ("f32", "f64"):
+            return elementwise(ins, ops, directed("div", t, mode), t)
         return elementwise(ins, ops, np.divide, t)
     ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
     w = ops.writer(ins.operands[0])
@@ -361,8 +459,19 @@ def _unary_float(fn):
     return build
 
 
-BUILDERS["rcp"] = _unary_float(lambda a: np.divide(a.dtype.type(1), a))
-BUILDERS["sqrt"] = _unary_float(np.sqrt)
+def _rounded_unary(op, fn):
+    plain = _unary_float(fn)
+
+    def build(ins, ops):
+        mode = _directed_mode(ins)
+        if mode and ins.type in ("f32", "f64"):
+            return elementwise(ins, ops, directed(op, ins.type, mode), ins.type)
+        return plain(ins, ops)
+    return build
+
+
+BUILDERS["rcp"] = _rounded_unary("rcp", lambda a: np.divide(a.dtype.type(1), a))
+BUILDERS["sqrt"] = _rounded_unary("sqrt", np.sqrt)
 BUILDERS["rsqrt"] = _unary_float(lambda a: np.divide(a.dtype.type(1), np.sqrt(a)))
 BUILDERS["ex2"] = _unary_float(np.exp2)
 BUILDERS["lg2"] = _unary_float(np.log2)
@@ -793,6 +902,9 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
     else:
         x = v
     src_float = at in ("f16", "f32", "f64", "bf16")
+    directed_mode = next((m for m in mods if m in DIRECTED), None)
+    if directed_mode and dt_t in ("f16", "f32", "f64"):
+        return round_directed(*_cvt_exact(x, at), ddt, directed_mode)
     if dt_t in ("f16", "f32", "f64", "bf16"):
         y = x
         if rnd:
@@ -827,6 +939,18 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
             return y
         return np.clip(wide, info.min, info.max).astype(ddt)
     return x.astype(ddt)
+
+
+def _cvt_exact(x, at):
+    """(r, s) for a conversion source: its float64 value and the sign of (exact value - r)."""
+    if x.dtype.kind == "f" or x.dtype.itemsize <= 4:
+        return x.astype(np.float64), np.zeros(x.shape)
+    r = x.astype(np.float64)                        # 64-bit integers: r may be off by up to half a float64 ulp
+    lim = 2.0 ** 63 if x.dtype.kind == "i" else 2.0 ** 64
+    over = r >= lim
+    back = np.where(over, 0, r).astype(x.dtype)
+    s = np.where(over, -1, (x > back).astype(np.int64) - (x < back).astype(np.int64))
+    return r, s.astype(np.float64)
 
 
 @builder("cvt")
