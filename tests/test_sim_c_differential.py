@@ -268,6 +268,12 @@ __device__ unsigned SETP_PAIR(int a, int b) { unsigned r; asm("{ .reg .pred p, q
 __device__ unsigned TESTP_SUB(float a) { unsigned r; asm("{ .reg .pred p; testp.subnormal.f32 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(r) : "f"(a)); return r; }
 __device__ unsigned TESTP_NORM(float a) { unsigned r; asm("{ .reg .pred p; testp.normal.f32 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(r) : "f"(a)); return r; }
 __device__ unsigned PRMT(unsigned a, unsigned b, unsigned c) { return __byte_perm(a, b, c); }
+#define PRMT_MODE(m) __device__ unsigned PRMT_##m(unsigned a, unsigned b, unsigned c) { \
+    unsigned r; asm("prmt.b32." #m " %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+PRMT_MODE(f4e) PRMT_MODE(b4e) PRMT_MODE(rc8) PRMT_MODE(ecl) PRMT_MODE(ecr) PRMT_MODE(rc16)
+__device__ unsigned PRMT_FULL(unsigned a, unsigned b, unsigned c) {   /* default mode with the sign bit of selectors */
+    unsigned r; asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ unsigned SHFL_DOWN_BIG(unsigned v, unsigned d) { return __shfl_down_sync(0xffffffffu, v, d); }
 __device__ unsigned SHF_L(unsigned lo, unsigned hi, unsigned n) { return __funnelshift_l(lo, hi, n); }
 __device__ unsigned SHF_RC(unsigned lo, unsigned hi, unsigned n) { return __funnelshift_rc(lo, hi, n); }
 """
@@ -340,6 +346,28 @@ static unsigned PRMT(unsigned a, unsigned b, unsigned c) {
     for (int i = 0; i < 4; i++) {
         unsigned sel = (c >> (4 * i)) & 7;   /* __byte_perm uses the low 3 bits of each selector */
         d |= (unsigned)((x >> (8 * sel)) & 0xff) << (8 * i);
+    }
+    return d; }
+/* PTX ISA prmt: the special modes by the table (result bytes b3 b2 b1 b0 for c[1:0] = 0..3) */
+static const char *PRMT_TABLE[6][4] = {
+    {"3210", "4321", "5432", "6543"}, {"5670", "6701", "7012", "0123"}, {"0000", "1111", "2222", "3333"},
+    {"3210", "3211", "3222", "3333"}, {"0000", "1110", "2210", "3210"}, {"1010", "3232", "1010", "3232"}};
+static unsigned prmt_mode(int m, unsigned a, unsigned b, unsigned c) {
+    u64 x = (u64)a | ((u64)b << 32); const char *sel = PRMT_TABLE[m][c & 3]; unsigned d = 0;
+    for (int i = 0; i < 4; i++) d |= (unsigned)((x >> (8 * (sel[3 - i] - '0'))) & 0xff) << (8 * i);
+    return d; }
+static unsigned PRMT_f4e(unsigned a, unsigned b, unsigned c) { return prmt_mode(0, a, b, c); }
+static unsigned PRMT_b4e(unsigned a, unsigned b, unsigned c) { return prmt_mode(1, a, b, c); }
+static unsigned PRMT_rc8(unsigned a, unsigned b, unsigned c) { return prmt_mode(2, a, b, c); }
+static unsigned PRMT_ecl(unsigned a, unsigned b, unsigned c) { return prmt_mode(3, a, b, c); }
+static unsigned PRMT_ecr(unsigned a, unsigned b, unsigned c) { return prmt_mode(4, a, b, c); }
+static unsigned PRMT_rc16(unsigned a, unsigned b, unsigned c) { return prmt_mode(5, a, b, c); }
+static unsigned PRMT_FULL(unsigned a, unsigned b, unsigned c) {
+    u64 x = (u64)a | ((u64)b << 32); unsigned d = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned s = (c >> (4 * i)) & 0xf, byte = (unsigned)((x >> (8 * (s & 7))) & 0xff);
+        if (s & 8) byte = (byte & 0x80) ? 0xff : 0;           /* msb of the selector: replicate the sign */
+        d |= byte << (8 * i);
     }
     return d; }
 static unsigned SHF_L(unsigned lo, unsigned hi, unsigned n) { u64 x = ((u64)hi << 32) | lo; return (unsigned)((x << (n & 31)) >> 32); }
@@ -430,6 +458,9 @@ INTRINSIC_CASES = [
     ("u32", "BFINDSA(ua)"), ("u32", "CNOT(ua & 3)"), ("u32", "ADDSAT(ia, ib)"), ("u32", "SUBSAT(ia, ib)"),
     ("u32", "CVT_SAT_U8(ic * 9)"), ("u32", "CVT_SAT_S16(ua)"), ("u32", "CVT_SAT_U32(ia)"),
     ("u32", "(int)(signed char)ia"), ("u32", "(unsigned)(unsigned short)ia"), ("u32", "(int)(short)ua"),
+    ("u32", "PRMT_f4e(ua, ub, uc)"), ("u32", "PRMT_b4e(ua, ub, uc)"), ("u32", "PRMT_rc8(ua, ub, uc)"),
+    ("u32", "PRMT_ecl(ua, ub, uc)"), ("u32", "PRMT_ecr(ua, ub, uc)"), ("u32", "PRMT_rc16(ua, ub, uc)"),
+    ("u32", "PRMT_FULL(ua, ub, uc)"),
     ("u32", "SHF_L(ua, ub, uc)"), ("u32", "SHF_RC(ua, ub, uc & 63)"),
     ("u32", "min(ia, ib)"), ("u32", "umax(ua, ub)"), ("u64", "llmin(la, lb)"), ("u32", "abs_(ia)"),
     ("u32", "__float2int_rn(fa)"), ("u32", "__float2int_rd(fa)"), ("u32", "__float2int_ru(fa)"),

@@ -630,6 +630,8 @@ __global__ void warp_ops(const int *x, int *o) {
     int pred;
     unsigned all = __match_all_sync(FULL, v / 1000, &pred);
     o[15 * n + i] = all + pred;
+    o[16 * n + i] = __shfl_down_sync(FULL, v, 33);       // shfl uses the low 5 bits of the delta: 1
+    o[17 * n + i] = __shfl_xor_sync(FULL, v, 5, 8);
 }
 
 __global__ void printer(int *o) {
@@ -702,11 +704,11 @@ def test_shuffles_votes_match_and_redux():
     x[40:] = x[40]            # warp 1: lanes 8.. equal (match_all is false, but for lanes 8..31 the values agree)
     x[32:40] = x[40]          # warp 1 all equal: match_all true
     n = 64
-    o = np.zeros(16 * n, np.int32)
+    o = np.zeros(18 * n, np.int32)
     prog = _warp_mem("warp_ops")
     assert any(i.opcode == "redux" for i in prog.module.functions[prog.entry].instrs)     # sm_90: redux.sync
     simulate(prog, 2, 32, [x, o])
-    o = o.reshape(16, 2, 32).astype(np.int64)
+    o = o.reshape(18, 2, 32).astype(np.int64)
     w = x.reshape(2, 32).astype(np.int64)
     lane = np.arange(32)
     u32 = lambda a: np.asarray(a, np.int64) & 0xFFFFFFFF            # noqa: E731
@@ -738,6 +740,8 @@ def test_shuffles_votes_match_and_redux():
     assert (u32(o[14][:, active]) == np.array(bal)[:, None]).all()
     # match.all: warp 0 values differ (0 + pred 0), warp 1 all equal (full mask + pred 1 = 0xffffffff + 1 -> 0)
     assert (o[15][0] == 0).all() and (u32(o[15][1]) == 0).all()
+    assert (o[16] == w[:, np.minimum(lane + 1, 31)]).all()
+    assert (o[17] == w[:, lane ^ 5]).all()                              # lane ^ 5 stays in its 8-lane segment
 
 
 @pytest.mark.xfail(strict=True, reason="program.py Builder._call: the vprintf stub writes its return value only to "

@@ -685,7 +685,25 @@ def b_prmt(ins, ops):
                 byte = np.where((sel & np.uint64(8)) != 0, np.where(sign == 1, np.uint64(0xFF), np.uint64(0)), byte)
                 out |= byte << np.uint64(8 * i)
         else:
-            raise Unsupported(f"prmt.{mode}")
+            # the special modes take the low two bits of c as n and pick source bytes per result byte i
+            # (PTX ISA prmt table): f4e n+i, b4e n-i (mod 8), rc8 n, ecl max(i, n), ecr min(i, n),
+            # rc16 2*(n&1) + (i&1)
+            n = (c & np.uint64(3)).astype(np.int64)
+            for i in range(4):
+                if mode == "f4e":
+                    idx = (n + i) & 7
+                elif mode == "b4e":
+                    idx = (n - i) & 7
+                elif mode == "rc8":
+                    idx = n
+                elif mode == "ecl":
+                    idx = np.maximum(n, i)
+                elif mode == "ecr":
+                    idx = np.minimum(n, i)
+                else:
+                    idx = 2 * (n & 1) + (i & 1)
+                byte = (src >> (idx.astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)
+                out |= byte << np.uint64(8 * i)
         w(st, fr, out.astype(np.uint32))
     return prmt
 
