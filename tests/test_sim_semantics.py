@@ -857,3 +857,84 @@ def test_vector_loads_float4_int2_and_ldg():
     assert g["load_requests"] == 2 * 2
     assert g["load_sectors"] == 2 * (16 + 8) and g["load_lines"] == 2 * (4 + 2)
     assert g["store_sectors"] == 2 * 4
+
+
+ATOMIC_KINDS = r"""
+__global__ void more_atomics(const int *x, unsigned *inc, unsigned *old_inc, unsigned *dec, unsigned *old_dec,
+                             int *bits, unsigned long long *big, double *dsum, long long *lmax,
+                             unsigned long long *cas64, int *sub, int *shared_out) {
+    __shared__ unsigned s_inc;
+    __shared__ int s_bits[3];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x == 0) { s_inc = 0; s_bits[0] = -1; s_bits[1] = 0; s_bits[2] = 0; }
+    __syncthreads();
+    // (the last thread stays out: with every lane active, a uniform address and a uniform operand hit the engine
+    // bug test_uniform_atomic_from_every_lane documents)
+    if (i != 63) {
+        old_inc[i] = atomicInc(inc, 6u);             // ((old >= 6) ? 0 : old + 1)
+        old_dec[i] = atomicDec(dec, 4u);             // ((old == 0 || old > 4) ? 4 : old - 1)
+        atomicInc(&s_inc, 1000u);                    // shared: 32 + 31 increments
+    }
+    atomicAnd(&bits[0], ~(1 << (i & 31)) | x[i]);
+    atomicOr(&bits[1], x[i] & 0xff00);
+    atomicXor(&bits[2], x[i]);
+    atomicAdd(big, 0x100000000ull + (unsigned long long)x[i]);
+    atomicAdd(dsum, (double)x[i] * 0.5);
+    atomicMax(lmax, (long long)x[i] * -3000000000ll);
+    atomicCAS(cas64, (unsigned long long)i, (unsigned long long)i + 1);   // succeeds in lane order 0, 1, 2, ...
+    atomicSub(sub, x[i]);
+    atomicAnd(&s_bits[0], x[i] | 1);
+    atomicOr(&s_bits[1], x[i]);
+    atomicXor(&s_bits[2], x[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicAdd(&shared_out[0], (int)s_inc);
+        atomicXor(&shared_out[1], s_bits[0]);
+        atomicXor(&shared_out[2], s_bits[1]);
+        atomicXor(&shared_out[3], s_bits[2]);
+    }
+}
+"""
+
+
+def test_integer_64bit_double_and_shared_atomics():
+    rng = np.random.default_rng(4)
+    n = 64
+    x = rng.integers(0, 1 << 20, n).astype(np.int32)
+    inc = np.array([3], np.uint32)
+    dec = np.array([9], np.uint32)
+    old_inc, old_dec = np.zeros(n, np.uint32), np.zeros(n, np.uint32)
+    bits = np.array([-1, 0, 0], np.int32)
+    big = np.zeros(1, np.uint64)
+    dsum = np.zeros(1, np.float64)
+    lmax = np.array([-2**62], np.int64)
+    cas64 = np.zeros(1, np.uint64)
+    sub = np.zeros(1, np.int32)
+    shared_out = np.zeros(4, np.int32)
+    simulate(load_kernel(source=ATOMIC_KINDS), 2, 32, [x, inc, old_inc, dec, old_dec, bits, big, dsum, lmax, cas64,
+                                                        sub, shared_out])
+
+    def orbit(f, x0, k):                          # x0, f(x0), f(f(x0)), ...: the old values in some order
+        seq = [x0]
+        for _ in range(k):
+            seq.append(f(seq[-1]))
+        return seq
+    seq = orbit(lambda v: 0 if v >= 6 else v + 1, 3, n - 1)
+    assert sorted(old_inc[:-1].tolist()) == sorted(seq[:-1]) and inc[0] == seq[-1]
+    seq = orbit(lambda v: 4 if v == 0 or v > 4 else v - 1, 9, n - 1)
+    assert sorted(old_dec[:-1].tolist()) == sorted(seq[:-1]) and dec[0] == seq[-1]
+    i = np.arange(n)
+    x64 = x.astype(np.int64)
+    assert bits.view(np.uint32)[0] == np.bitwise_and.reduce(~(1 << (i & 31)) | x64) & 0xFFFFFFFF
+    assert bits[1] == np.bitwise_or.reduce(x & 0xFF00)
+    assert bits[2] == np.bitwise_xor.reduce(x)
+    assert int(big[0]) == (n << 32) + int(x64.sum())
+    assert dsum[0] == (x64 * 0.5).sum()                    # halves of integers below 2**20: exact in any order
+    assert lmax[0] == max(-2**62, int((x64 * -3000000000).max()))
+    assert cas64[0] == n
+    assert sub[0] == -int(x64.sum())
+    per_block = x.reshape(2, 32).astype(np.int64)
+    assert shared_out[0] == 63
+    assert shared_out[1] == np.int32(np.bitwise_xor.reduce(np.bitwise_and.reduce(per_block | 1, axis=1)))
+    assert shared_out[2] == np.bitwise_xor.reduce(np.bitwise_or.reduce(per_block, axis=1))
+    assert shared_out[3] == np.bitwise_xor.reduce(np.bitwise_xor.reduce(per_block, axis=1))
