@@ -273,6 +273,13 @@ __device__ unsigned PRMT(unsigned a, unsigned b, unsigned c) { return __byte_per
 PRMT_MODE(f4e) PRMT_MODE(b4e) PRMT_MODE(rc8) PRMT_MODE(ecl) PRMT_MODE(ecr) PRMT_MODE(rc16)
 __device__ unsigned PRMT_FULL(unsigned a, unsigned b, unsigned c) {   /* default mode with the sign bit of selectors */
     unsigned r; asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ float MINNAN(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+__device__ float MAXNAN(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+__device__ int MAXRELU(int a, int b) { int r; asm("max.relu.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ int MINRELU(int a, int b) { int r; asm("min.relu.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ int MAD24(int a, int b, int c) { int r; asm("mad24.lo.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ unsigned MAD24HIU(unsigned a, unsigned b, unsigned c) { unsigned r; asm("mad24.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ int MUL24HI(int a, int b) { int r; asm("mul24.hi.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
 __device__ unsigned SHFL_DOWN_BIG(unsigned v, unsigned d) { return __shfl_down_sync(0xffffffffu, v, d); }
 __device__ unsigned SHF_L(unsigned lo, unsigned hi, unsigned n) { return __funnelshift_l(lo, hi, n); }
 __device__ unsigned SHF_RC(unsigned lo, unsigned hi, unsigned n) { return __funnelshift_rc(lo, hi, n); }
@@ -370,6 +377,14 @@ static unsigned PRMT_FULL(unsigned a, unsigned b, unsigned c) {
         d |= byte << (8 * i);
     }
     return d; }
+static float MINNAN(float a, float b) { return (a != a || b != b) ? NAN : fminf(a, b); }
+static float MAXNAN(float a, float b) { return (a != a || b != b) ? NAN : fmaxf(a, b); }
+static int MAXRELU(int a, int b) { int m = a > b ? a : b; return m > 0 ? m : 0; }
+static int MINRELU(int a, int b) { int m = a < b ? a : b; return m > 0 ? m : 0; }
+static long long s24(int a) { return (long long)(((unsigned)a << 8)) << 32 >> 40; }
+static int MAD24(int a, int b, int c) { return (int)((unsigned)(s24(a) * s24(b)) + (unsigned)c); }
+static unsigned MAD24HIU(unsigned a, unsigned b, unsigned c) { return (unsigned)((((u64)(a & 0xffffff) * (b & 0xffffff)) >> 16) + c); }
+static int MUL24HI(int a, int b) { return (int)(unsigned)((u64)(s24(a) * s24(b)) >> 16); }
 static unsigned SHF_L(unsigned lo, unsigned hi, unsigned n) { u64 x = ((u64)hi << 32) | lo; return (unsigned)((x << (n & 31)) >> 32); }
 static unsigned SHF_RC(unsigned lo, unsigned hi, unsigned n) { u64 x = ((u64)hi << 32) | lo; n = n > 32 ? 32 : n; return (unsigned)(x >> n); }
 #include <fenv.h>
@@ -461,6 +476,8 @@ INTRINSIC_CASES = [
     ("u32", "PRMT_f4e(ua, ub, uc)"), ("u32", "PRMT_b4e(ua, ub, uc)"), ("u32", "PRMT_rc8(ua, ub, uc)"),
     ("u32", "PRMT_ecl(ua, ub, uc)"), ("u32", "PRMT_ecr(ua, ub, uc)"), ("u32", "PRMT_rc16(ua, ub, uc)"),
     ("u32", "PRMT_FULL(ua, ub, uc)"),
+    ("f32", "MINNAN(fa, fb)"), ("f32", "MAXNAN(fb, fa)"), ("u32", "MAXRELU(ia, ib)"), ("u32", "MINRELU(ia, ic)"),
+    ("u32", "MAD24(ia, ib, ic)"), ("u32", "MAD24HIU(ua, ub, uc)"), ("u32", "MUL24HI(ia, ib)"),
     ("u32", "SHF_L(ua, ub, uc)"), ("u32", "SHF_RC(ua, ub, uc & 63)"),
     ("u32", "min(ia, ib)"), ("u32", "umax(ua, ub)"), ("u64", "llmin(la, lb)"), ("u32", "abs_(ia)"),
     ("u32", "__float2int_rn(fa)"), ("u32", "__float2int_rd(fa)"), ("u32", "__float2int_ru(fa)"),

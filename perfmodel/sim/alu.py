@@ -270,6 +270,22 @@ def _mulhi(a, b, t):
     return hi.view(DT[t])
 
 
+def _mul24(t, hi):
+    """mul24.lo / .hi: the 48-bit product of the low 24 bits (sign-extended for .s32); .lo keeps bits 0..31, .hi
+    bits 16..47."""
+    def m24(a, b):
+        mask = (1 << 24) - 1
+        if t in SIGNED:
+            x = ((a.astype(np.int64) & mask) ^ (1 << 23)) - (1 << 23)
+            y = ((b.astype(np.int64) & mask) ^ (1 << 23)) - (1 << 23)
+        else:
+            x, y = a.astype(np.uint64) & np.uint64(mask), b.astype(np.uint64) & np.uint64(mask)
+        p = x * y
+        p = p >> (16 if t in SIGNED else np.uint64(16)) if hi else p
+        return (p & (0xFFFFFFFF if t in SIGNED else np.uint64(0xFFFFFFFF))).astype(_udt(t)).view(DT[t])
+    return m24
+
+
 def _wide(t):
     return {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
 
@@ -283,20 +299,7 @@ def b_mul(ins, ops):
             return elementwise(ins, ops, directed("mul", t, mode), t)
         return elementwise(ins, ops, np.multiply, t)
     if ins.opcode == "mul24":
-        ins_t = t
-
-        def m24(a, b):
-            x = (a.astype(np.int64) if ins_t in SIGNED else a.astype(np.uint64))
-            y = (b.astype(np.int64) if ins_t in SIGNED else b.astype(np.uint64))
-            mask = (1 << 24) - 1
-            if ins_t in SIGNED:
-                x = ((x & mask) ^ (1 << 23)) - (1 << 23)
-                y = ((y & mask) ^ (1 << 23)) - (1 << 23)
-            else:
-                x, y = x & np.uint64(mask), y & np.uint64(mask)
-            p = x * y
-            return (p >> 16 if ins.has("hi") else p).astype(DT[ins_t])
-        return elementwise(ins, ops, m24, t)
+        return elementwise(ins, ops, _mul24(t, ins.has("hi")), t)
     if ins.has("wide"):
         wt = DT[_wide(t)]
         return elementwise(ins, ops, lambda a, b: a.astype(wt) * b.astype(wt), t)
@@ -339,7 +342,10 @@ def b_mad(ins, ops):
         # multiply-add): results can differ from the GPU's single rounding in the last bit (docs/semantics.md)
         return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
     if ins.opcode == "mad24":
-        raise Unsupported("mad24")
+        if ins.has("sat"):
+            raise Unsupported("mad24.hi.sat")
+        m24 = _mul24(t, ins.has("hi"))
+        return elementwise(ins, ops, lambda a, b, c: (m24(a, b) + c).astype(DT[t]), t)
     if ins.has("wide"):
         wt = DT[_wide(t)]
         gs = [ops.reader(o, t) for o in ins.operands[1:3]]
@@ -430,11 +436,25 @@ def _fmax(a, b):
 @builder("min", "max")
 def b_minmax(ins, ops):
     t = ins.type
-    if ins.has("relu"):
-        raise Unsupported(f"{ins.opcode}.relu")
     if _floaty(t):
-        return elementwise(ins, ops, _fmin if ins.opcode == "min" else _fmax, t)
-    return elementwise(ins, ops, np.minimum if ins.opcode == "min" else np.maximum, t)
+        if ins.has("NaN"):               # min.NaN / max.NaN: a NaN operand gives the canonical NaN
+            inner = np.minimum if ins.opcode == "min" else np.maximum
+
+            def fn(a, b):
+                r = inner(a, b)
+                nan = np.isnan(a) | np.isnan(b)
+                return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+        else:
+            fn = _fmin if ins.opcode == "min" else _fmax   # IEEE minNum / maxNum: a NaN operand is ignored
+        if ins.has("relu"):
+            base = fn
+            fn = lambda a, b: np.where(base(a, b) > 0, base(a, b), 0).astype(a.dtype)   # noqa: E731 (NaN -> 0)
+        return elementwise(ins, ops, fn, t)
+    fn = np.minimum if ins.opcode == "min" else np.maximum
+    if ins.has("relu"):                  # min.relu.s32 / max.relu.s32: the result clamped at 0
+        base = fn
+        fn = lambda a, b: np.maximum(base(a, b), a.dtype.type(0))   # noqa: E731
+    return elementwise(ins, ops, fn, t)
 
 
 @builder("abs")
