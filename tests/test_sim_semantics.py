@@ -938,3 +938,23 @@ def test_integer_64bit_double_and_shared_atomics():
     assert shared_out[1] == np.int32(np.bitwise_xor.reduce(np.bitwise_and.reduce(per_block | 1, axis=1)))
     assert shared_out[2] == np.bitwise_xor.reduce(np.bitwise_or.reduce(per_block, axis=1))
     assert shared_out[3] == np.bitwise_xor.reduce(np.bitwise_xor.reduce(per_block, axis=1))
+
+
+def test_struct_parameter_by_value_and_struct_return_through_param_space():
+    src = r"""
+    struct P { int a; float b; int c; double d; };
+    struct Q { float x, y; };
+    __device__ __noinline__ Q mk(float x, int i) { Q q; q.x = x * 2.0f; q.y = x + i; return q; }
+    __global__ void k(P p, float *o) {
+        int i = threadIdx.x;
+        Q q = mk(p.b, i);                      // func_retval0 written at +0 and +4
+        o[i] = p.a * i + q.x + q.y + p.c + (float)p.d;
+    }"""
+    prog = load_kernel(source=src)
+    assert [(q.name, q.size) for q in prog.params] == [("p", 24), ("o", 8)]
+    p = np.zeros((), np.dtype({"names": ["a", "b", "c", "d"], "formats": ["<i4", "<f4", "<i4", "<f8"],
+                               "offsets": [0, 4, 8, 16], "itemsize": 24}))
+    p["a"], p["b"], p["c"], p["d"] = 3, 1.5, -2, 0.25
+    o = np.zeros(4, np.float32)
+    simulate(prog, 1, 4, [p, o])
+    assert o.tolist() == [3 * i + 3.0 + (1.5 + i) - 2 + 0.25 for i in range(4)]
