@@ -12,8 +12,15 @@ import subprocess
 import numpy as np
 import pytest
 
-from perfmodel.frontend import compile_kernel
+from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
+
+
+@pytest.fixture(autouse=True)
+def _no_sass_weights(monkeypatch):
+    """These tests check what the PTX computes and counts, not the SASS-weighted issue count: skip the nvdisasm run
+    per compiled kernel (about 1 s each with a cold compile cache)."""
+    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is needed as the C reference")
 
@@ -137,6 +144,6 @@ def test_divergent_control_flow_matches_gcc(seed, tmp_path):
     ref = np.array(subprocess.run([str(tmp_path / "ref")], check=True, capture_output=True, text=True, timeout=30)
                    .stdout.split(), dtype=np.int64)
     out = np.zeros(THREADS * SLOTS, np.int32)
-    simulate(compile_kernel(source=cuda, path=f"ctl{seed}.cu"), 1, (32, THREADS // 32), [A, out])
+    simulate(load_kernel(source=cuda, entry="k"), 1, (32, THREADS // 32), [A, out])
     bad = np.flatnonzero(out.astype(np.int64) != ref)
     assert bad.size == 0, f"thread {bad[0] // SLOTS} slot {bad[0] % SLOTS}: {out[bad[0]]} vs gcc {ref[bad[0]]}\n{cuda}"

@@ -64,9 +64,19 @@ def _post_dominators(f: Function) -> None:
             if new != pdom[b]:
                 pdom[b] = new
                 changed = True
+    # blocks from which the exit can be reached (the others keep the initial "everything" set: an endless loop);
+    # a block that reaches the exit may legitimately be post-dominated by every block (a straight chain)
+    reaches = {exit_}
+    changed = True
+    while changed:
+        changed = False
+        for b in range(nb):
+            if b not in reaches and any(s in reaches for s in succs[b]):
+                reaches.add(b)
+                changed = True
     for b in range(nb):
         strict = pdom[b] & ~(1 << b)
-        if pdom[b] == full or not strict:       # cannot reach the exit (an endless loop): reconverge at the exit
+        if b not in reaches or not strict:       # cannot reach the exit (an endless loop): reconverge at the exit
             f.blocks[b].ipdom = -1
             continue
         best, best_size = -1, -1

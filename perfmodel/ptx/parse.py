@@ -107,12 +107,27 @@ class _Parser:
     def statements(self):
         """Yield (kind, text) with kind in {"loc", "file", "label", "stmt", "open", "close"}."""
         buf = ""
+        section = None          # brace depth inside a `.section NAME { ... }` (DWARF data: skipped)
         for lineno, raw in enumerate(self.text.split("\n"), 1):
             self.lineno = lineno
             line = raw.strip()
             if not line:
                 continue
+            if section is not None:
+                section += line.count("{") - line.count("}")
+                if section <= 0 and "}" in line:
+                    section = None
+                continue
             if not buf.strip():
+                if line.startswith(".section") and self.depth == 0 and self.func is None:
+                    # `.section .debug_str` then `{ labels and .b8 data }` on the following lines (NVRTC with
+                    # -lineinfo and a non-inlined function); a `.section` on one line with `;` is a no-op too
+                    opened = line.count("{") - line.count("}")
+                    if "{" in line:
+                        section = opened if opened > 0 else None
+                    elif not line.rstrip().endswith(";"):
+                        section = 0          # the `{` comes on a later line
+                    continue
                 if line.startswith(".loc") and ";" not in line:
                     yield "loc", line
                     continue
@@ -466,6 +481,9 @@ class _Parser:
             return Sink()
         if o.startswith("["):
             inner = o[1:-1].strip()
+            parts = _split_top(inner)
+            if len(parts) > 1:                  # a texture / surface tuple: [tex0, {%r1, %r2}]
+                return Vec(tuple(self._operand(x) for x in parts))
             m = re.match(r"^(.+?)\s*\+\s*(-?(?:0[xX][0-9a-fA-F]+|\d+))$", inner)
             if m:
                 base, off = m.group(1), _int(m.group(2))
@@ -490,6 +508,10 @@ class _Parser:
             return Reg(o)
         if o[0].isdigit() or o[0] == "-" or o[0] == "+":
             return parse_imm(o.lstrip("+"))
+        if o == "WARP_SZ":
+            return Imm(32)                      # PTX's predefined constant (warpSize)
+        if self.func is not None and o.lstrip("!") in self.func.regs:
+            return Reg(o)                       # a register declared without '%' (inline asm: .reg .pred p;)
         m = re.match(r"^(generic\()?([\w$]+)\)?(?:\s*\+\s*(\d+))?$", o)
         if m:
             if m.group(3):

@@ -49,8 +49,19 @@ def bf16_to_f32(u: np.ndarray) -> np.ndarray:
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     u = np.asarray(x, np.float32).view(np.uint32)
     r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    r = np.where(np.isnan(np.asarray(x, np.float32)), np.uint32(0x7FC0), r)
+    r = np.where(np.isnan(np.asarray(x, np.float32)), np.uint32(0x7FFF), r)     # the canonical NaN (cuda_bf16.hpp)
     return r.astype(np.uint16)
+
+
+def to_f16(x) -> np.ndarray:
+    """float32/float64 -> float16 rounded once to nearest even; NaN becomes the GPU's canonical NaN 0x7FFF (what
+    cvt.rn.f16.f32 and cuda_fp16.hpp's __internal_float2half give; numpy would keep the sign and payload)."""
+    x = np.asarray(x)
+    h = x.astype(np.float16)
+    nan = np.isnan(x)
+    if nan.any():
+        h = np.where(nan, np.uint16(0x7FFF).view(np.float16), h)
+    return h
 
 
 def split_x2(u: np.ndarray, t: str):
@@ -64,9 +75,9 @@ def split_x2(u: np.ndarray, t: str):
 
 
 def pack_x2(lo: np.ndarray, hi: np.ndarray, t: str) -> np.ndarray:
-    if t == "f16x2":
-        lo16 = np.asarray(lo, np.float32).astype(np.float16).view(np.uint16)
-        hi16 = np.asarray(hi, np.float32).astype(np.float16).view(np.uint16)
+    if t == "f16x2":      # float32 or float64 halves, each rounded once to f16
+        lo16 = to_f16(lo).view(np.uint16)
+        hi16 = to_f16(hi).view(np.uint16)
     else:
         lo16, hi16 = f32_to_bf16(lo), f32_to_bf16(hi)
     return lo16.astype(np.uint32) | (hi16.astype(np.uint32) << np.uint32(16))
@@ -133,6 +144,92 @@ def _sat_int(x, t):
     return np.clip(x, info.min, info.max).astype(DT[t])
 
 
+# ---- directed rounding (.rz / .rm / .rp) ----------------------------------------------------------------------
+
+DIRECTED = ("rz", "rm", "rp")
+
+
+def _directed_mode(ins):
+    return next((m for m in ins.mods if m in DIRECTED), None)
+
+
+def _two_prod(a, b):
+    """a * b = p + e exactly (float64; Dekker's product with Veltkamp's split)."""
+    p = a * b
+
+    def split(x):
+        c = 134217729.0 * x
+        hi = c - (c - x)
+        return hi, x - hi
+    ah, al = split(a)
+    bh, bl = split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def exact_f64(op, args):
+    """(r, s): the round-to-nearest float64 result of op on float64 args and the sign of (exact result - r), from
+    error-free transformations (exact for add/sub/mul/div/sqrt of float64 operands and for fma of float32 ones)."""
+    if op in ("add", "sub"):
+        a, b = args
+        b = -b if op == "sub" else b
+        r = a + b
+        bv = r - a
+        return r, np.sign((a - (r - bv)) + (b - bv))
+    if op == "mul":
+        p, e = _two_prod(*args)
+        return p, np.sign(e)
+    if op == "fma":                   # float32 operands: the product is exact
+        a, b, c = args
+        p = a * b
+        r = p + c
+        bv = r - p
+        return r, np.sign((p - (r - bv)) + (c - bv))
+    if op in ("div", "rcp"):
+        a, b = args if op == "div" else (np.ones_like(args[0]), args[0])
+        q = a / b
+        p, pe = _two_prod(q, b)
+        return q, np.sign((a - p) - pe) * np.sign(b)
+    if op == "sqrt":
+        a, = args
+        r = np.sqrt(a)
+        p, pe = _two_prod(r, r)
+        return r, np.sign((a - p) - pe)
+    raise Unsupported(f"directed rounding of {op}")
+
+
+def round_directed(r, s, out, mode):
+    """Round the value (r + a tiny amount of sign s) - r a float64 array - to dtype ``out`` toward zero (rz),
+    minus infinity (rm) or plus infinity (rp)."""
+    out = np.dtype(out)
+    if out == np.float64:
+        y, sy = r, s
+    else:
+        y = to_f16(r) if out == np.float16 else r.astype(out)
+        d = r - y.astype(np.float64)                    # exact: y is r's nearest neighbour
+        sy = np.where(np.isfinite(r) & (d != 0), np.sign(d), s)
+    sy = np.where(np.isfinite(r), sy, 0)
+    if mode == "rz":
+        step = (sy != 0) & (np.sign(y) * sy < 0)
+        target = np.zeros((), out)
+    elif mode == "rm":
+        step, target = sy < 0, np.array(-np.inf, out)
+    else:
+        step, target = sy > 0, np.array(np.inf, out)
+    if step.any():
+        y = np.where(step, np.nextafter(y, target), y)
+    return y.astype(out, copy=False)
+
+
+def directed(op, t, mode):
+    """fn(*args) computing ``op`` in type t (f32 / f64) rounded by ``mode``."""
+    out = DT[t]
+
+    def fn(*args):
+        r, s = exact_f64(op, [np.asarray(x, np.float64) for x in args])
+        return round_directed(r, s, out, mode)
+    return fn
+
+
 # ---- integer and float arithmetic ------------------------------------------------------------------------------
 
 @builder("add", "sub")
@@ -145,6 +242,9 @@ def b_addsub(ins, ops):
         return elementwise(ins, ops, fn, t)
     if ins.has("cc"):
         raise Unsupported("add.cc/sub.cc (extended-precision carry chains)")
+    mode = _directed_mode(ins)
+    if mode and t in ("f32", "f64"):
+        return elementwise(ins, ops, directed(ins.opcode, t, mode), t)
     return elementwise(ins, ops, np.subtract if sub else np.add, t)
 
 
@@ -170,6 +270,22 @@ def _mulhi(a, b, t):
     return hi.view(DT[t])
 
 
+def _mul24(t, hi):
+    """mul24.lo / .hi: the 48-bit product of the low 24 bits (sign-extended for .s32); .lo keeps bits 0..31, .hi
+    bits 16..47."""
+    def m24(a, b):
+        mask = (1 << 24) - 1
+        if t in SIGNED:
+            x = ((a.astype(np.int64) & mask) ^ (1 << 23)) - (1 << 23)
+            y = ((b.astype(np.int64) & mask) ^ (1 << 23)) - (1 << 23)
+        else:
+            x, y = a.astype(np.uint64) & np.uint64(mask), b.astype(np.uint64) & np.uint64(mask)
+        p = x * y
+        p = p >> (16 if t in SIGNED else np.uint64(16)) if hi else p
+        return (p & (0xFFFFFFFF if t in SIGNED else np.uint64(0xFFFFFFFF))).astype(_udt(t)).view(DT[t])
+    return m24
+
+
 def _wide(t):
     return {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
 
@@ -178,22 +294,12 @@ def _wide(t):
 def b_mul(ins, ops):
     t = ins.type
     if _floaty(t):
+        mode = _directed_mode(ins)
+        if mode and t in ("f32", "f64"):
+            return elementwise(ins, ops, directed("mul", t, mode), t)
         return elementwise(ins, ops, np.multiply, t)
     if ins.opcode == "mul24":
-        ins_t = t
-
-        def m24(a, b):
-            x = (a.astype(np.int64) if ins_t in SIGNED else a.astype(np.uint64))
-            y = (b.astype(np.int64) if ins_t in SIGNED else b.astype(np.uint64))
-            mask = (1 << 24) - 1
-            if ins_t in SIGNED:
-                x = ((x & mask) ^ (1 << 23)) - (1 << 23)
-                y = ((y & mask) ^ (1 << 23)) - (1 << 23)
-            else:
-                x, y = x & np.uint64(mask), y & np.uint64(mask)
-            p = x * y
-            return (p >> 16 if ins.has("hi") else p).astype(DT[ins_t])
-        return elementwise(ins, ops, m24, t)
+        return elementwise(ins, ops, _mul24(t, ins.has("hi")), t)
     if ins.has("wide"):
         wt = DT[_wide(t)]
         return elementwise(ins, ops, lambda a, b: a.astype(wt) * b.astype(wt), t)
@@ -202,15 +308,44 @@ def b_mul(ins, ops):
     return elementwise(ins, ops, np.multiply, t)
 
 
+def fused_multiply_add(a, b, c, out=None):
+    """a*b+c rounded once, for float32 and float16 operands (the result keeps a's dtype; float32 inputs of the
+    f16x2 lift give a float64 result that :func:`pack_x2` rounds once to f16).
+
+    The product is exact in float64 (24 + 24 bits), the sum is rounded to float64 *to odd* (RN, then one step
+    towards the exact sum when RN was inexact and even: TwoSum gives the error), and float64 has more than
+    2 x 24 + 2 bits, so the final round to nearest float32 / float16 is the correctly rounded fma."""
+    out = a.dtype if out is None else out
+    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
+    p = a64 * b64
+    s = p + c64
+    bv = s - p
+    e = (p - (s - bv)) + (c64 - bv)
+    fix = (e != 0) & np.isfinite(s) & ((s.view(np.uint64) & np.uint64(1)) == 0)
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return to_f16(s) if np.dtype(out) == np.float16 else s.astype(out, copy=False)
+
+
 @builder("mad", "fma", "mad24")
 def b_mad(ins, ops):
     t = ins.type
     if _floaty(t):
-        # a*b+c with two roundings in the operand precision (numpy has no fused multiply-add): results can
-        # differ from the GPU's single rounding in the last bit (docs/semantics.md)
+        mode = _directed_mode(ins)
+        if mode and t == "f32":
+            return elementwise(ins, ops, directed("fma", t, mode), t)
+        if t in ("f32", "f16"):
+            return elementwise(ins, ops, fused_multiply_add, t)
+        if t == "f16x2":
+            return elementwise(ins, ops, lambda a, b, c: fused_multiply_add(a, b, c, np.float64), t)
+        # .f64 (and .bf16, whose lift rounds through f32): a*b+c with two roundings (numpy has no fused
+        # multiply-add): results can differ from the GPU's single rounding in the last bit (docs/semantics.md)
         return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
     if ins.opcode == "mad24":
-        raise Unsupported("mad24")
+        if ins.has("sat"):
+            raise Unsupported("mad24.hi.sat")
+        m24 = _mul24(t, ins.has("hi"))
+        return elementwise(ins, ops, lambda a, b, c: (m24(a, b) + c).astype(DT[t]), t)
     if ins.has("wide"):
         wt = DT[_wide(t)]
         gs = [ops.reader(o, t) for o in ins.operands[1:3]]
@@ -234,25 +369,34 @@ def b_sad(ins, ops):
     return elementwise(ins, ops, lambda a, b, c: (np.where(a > b, a - b, b - a) + c).astype(DT[t]), t)
 
 
-def int_div_checked(st, a, b):
+def int_div_checked(st, a, b, gid=None):
+    """b with zeros replaced by 1; a zero divisor on an active lane is an error (inactive lanes - the other side
+    of a branch - routinely hold 0)."""
     zero = b == 0
     if zero.any():
-        st.fault_where(zero, "integer division by zero")
-    return np.where(zero, 1, b).astype(b.dtype, copy=False)
+        bad = zero if st.mask is None else zero & st.mask
+        if bad.any():
+            st.fault_where(bad, "integer division by zero", gid=gid)
+        return np.where(zero, 1, b).astype(b.dtype, copy=False)
+    return b
 
 
 @builder("div")
 def b_div(ins, ops):
     t = ins.type
     if _floaty(t):
+        mode = _directed_mode(ins)
+        if mode and t in ("f32", "f64"):
+            return elementwise(ins, ops, directed("div", t, mode), t)
         return elementwise(ins, ops, np.divide, t)
     ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
     w = ops.writer(ins.operands[0])
     signed = t in SIGNED
+    gid = ins.index
 
     def div(st, fr):
         a, b = ga(st, fr), gb(st, fr)
-        b = int_div_checked(st, a, b)
+        b = int_div_checked(st, a, b, gid)
         if signed:
             q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
             q = np.where((a < 0) ^ (b < 0), -q, q)
@@ -268,10 +412,11 @@ def b_rem(ins, ops):
     ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
     w = ops.writer(ins.operands[0])
     signed = t in SIGNED
+    gid = ins.index
 
     def rem(st, fr):
         a, b = ga(st, fr), gb(st, fr)
-        b = int_div_checked(st, a, b)
+        b = int_div_checked(st, a, b, gid)
         if signed:
             r = np.fmod(a.astype(np.int64), b.astype(np.int64))     # C: the sign of the dividend
             w(st, fr, r.astype(DT[t]))
@@ -291,11 +436,25 @@ def _fmax(a, b):
 @builder("min", "max")
 def b_minmax(ins, ops):
     t = ins.type
-    if ins.has("relu"):
-        raise Unsupported(f"{ins.opcode}.relu")
     if _floaty(t):
-        return elementwise(ins, ops, _fmin if ins.opcode == "min" else _fmax, t)
-    return elementwise(ins, ops, np.minimum if ins.opcode == "min" else np.maximum, t)
+        if ins.has("NaN"):               # min.NaN / max.NaN: a NaN operand gives the canonical NaN
+            inner = np.minimum if ins.opcode == "min" else np.maximum
+
+            def fn(a, b):
+                r = inner(a, b)
+                nan = np.isnan(a) | np.isnan(b)
+                return np.where(nan, np.array(np.nan, r.dtype), r) if nan.any() else r
+        else:
+            fn = _fmin if ins.opcode == "min" else _fmax   # IEEE minNum / maxNum: a NaN operand is ignored
+        if ins.has("relu"):
+            base = fn
+            fn = lambda a, b: np.where(base(a, b) > 0, base(a, b), 0).astype(a.dtype)   # noqa: E731 (NaN -> 0)
+        return elementwise(ins, ops, fn, t)
+    fn = np.minimum if ins.opcode == "min" else np.maximum
+    if ins.has("relu"):                  # min.relu.s32 / max.relu.s32: the result clamped at 0
+        base = fn
+        fn = lambda a, b: np.maximum(base(a, b), a.dtype.type(0))   # noqa: E731
+    return elementwise(ins, ops, fn, t)
 
 
 @builder("abs")
@@ -320,8 +479,19 @@ def _unary_float(fn):
     return build
 
 
-BUILDERS["rcp"] = _unary_float(lambda a: np.divide(a.dtype.type(1), a))
-BUILDERS["sqrt"] = _unary_float(np.sqrt)
+def _rounded_unary(op, fn):
+    plain = _unary_float(fn)
+
+    def build(ins, ops):
+        mode = _directed_mode(ins)
+        if mode and ins.type in ("f32", "f64"):
+            return elementwise(ins, ops, directed(op, ins.type, mode), ins.type)
+        return plain(ins, ops)
+    return build
+
+
+BUILDERS["rcp"] = _rounded_unary("rcp", lambda a: np.divide(a.dtype.type(1), a))
+BUILDERS["sqrt"] = _rounded_unary("sqrt", np.sqrt)
 BUILDERS["rsqrt"] = _unary_float(lambda a: np.divide(a.dtype.type(1), np.sqrt(a)))
 BUILDERS["ex2"] = _unary_float(np.exp2)
 BUILDERS["lg2"] = _unary_float(np.log2)
@@ -476,20 +646,20 @@ def b_bfe(ins, ops):
     signed = t in SIGNED
 
     def bfe(st, fr):
+        # PTX ISA: d[i] = (i < len && pos + i <= msb) ? a[pos + i] : sbit, sbit = signed && len ? a[min(pos+len-1,
+        # msb)] : 0, with pos and len the low bytes of b and c (both may exceed the width)
         a = ga(st, fr).view(_udt(t)).astype(np.uint64)
         pos = (gb(st, fr) & 0xFF).astype(np.int64)
         ln = (gc(st, fr) & 0xFF).astype(np.int64)
-        pos_c = np.minimum(pos, bits)
-        ln_c = np.minimum(ln, bits)
-        field = (a >> np.minimum(pos_c, 63).astype(np.uint64)) & ((np.uint64(1) << ln_c.astype(np.uint64))
-                                                                  - np.uint64(1))
-        field = np.where(ln_c >= 64, a >> np.minimum(pos_c, 63).astype(np.uint64), field)
+        n = np.clip(np.minimum(ln, bits - pos), 0, bits)                    # bits taken from a
+        shifted = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
+        mask_n = np.where(n >= 64, ~np.uint64(0), (np.uint64(1) << np.minimum(n, 63).astype(np.uint64)) - np.uint64(1))
+        field = shifted & mask_n
         if signed:
-            sbit_pos = np.minimum(pos + ln - 1, bits - 1)
-            sbit = np.where(ln == 0, 0, (a >> sbit_pos.astype(np.uint64)) & np.uint64(1))
-            ext = np.where((sbit == 1) & (ln_c < bits), ~((np.uint64(1) << ln_c.astype(np.uint64)) - np.uint64(1)),
-                           np.uint64(0))
-            field = field | ext
+            sbit_pos = np.minimum(pos + ln - 1, bits - 1).astype(np.uint64)
+            sbit = np.where(ln == 0, np.uint64(0), (a >> sbit_pos) & np.uint64(1))
+            width = ~np.uint64(0) if bits == 64 else np.uint64((1 << bits) - 1)
+            field = field | np.where(sbit == 1, ~mask_n & width, np.uint64(0))
         w(st, fr, field.astype(_udt(t)).view(DT[t]))
     return bfe
 
@@ -535,7 +705,25 @@ def b_prmt(ins, ops):
                 byte = np.where((sel & np.uint64(8)) != 0, np.where(sign == 1, np.uint64(0xFF), np.uint64(0)), byte)
                 out |= byte << np.uint64(8 * i)
         else:
-            raise Unsupported(f"prmt.{mode}")
+            # the special modes take the low two bits of c as n and pick source bytes per result byte i
+            # (PTX ISA prmt table): f4e n+i, b4e n-i (mod 8), rc8 n, ecl max(i, n), ecr min(i, n),
+            # rc16 2*(n&1) + (i&1)
+            n = (c & np.uint64(3)).astype(np.int64)
+            for i in range(4):
+                if mode == "f4e":
+                    idx = (n + i) & 7
+                elif mode == "b4e":
+                    idx = (n - i) & 7
+                elif mode == "rc8":
+                    idx = n
+                elif mode == "ecl":
+                    idx = np.maximum(n, i)
+                elif mode == "ecr":
+                    idx = np.minimum(n, i)
+                else:
+                    idx = 2 * (n & 1) + (i & 1)
+                byte = (src >> (idx.astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)
+                out |= byte << np.uint64(8 * i)
         w(st, fr, out.astype(np.uint32))
     return prmt
 
@@ -752,6 +940,9 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
     else:
         x = v
     src_float = at in ("f16", "f32", "f64", "bf16")
+    directed_mode = next((m for m in mods if m in DIRECTED), None)
+    if directed_mode and dt_t in ("f16", "f32", "f64"):
+        return round_directed(*_cvt_exact(x, at), ddt, directed_mode)
     if dt_t in ("f16", "f32", "f64", "bf16"):
         y = x
         if rnd:
@@ -764,13 +955,20 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
             y = np.where(np.isnan(y) | (y > 0), y, 0)
         if dt_t == "bf16":
             return f32_to_bf16(np.asarray(y, np.float32))
+        if dt_t == "f16":
+            return to_f16(y)
         return np.asarray(y).astype(ddt)
     # to an integer
     if src_float:
         y = _ROUND_INT.get(rnd or "rzi")(x.astype(np.float64))
         info = np.iinfo(ddt)
-        y = np.where(np.isnan(y), 0, np.clip(y, info.min, info.max))
-        return y.astype(ddt)
+        # saturate; the bounds compare as floats (2**63 - 1 rounds up to 2**63 in float64, so a clip to it
+        # followed by astype(int64) would overflow): in range values convert, the rest take the bound
+        lo, hi = float(info.min), float(info.max) + 1.0          # exact powers of two
+        ok = (y >= lo) & (y < hi)
+        v = np.where(ok, y, 0).astype(ddt)
+        out_of_range = np.where(np.isnan(y), ddt.type(0), np.where(y >= hi, ddt.type(info.max), ddt.type(info.min)))
+        return np.where(ok, v, out_of_range).astype(ddt, copy=False)
     if sat:
         info = np.iinfo(ddt)
         wide = x.astype(np.int64) if x.dtype.kind == "i" or x.dtype.itemsize < 8 else x
@@ -779,6 +977,18 @@ def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
             return y
         return np.clip(wide, info.min, info.max).astype(ddt)
     return x.astype(ddt)
+
+
+def _cvt_exact(x, at):
+    """(r, s) for a conversion source: its float64 value and the sign of (exact value - r)."""
+    if x.dtype.kind == "f" or x.dtype.itemsize <= 4:
+        return x.astype(np.float64), np.zeros(x.shape)
+    r = x.astype(np.float64)                        # 64-bit integers: r may be off by up to half a float64 ulp
+    lim = 2.0 ** 63 if x.dtype.kind == "i" else 2.0 ** 64
+    over = r >= lim
+    back = np.where(over, 0, r).astype(x.dtype)
+    s = np.where(over, -1, (x > back).astype(np.int64) - (x < back).astype(np.int64))
+    return r, s.astype(np.float64)
 
 
 @builder("cvt")

@@ -81,7 +81,7 @@ def b_shfl(ins, ops):
 
     def shfl(st, fr):
         a = ga(st, fr)
-        b = gb(st, fr).astype(np.int64)
+        b = gb(st, fr).astype(np.int64) & 0x1F          # the lane / delta / mask operand's low 5 bits
         c = gc(st, fr).astype(np.int64)
         rows = st.nB if (a.shape[0] != 1 or b.shape[0] != 1 or c.shape[0] != 1) else 1
         lane = _lane(st)
