@@ -105,6 +105,7 @@ def run_one(path: Path, device: str) -> dict:
     row["detail"] = sim.correct_detail
     if not result.launch.outputs:
         row["status"] = "not checked"
+        row["detail"] = "no reference (the spec checks no output)"
     elif sim.correct is None:
         row["status"] = "not checked"
     else:

@@ -350,3 +350,159 @@ def corpus_odd_even_merge(ctx: ReferenceContext, *, keys: str = "d_SrcKey", vals
     else:
         _corpus_compare(k, v, pos, pos + st, d)
     return _corpus_pick(k, v, output)
+
+
+@reference("corpus_fp16_scalar_product")
+def corpus_fp16_scalar_product(ctx: ReferenceContext, *, a: str = "a", b: str = "b", size: str = "size",
+                               blocks: str = "NUM_OF_BLOCKS", threads: str = "NUM_OF_THREADS") -> np.ndarray:
+    """fp16ScalarProduct: half2 arrays packed in uint32 (low half = .x). Each thread accumulates a[i] * b[i] over
+    i = tid + blockDim + blockIdx, step gridDim * blockDim (the sample's own start index) in half2 fma, then the
+    block reduces its half2 values in shared memory in the sample's tree order; results[block] = low + high."""
+    n, nb, nt = _corpus_int(ctx, size), _corpus_int(ctx, blocks), _corpus_int(ctx, threads)
+
+    def halves(name):
+        packed = ctx.array(name, np.int64).astype(np.uint32)[:n]
+        low = (packed & 0xffff).astype(np.uint16).view(np.float16)
+        high = (packed >> 16).astype(np.uint16).view(np.float16)
+        return low, high
+
+    (alo, ahi), (blo, bhi) = halves(a), halves(b)
+    stride = nb * nt
+    results = np.zeros(nb)
+    for block in range(nb):
+        acc = np.zeros((nt, 2), np.float16)
+        for t in range(nt):
+            lo = hi = np.float16(0)
+            for i in range(t + nt + block, n, stride):
+                # fma: one rounding of the exact a*b + acc (float64 holds it exactly for halves)
+                lo = np.float16(float(alo[i]) * float(blo[i]) + float(lo))
+                hi = np.float16(float(ahi[i]) * float(bhi[i]) + float(hi))
+            acc[t] = (lo, hi)
+        width = nt // 2
+        while width >= 1:
+            acc[:width] = (acc[:width].astype(np.float32) + acc[width:2 * width].astype(np.float32)).astype(np.float16)
+            width //= 2
+        results[block] = float(np.float32(acc[0, 0]) + np.float32(acc[0, 1]))
+    return results
+
+
+@reference("corpus_quasirandom")
+def corpus_quasirandom(ctx: ReferenceContext, *, table: str = "c_Table", seed: str = "seed", n: str = "N",
+                       dimensions: int = 3, resolution: int = 31) -> np.ndarray:
+    """quasirandomGeneratorKernel: out[d][pos] = (float)(XOR of table[d][bit] over the set bits of seed + pos,
+    + 1) * INT_SCALE, float32 as the kernel computes it."""
+    count = _corpus_int(ctx, n)
+    tab = ctx.array(table, np.int64).astype(np.uint32).reshape(dimensions, resolution)
+    data = (np.arange(count, dtype=np.uint64) + np.uint64(_corpus_int(ctx, seed))).astype(np.uint32)
+    out = np.zeros((dimensions, count), np.float32)
+    scale = np.float32(1.0) / np.float32(0x80000001)
+    for d in range(dimensions):
+        result = np.zeros(count, np.uint32)
+        for bit in range(resolution):
+            result ^= np.where((data >> np.uint32(bit)) & np.uint32(1), tab[d, bit], np.uint32(0)).astype(np.uint32)
+        out[d] = (result + np.uint32(1)).astype(np.float32) * scale
+    return out.reshape(-1)
+
+
+@reference("corpus_inverse_cnd")
+def corpus_inverse_cnd(ctx: ReferenceContext, *, path_n: str = "pathN") -> np.ndarray:
+    """inverseCNDKernel with d_Input = NULL: Moro's inverse normal CDF of (pos + 1) * (0xffffffff / (pathN + 1))."""
+    count = _corpus_int(ctx, path_n)
+    distance = np.uint32(0xffffffff // (count + 1))
+    x = ((np.arange(count, dtype=np.uint64) + 1) * np.uint64(distance)).astype(np.uint32).astype(np.int64)
+    negate = x >= 0x80000000
+    x = np.where(negate, 0xffffffff - x, x).astype(np.float64)
+    x1 = 1.0 / 0xffffffff
+    p1 = x * x1 + x1 / 2
+    p2 = p1 - 0.5
+    a = (2.50662823884, -18.61500062529, 41.39119773534, -25.44106049637)
+    b = (-8.4735109309, 23.08336743743, -21.06224101826, 3.13082909833)
+    c = (0.337475482272615, 0.976169019091719, 0.160797971491821, 2.76438810333863E-02, 3.8405729373609E-03,
+         3.951896511919E-04, 3.21767881768E-05, 2.888167364E-07, 3.960315187E-07)
+    z2 = p2 * p2
+    central = p2 * (((a[3] * z2 + a[2]) * z2 + a[1]) * z2 + a[0]) / \
+        ((((b[3] * z2 + b[2]) * z2 + b[1]) * z2 + b[0]) * z2 + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.log(-np.log(p1))
+    tail = c[8]
+    for coefficient in reversed(c[:8]):
+        tail = coefficient + t * tail
+    z = np.where(p2 > -0.42, central, -tail)
+    return np.where(negate, -z, z)
+
+
+@reference("corpus_sobol")
+def corpus_sobol(ctx: ReferenceContext, *, directions: str = "d_directions", n_vectors: str = "n_vectors",
+                 n_dimensions: str = "n_dimensions", n_directions: int = 32) -> np.ndarray:
+    """sobolGPU_kernel: out[d][i] = (float)(XOR of v[d][k] over the set bits k of gray(i)) * 2^-32."""
+    nv, nd = _corpus_int(ctx, n_vectors), _corpus_int(ctx, n_dimensions)
+    v = ctx.array(directions, np.int64).astype(np.uint32).reshape(-1, n_directions)[:nd]
+    i = np.arange(nv, dtype=np.uint32)
+    gray = i ^ (i >> np.uint32(1))
+    out = np.zeros((nd, nv), np.float32)
+    for d in range(nd):
+        x = np.zeros(nv, np.uint32)
+        for k in range(n_directions):
+            x ^= np.where((gray >> np.uint32(k)) & np.uint32(1), v[d, k], np.uint32(0)).astype(np.uint32)
+        out[d] = x.astype(np.float32) * np.float32(2.3283064E-10)
+    return out.reshape(-1)
+
+
+@reference("corpus_init_value")
+def corpus_init_value(ctx: ReferenceContext, *, array: str = "od", count: str = "count",
+                      value: str | float = "value") -> np.ndarray:
+    """dwtHaar1D's initValue: the first ``count`` elements set to ``value``, the rest unchanged."""
+    out = ctx.array(array).copy()
+    out[:_corpus_int(ctx, count)] = float(ctx.number(value))
+    return out
+
+
+@reference("corpus_haar")
+def corpus_haar(ctx: ReferenceContext, *, input: str = "id", od: str = "od", approx: str = "approx_final",
+                blocks: str = "grid", bdim: str = "bdim", dlevels: str = "dlevels", output: str = "od") -> np.ndarray:
+    """dwtHaar1D, one launch: each block transforms 2 * bdim samples over ``dlevels`` Haar levels; the level-L
+    details go to od[(bdim >> (L-1)) * (gdim + bid) + k], the last approximation to approx_final[bid]."""
+    gdim, n, levels = _corpus_int(ctx, blocks), _corpus_int(ctx, bdim), _corpus_int(ctx, dlevels)
+    inv = float(np.float32(0.70710678118654752440))
+    approx_now = ctx.array(input)[:gdim * 2 * n].reshape(gdim, 2 * n)
+    out = ctx.array(od).copy()
+    final = ctx.array(approx).copy()
+    for level in range(1, levels + 1):
+        count = n >> (level - 1)
+        even, odd = approx_now[:, 0::2], approx_now[:, 1::2]
+        detail = (even - odd) * inv
+        start = count * gdim
+        out[start:start + gdim * count] = detail.reshape(-1)
+        approx_now = (even + odd) * inv
+    if levels > 1:
+        final[:gdim] = approx_now[:, 0]
+    return out if output == "od" else final
+
+
+@reference("corpus_fdtd3d")
+def corpus_fdtd3d(ctx: ReferenceContext, *, input: str = "input", stencil: str = "stencil", dimx: str = "dimx",
+                  dimy: str = "dimy", dimz: str = "dimz", radius: int = 4, output: str = "output") -> np.ndarray:
+    """FDTD3d's FiniteDifferencesKernel, one step: the interior dimx x dimy x dimz points of a volume padded by
+    ``radius`` on every side get stencil[0] * centre + sum_i stencil[i] * (the 6 neighbours at distance i); the
+    rest of the output keeps its initial values."""
+    nx, ny, nz, r = _corpus_int(ctx, dimx), _corpus_int(ctx, dimy), _corpus_int(ctx, dimz), radius
+    vol = ctx.array(input).reshape(nz + 2 * r, ny + 2 * r, nx + 2 * r)
+    c = ctx.array(stencil)
+    out = ctx.array(output).reshape(vol.shape).copy()
+    core = (slice(r, r + nz), slice(r, r + ny), slice(r, r + nx))
+    value = c[0] * vol[core]
+    for i in range(1, r + 1):
+        value = value + c[i] * (vol[r + i:r + i + nz, r:r + ny, r:r + nx] + vol[r - i:r - i + nz, r:r + ny, r:r + nx]
+                                + vol[r:r + nz, r + i:r + i + ny, r:r + nx] + vol[r:r + nz, r - i:r - i + ny, r:r + nx]
+                                + vol[r:r + nz, r:r + ny, r + i:r + i + nx] + vol[r:r + nz, r:r + ny, r - i:r - i + nx])
+    out[core] = value
+    return out.reshape(-1)
+
+
+@reference("corpus_transpose")
+def corpus_transpose(ctx: ReferenceContext, *, input: str = "idata", width: str = "width",
+                     height: str = "height", dtype: str = "float") -> np.ndarray:
+    """odata (width x height) = transpose of idata (height x width), row-major."""
+    w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
+    kind = np.int64 if dtype == "int" else np.float64
+    return ctx.array(input, kind)[:w * h].reshape(h, w).T.reshape(-1)
