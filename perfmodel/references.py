@@ -506,3 +506,55 @@ def corpus_transpose(ctx: ReferenceContext, *, input: str = "idata", width: str 
     w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
     kind = np.int64 if dtype == "int" else np.float64
     return ctx.array(input, kind)[:w * h].reshape(h, w).T.reshape(-1)
+
+
+_CORPUS_DCT_Q = np.array([32, 33, 51, 81, 66, 39, 34, 17, 33, 36, 48, 47, 28, 23, 12, 12, 51, 48, 47, 28, 23, 12,
+                          12, 12, 81, 47, 28, 23, 12, 12, 12, 12, 66, 28, 23, 12, 12, 12, 12, 12, 39, 23, 12, 12,
+                          12, 12, 12, 12, 34, 12, 12, 12, 12, 12, 12, 12, 17, 12, 12, 12, 12, 12, 12, 12],
+                         dtype=np.int64).reshape(8, 8)   # dct8x8_kernel_quantization.cuh's __constant__ Q
+
+
+def _corpus_blocks8(ctx, name, width, height, stride, kind=np.float64):
+    w, h, s = _corpus_int(ctx, width), _corpus_int(ctx, height), _corpus_int(ctx, stride)
+    plane = ctx.array(name, kind)[:h * s].reshape(h, s)
+    return plane, w, h
+
+
+@reference("corpus_dct8x8")
+def corpus_dct8x8(ctx: ReferenceContext, *, input: str = "src", width: str = "width", height: str = "height",
+                  stride: str = "stride", inverse: bool = False, rounded: bool = False) -> np.ndarray:
+    """Orthonormal 2D DCT-II (or its inverse) of every 8x8 block of a width x height plane with row stride
+    ``stride`` (columns past ``width`` are kept); ``rounded``: rounded to integers (the short kernels)."""
+    plane, w, h = _corpus_blocks8(ctx, input, width, height, stride)
+    n = np.arange(8)
+    basis = np.sqrt(2 / 8) * np.cos((2 * n[None, :] + 1) * n[:, None] * np.pi / 16)
+    basis[0] /= np.sqrt(2)
+    out = plane.copy()
+    blocks = plane[:h, :w].reshape(h // 8, 8, w // 8, 8).transpose(0, 2, 1, 3)
+    if inverse:
+        result = np.einsum("ki,abkl,lj->abij", basis, blocks, basis)
+    else:
+        result = np.einsum("ik,abkl,jl->abij", basis, blocks, basis)
+    out[:h, :w] = result.transpose(0, 2, 1, 3).reshape(h, w)
+    if rounded:
+        out = np.floor(out + 0.5)
+    return out.reshape(-1)
+
+
+@reference("corpus_quantize")
+def corpus_quantize(ctx: ReferenceContext, *, input: str = "SrcDst", width: str = "width", height: str = "height",
+                    stride: str = "stride", short: bool = False) -> np.ndarray:
+    """dct8x8's quantization: every coefficient c of an 8x8 block becomes roundf(c / Q) * Q (floats), or for
+    shorts sign(c) * ((|c| + (Q >> 1)) / Q) * Q with C's truncating division."""
+    plane, w, h = _corpus_blocks8(ctx, input, width, height, stride, np.int64 if short else np.float64)
+    q = np.tile(_CORPUS_DCT_Q, (h // 8, w // 8))
+    out = plane.copy()
+    c = plane[:h, :w]
+    if short:
+        magnitude = ((np.abs(c) + (q >> 1)) // q)
+        value = np.where(c < 0, -magnitude, magnitude) * q
+        out[:h, :w] = ((value + 32768) % 65536) - 32768
+    else:
+        ratio = (c.astype(np.float32) / q.astype(np.float32)).astype(np.float64)
+        out[:h, :w] = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5) * q
+    return out.reshape(-1)
