@@ -558,3 +558,57 @@ def corpus_quantize(ctx: ReferenceContext, *, input: str = "SrcDst", width: str 
         ratio = (c.astype(np.float32) / q.astype(np.float32)).astype(np.float64)
         out[:h, :w] = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5) * q
     return out.reshape(-1)
+
+
+@reference("corpus_box_filter")
+def corpus_box_filter(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
+                      radius: str = "r", axis: str = "x") -> np.ndarray:
+    """boxFilter's d_boxfilter_{x,y}_global: the mean over a (2r + 1) window along rows (x) or columns (y),
+    edge pixels repeated."""
+    w, h, r = _corpus_int(ctx, width), _corpus_int(ctx, height), _corpus_int(ctx, radius)
+    image = ctx.array(input)[:w * h].reshape(h, w)
+    if axis == "y":
+        image = image.T
+    n = image.shape[1]
+    padded = np.concatenate([np.repeat(image[:, :1], r, axis=1), image, np.repeat(image[:, -1:], r, axis=1)], axis=1)
+    sums = np.cumsum(np.concatenate([np.zeros((image.shape[0], 1)), padded], axis=1), axis=1)
+    out = (sums[:, 2 * r + 1:2 * r + 1 + n] - sums[:, :n]) / (2 * r + 1)
+    return (out.T if axis == "y" else out).reshape(-1)
+
+
+@reference("corpus_box_filter_rgba_y")
+def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
+                             radius: str = "r") -> np.ndarray:
+    """boxFilter's d_boxfilter_rgba_y on RGBA8 pixels packed in uint32: the kernel's own float32 sliding-window
+    sum down each column (same operation order, no FMA contraction assumed), requantised with
+    __saturatef and (unsigned)(x * 255)."""
+    w, h, r = _corpus_int(ctx, width), _corpus_int(ctx, height), _corpus_int(ctx, radius)
+    packed = ctx.array(input, np.int64).astype(np.uint32)[:w * h].reshape(h, w)
+    f32 = np.float32
+    channels = np.stack([((packed >> np.uint32(8 * c)) & np.uint32(0xff)).astype(f32) * f32(0.003921568627)
+                         for c in range(4)], axis=-1)            # (h, w, 4)
+    scale = f32(1.0) / f32(2 * r + 1)
+
+    def pack(t):
+        v = np.clip(t * scale, f32(0), f32(1))
+        q = (v * f32(255.0)).astype(np.uint32)
+        return q[..., 0] | (q[..., 1] << np.uint32(8)) | (q[..., 2] << np.uint32(16)) | (q[..., 3] << np.uint32(24))
+
+    out = np.zeros((h, w), np.uint32)
+    t = channels[0] * f32(r)
+    for y in range(r + 1):
+        t = t + channels[y]
+    out[0] = pack(t)
+    for y in range(1, r + 1):
+        t = t + channels[y + r]
+        t = t - channels[0]
+        out[y] = pack(t)
+    for y in range(r + 1, h - r):
+        t = t + channels[y + r]
+        t = t - channels[y - r - 1]
+        out[y] = pack(t)
+    for y in range(h - r, h):
+        t = t + channels[h - 1]
+        t = t - channels[y - r - 1]
+        out[y] = pack(t)
+    return out.astype(np.int64).reshape(-1)
