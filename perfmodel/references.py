@@ -612,3 +612,43 @@ def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width:
         t = t - channels[y - r - 1]
         out[y] = pack(t)
     return out.astype(np.int64).reshape(-1)
+
+
+@reference("corpus_sample_ranks")
+def corpus_sample_ranks(ctx: ReferenceContext, *, keys: str = "d_SrcKey", stride: str = "stride", n: str = "N",
+                        sample_stride: int = 128, output: str = "A") -> np.ndarray:
+    """mergeSort's generateSampleRanksKernel<1> for sorted segment pairs (A, B) of ``stride`` keys: the ranks of
+    every SAMPLE_STRIDE-th key of A in A and (exclusively) in B, and of every SAMPLE_STRIDE-th key of B in B and
+    (inclusively) in A; laid out as the kernel does (A's samples first, then B's, per segment pair)."""
+    k = ctx.array(keys, np.int64)
+    st, total = _corpus_int(ctx, stride), _corpus_int(ctx, n)
+    ranks_a = np.zeros(total // sample_stride, np.int64)
+    ranks_b = np.zeros(total // sample_stride, np.int64)
+    per = st // sample_stride
+    for base in range(0, total, 2 * st):
+        a, b = k[base:base + st], k[base + st:base + 2 * st]
+        first = base // sample_stride
+        samples = np.arange(per) * sample_stride
+        ranks_a[first:first + per] = samples
+        ranks_b[first:first + per] = np.searchsorted(b, a[samples], side="left")
+        ranks_b[first + per:first + 2 * per] = samples
+        ranks_a[first + per:first + 2 * per] = np.searchsorted(a, b[samples], side="right")
+    return ranks_a if output == "A" else ranks_b
+
+
+@reference("corpus_merge_limits")
+def corpus_merge_limits(ctx: ReferenceContext, *, ranks: str = "d_Ranks", stride: str = "stride", n: str = "N",
+                        sample_stride: int = 128) -> np.ndarray:
+    """mergeSort's mergeRanksAndIndicesKernel: per segment pair, the A-sample ranks and B-sample ranks (each
+    sorted) merged into one sorted list of interval limits (A's before B's on ties), as the kernel's
+    exclusive/inclusive binary searches place them."""
+    r = ctx.array(ranks, np.int64)
+    st, total = _corpus_int(ctx, stride), _corpus_int(ctx, n)
+    per = st // sample_stride
+    out = np.zeros(total // sample_stride, np.int64)
+    for first in range(0, total // sample_stride, 2 * per):
+        a, b = r[first:first + per], r[first + per:first + 2 * per]
+        i = np.arange(per)
+        out[first + np.searchsorted(b, a, side="left") + i] = a
+        out[first + np.searchsorted(a, b, side="right") + i] = b
+    return out
