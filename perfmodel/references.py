@@ -652,3 +652,24 @@ def corpus_merge_limits(ctx: ReferenceContext, *, ranks: str = "d_Ranks", stride
         out[first + np.searchsorted(b, a, side="left") + i] = a
         out[first + np.searchsorted(a, b, side="right") + i] = b
     return out
+
+
+@reference("corpus_matmul_large_chunk_as_written")
+def corpus_matmul_large_chunk_as_written(ctx: ReferenceContext, *, a: str = "A", b: str = "B", ha: str = "hA",
+                                         wa: str = "wA", wb: str = "wB", block: int = 16) -> np.ndarray:
+    """globalToShmemAsyncCopy's MatrixMulNaiveLargeChunk as written: it loads the B tile with A's indexing
+    (``&B[a + wA * threadIdx.y + t4x]``), so C[16 by + ty, 16 bx + tx] = sum_kt sum_k A[16 by + ty, 16 kt + k]
+    * B[16 by + k, 16 kt + tx] (B read as a wA-wide matrix; the sample's own check passes only because it fills
+    A and B with constants)."""
+    rows, inner, cols = _corpus_int(ctx, ha), _corpus_int(ctx, wa), _corpus_int(ctx, wb)
+    left = ctx.array(a)[:rows * inner].reshape(rows, inner)
+    right = ctx.array(b).reshape(-1, inner)
+    out = np.zeros((rows, cols))
+    for by in range(rows // block):
+        rs = slice(by * block, (by + 1) * block)
+        tile = np.zeros((block, block))
+        for kt in range(inner // block):
+            ks = slice(kt * block, (kt + 1) * block)
+            tile += left[rs, ks] @ right[rs, ks]
+        out[rs, :] = np.tile(tile, (1, cols // block))
+    return out.reshape(-1)
