@@ -1,109 +1,102 @@
-"""Run ``perfmodel kernels inspect`` (the library call behind it) over a corpus of real CUDA files.
+#!/usr/bin/env python3
+"""Run ``perfmodel kernels inspect`` over the corpus files the corpus specs name, for comparison with
+``corpus_run.py``: what the compile stage alone says about each kernel (registers, PTX size, the PTX
+instructions the simulator does not support).
 
-    python bench/corpus_inspect.py CORPUS_DIR [--json OUT] [--markdown OUT] [--arch sm_90]
+Usage::
 
-CORPUS_DIR holds a README.md with a table ``| `path` | `kernel (instantiation)` | features | template |``
-(the user's list of files and the instantiations their host code launches). Each file is compiled once with the
-instantiations listed for it; a kernel counts as covered when it is listed with its registers.
+    python bench/corpus_inspect.py CORPUS_DIR [--device h100] [--json OUT] [--markdown OUT]
+
+Each distinct source file is inspected once, with ``--kernel EXPR`` for every template instantiation the specs
+launch (``perfmodel kernels inspect FILE -k 'MatrixMulCUDA<32>' --device h100 --json``, as a user would run it).
 """
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
-import re
+import shlex
+import subprocess
 import sys
-import time
-from collections import OrderedDict
 from pathlib import Path
 
+import yaml
 
-def read_table(corpus: Path) -> list[dict]:
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_run import PLACEHOLDER, SPEC_DIR, corpus_root  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus")
+    parser.add_argument("--device", default="h100")
+    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--markdown", dest="markdown_out")
+    args = parser.parse_args(argv)
+    root = corpus_root(args.corpus)
+
+    files: dict[str, dict] = {}        # source -> {"entries": {spec name: entry}, "templates": set}
+    for spec in sorted(SPEC_DIR.glob("*.yaml")):
+        data = yaml.safe_load(spec.read_text())
+        source = data["source"].replace(PLACEHOLDER, str(root))
+        slot = files.setdefault(source, {"entries": {}, "templates": []})
+        slot["entries"][spec.stem] = data["entry"]
+        if "<" in data["entry"] and data["entry"] not in slot["templates"]:
+            slot["templates"].append(data["entry"])
+
     rows = []
-    for line in (corpus / "README.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 2 or not cells[0].startswith("`"):
+    commands = []
+    for source, slot in files.items():
+        cmd = ["perfmodel", "kernels", "inspect", source, "--device", args.device, "--json"]
+        for expr in slot["templates"]:
+            cmd += ["--kernel", expr]
+        commands.append(" ".join(shlex.quote(c) for c in cmd))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        short = source[source.index("Samples/"):]
+        if proc.returncode != 0:
+            error = " ".join((proc.stderr or proc.stdout).split())[:300]
+            for name, entry in slot["entries"].items():
+                rows.append({"spec": name, "file": short, "kernel": entry, "status": "error", "detail": error})
             continue
-        path, kernel = cells[0].strip("`"), cells[1].strip("`")
-        rows.append({"file": path, "kernel": kernel, "features": cells[2] if len(cells) > 2 else "",
-                     "template": len(cells) > 3 and cells[3].strip() == "yes"})
-    return rows
+        found = json.loads(proc.stdout)
+        by_expr = {k["expression"]: k for k in found}
+        by_name = {k["name"]: k for k in found}
+        for name, entry in slot["entries"].items():
+            kernel = by_expr.get(entry) or by_name.get(entry)
+            if kernel is None:
+                rows.append({"spec": name, "file": short, "kernel": entry, "status": "missing",
+                             "detail": f"inspect lists {', '.join(sorted(by_expr))}"})
+                continue
+            unsupported = kernel.get("unsupported") or []
+            rows.append({"spec": name, "file": short, "kernel": entry,
+                         "status": "unsupported PTX" if unsupported else "ok",
+                         "registers": kernel.get("registers"), "shared_bytes": kernel.get("shared_bytes"),
+                         "ptx_instructions": kernel.get("ptx_instructions"),
+                         "detail": ", ".join(str(u) for u in unsupported)})
 
-
-def find(corpus: Path, rel: str) -> Path:
-    for cand in (corpus / rel, *corpus.glob(f"*/{rel}")):
-        if cand.is_file():
-            return cand
-    raise FileNotFoundError(rel)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("corpus", type=Path)
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--markdown", type=Path)
-    ap.add_argument("--arch", default="sm_90")
-    args = ap.parse_args(argv)
-
-    from perfmodel.compile import CompileError, compile_cuda
-    from perfmodel.report.inspect_view import inspect_json
-
-    rows = read_table(args.corpus)
-    files: OrderedDict[str, list[dict]] = OrderedDict()
+    ok = sum(r["status"] == "ok" for r in rows)
+    summary = f"{ok} of {len(rows)} kernels compile with only supported PTX instructions"
+    print(summary)
     for r in rows:
-        files.setdefault(r["file"], []).append(r)
-    results = []
-    for rel, krows in files.items():
-        path = find(args.corpus, rel)
-        exprs = [r["kernel"] for r in krows if r["template"]]
-        t0 = time.perf_counter()
-        try:
-            listed = inspect_json(compile_cuda(path, name_expressions=exprs, arch=args.arch))
-            err = None
-        except CompileError as e:
-            listed, err = [], str(e)
-        dt = time.perf_counter() - t0
-        by_expr = {x["expression"]: x for x in listed}
-        for r in krows:
-            got = by_expr.get(r["kernel"])
-            results.append({**r, "covered": got is not None and got["registers"] > 0,
-                            "registers": got["registers"] if got else None,
-                            "shared_bytes": got["shared_bytes"] if got else None,
-                            "local_bytes": got["local_bytes"] if got else None,
-                            "ptx_instructions": got["ptx_instructions"] if got else None,
-                            "unsupported": got["unsupported"] if got else None,
-                            "error": err, "compile_s": round(dt, 3)})
-        status = "ok" if err is None else "FAIL: " + err[:300]
-        print(f"{dt:6.2f}s {rel}: {status}", file=sys.stderr)
-    covered = sum(r["covered"] for r in results)
-    print(f"covered {covered}/{len(results)} kernels with registers", file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    md = markdown(results, args.arch)
-    if args.markdown:
-        args.markdown.write_text(md)
-    else:
-        print(md)
+        print(f"{r['spec']:<50} {r['status']:<16} regs={r.get('registers')} {r['detail'][:120]}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
+    if args.markdown_out:
+        now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        lines = ["# `perfmodel kernels inspect` over the cuda-samples corpus", "",
+                 f"Generated {now} by `python bench/corpus_inspect.py "
+                 f"{' '.join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))}`, which runs, "
+                 "per file, `perfmodel kernels inspect FILE --device h100 --json --kernel EXPR...` (one `--kernel` "
+                 "per template instantiation the specs launch).", "", f"**{summary}.**", "",
+                 "| spec | file | kernel | inspect | regs | smem B | PTX instrs | unsupported / error |",
+                 "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            detail = r["detail"].replace("|", "\\|")
+            lines.append(f"| {r['spec']} | `{r['file']}` | `{r['kernel']}` | {r['status']} | "
+                         f"{r.get('registers', '') or ''} | {r.get('shared_bytes', '') if r.get('shared_bytes') is not None else ''} | "
+                         f"{r.get('ptx_instructions', '') or ''} | {detail} |")
+        Path(args.markdown_out).write_text("\n".join(lines) + "\n")
     return 0
-
-
-def markdown(results: list[dict], arch: str) -> str:
-    covered = sum(r["covered"] for r in results)
-    unsup = [r for r in results if r["unsupported"]]
-    out = [f"# Corpus: `perfmodel kernels inspect` over the cuda-samples corpus ({arch})", "",
-           f"Kernels listed with registers: **{covered}/{len(results)}** "
-           f"({100 * covered / max(1, len(results)):.0f}%). Kernels using PTX the executor does not support: "
-           f"{len(unsup)}.", "",
-           "| file | kernel | regs | smem B | local B | PTX instr | unsupported PTX |",
-           "|---|---|---:|---:|---:|---:|---|"]
-    for r in results:
-        if r["covered"]:
-            u = ", ".join(r["unsupported"]) or "—"
-            out.append(f"| `{r['file'].split('/')[-1]}` | `{r['kernel']}` | {r['registers']} | "
-                       f"{r['shared_bytes']} | {r['local_bytes']} | {r['ptx_instructions']} | {u} |")
-        else:
-            why = (r["error"] or "not listed").replace("|", "\\|")[:200]
-            out.append(f"| `{r['file'].split('/')[-1]}` | `{r['kernel']}` | — | — | — | — | FAILED: {why} |")
-    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

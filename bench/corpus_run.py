@@ -169,7 +169,26 @@ def summary(rows: list[dict]) -> str:
             f" ({wrong} wrong, {len(rows) - ran} failed)")
 
 
-def markdown(rows: list[dict], command: str, device: str) -> str:
+def engine_description(note: str | None = None) -> str:
+    """Which perfmodel ran: its folder, and the git commit of that folder when it is a checkout."""
+    import subprocess
+
+    import perfmodel
+
+    folder = Path(perfmodel.__file__).resolve().parent
+    text = f"`{folder}`"
+    try:
+        commit = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        text += f" at commit `{commit}`" + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        text += " (not a git checkout)"
+    return text + (f"; {note}" if note else "")
+
+
+def markdown(rows: list[dict], command: str, device: str, engine: str = "") -> str:
     def esc(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
@@ -182,6 +201,8 @@ def markdown(rows: list[dict], command: str, device: str) -> str:
         "```",
         command,
         "```",
+        "",
+        f"Engine: {engine}.",
         "",
         f"Device profile: `{device}`. Specs: `bench/corpus_specs/*.yaml` (launch geometry and sizes from each "
         "sample's host code, cited in each spec; where a size was scaled down for the 2-core simulator the spec "
@@ -206,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="h100")
     parser.add_argument("--json", dest="json_out", help="write the rows as JSON here")
     parser.add_argument("--markdown", dest="markdown_out", help="write the results table as Markdown here")
+    parser.add_argument("--engine-note", help="a line about the engine that ran, for the Markdown header")
     parser.add_argument("-k", dest="selectors", action="append", help="only specs whose name contains this")
     args = parser.parse_args(argv)
 
@@ -237,10 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/corpus_run.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
                                                                                else sys.argv[1:]))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"command": command, "device": args.device, "rows": rows},
+        Path(args.json_out).write_text(json.dumps({"command": command, "device": args.device,
+                                                   "engine": engine_description(args.engine_note), "rows": rows},
                                                   indent=1, default=str))
     if args.markdown_out:
-        Path(args.markdown_out).write_text(markdown(rows, command, args.device))
+        Path(args.markdown_out).write_text(markdown(rows, command, args.device, engine_description(args.engine_note)))
     return 0
 
 
