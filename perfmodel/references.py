@@ -580,14 +580,21 @@ def corpus_box_filter(ctx: ReferenceContext, *, input: str = "id", width: str = 
 def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
                              radius: str = "r") -> np.ndarray:
     """boxFilter's d_boxfilter_rgba_y on RGBA8 pixels packed in uint32: the kernel's own float32 sliding-window
-    sum down each column (same operation order, no FMA contraction assumed), requantised with
+    sum down each column, in its operation order and with the contraction NVRTC applies (the PTX has
+    ``t += c * (1/255)`` as fma.rn.f32, ``t -= c * (1/255)`` as mul.f32 then sub.f32), requantised with
     __saturatef and (unsigned)(x * 255)."""
     w, h, r = _corpus_int(ctx, width), _corpus_int(ctx, height), _corpus_int(ctx, radius)
     packed = ctx.array(input, np.int64).astype(np.uint32)[:w * h].reshape(h, w)
     f32 = np.float32
-    channels = np.stack([((packed >> np.uint32(8 * c)) & np.uint32(0xff)).astype(f32) * f32(0.003921568627)
-                         for c in range(4)], axis=-1)            # (h, w, 4)
+    k = f32(0.003921568627)
+    counts = np.stack([((packed >> np.uint32(8 * c)) & np.uint32(0xff)).astype(f32) for c in range(4)], axis=-1)
     scale = f32(1.0) / f32(2 * r + 1)
+
+    def add(t, y):          # fma.rn.f32: one rounding (exact in float64 here: 8-bit x 24-bit product)
+        return (counts[y].astype(np.float64) * np.float64(k) + t.astype(np.float64)).astype(f32)
+
+    def sub(t, y):
+        return t - counts[y] * k
 
     def pack(t):
         v = np.clip(t * scale, f32(0), f32(1))
@@ -595,21 +602,21 @@ def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width:
         return q[..., 0] | (q[..., 1] << np.uint32(8)) | (q[..., 2] << np.uint32(16)) | (q[..., 3] << np.uint32(24))
 
     out = np.zeros((h, w), np.uint32)
-    t = channels[0] * f32(r)
+    t = (counts[0] * k) * f32(r)
     for y in range(r + 1):
-        t = t + channels[y]
+        t = add(t, y)
     out[0] = pack(t)
     for y in range(1, r + 1):
-        t = t + channels[y + r]
-        t = t - channels[0]
+        t = add(t, y + r)
+        t = sub(t, 0)
         out[y] = pack(t)
     for y in range(r + 1, h - r):
-        t = t + channels[y + r]
-        t = t - channels[y - r - 1]
+        t = add(t, y + r)
+        t = sub(t, y - r - 1)
         out[y] = pack(t)
     for y in range(h - r, h):
-        t = t + channels[h - 1]
-        t = t - channels[y - r - 1]
+        t = add(t, h - 1)
+        t = sub(t, y - r - 1)
         out[y] = pack(t)
     return out.astype(np.int64).reshape(-1)
 
