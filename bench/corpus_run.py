@@ -113,6 +113,27 @@ def run_one(path: Path, device: str) -> dict:
     return row
 
 
+def failure_class(row: dict) -> str:
+    """A coarse reason for a kernel that did not run to completion (empty when it did)."""
+    import re
+
+    if row["status"] in ("correct", "wrong", "not checked"):
+        return ""
+    detail = row["detail"]
+    match = re.search(r"the PTX instruction '([a-z]+)[.']", detail)
+    if match:
+        return f"unsupported PTX ({match.group(1)})"
+    if "unterminated statement: .section" in detail:
+        return "engine bug: PTX parser (.section block)"
+    if row["status"] == "internal":
+        return "engine bug: internal error"
+    if "not a variable perfmodel can place" in detail or "which is not a parameter of" in detail:
+        return "engine bug: executor"
+    if "but the array has dtype" in detail:
+        return "spec limitation: no float16 array dtype"
+    return "error"
+
+
 def _fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -169,6 +190,13 @@ def summary(rows: list[dict]) -> str:
             f" ({wrong} wrong, {len(rows) - ran} failed)")
 
 
+def failure_summary(rows: list[dict]) -> list[str]:
+    from collections import Counter
+
+    counts = Counter(failure_class(r) for r in rows if failure_class(r))
+    return [f"- {reason}: {n}" for reason, n in counts.most_common()]
+
+
 def engine_description(note: str | None = None) -> str:
     """Which perfmodel ran: its folder, and the git commit of that folder when it is a checkout."""
     import subprocess
@@ -211,6 +239,10 @@ def markdown(rows: list[dict], command: str, device: str, engine: str = "") -> s
         "= any other exception.",
         "",
         f"**{summary(rows)}.**",
+        "",
+        "Why the failures failed (`failure_class` in the script):",
+        "",
+        *(failure_summary(rows) or ["- none"]),
         "",
         "| file | " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * (len(COLUMNS) + 1),
@@ -255,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(*table_cells(row))
     console.print(table)
     console.print(summary(rows))
+    for line in failure_summary(rows):
+        console.print(line)
 
     command = "python bench/corpus_run.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None
                                                                                else sys.argv[1:]))
