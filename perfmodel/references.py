@@ -680,3 +680,84 @@ def corpus_matmul_large_chunk_as_written(ctx: ReferenceContext, *, a: str = "A",
             tile += left[rs, ks] @ right[rs, ks]
         out[rs, :] = np.tile(tile, (1, cols // block))
     return out.reshape(-1)
+
+
+@reference("corpus_simple_recursive_rgba")
+def corpus_simple_recursive_rgba(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
+                                 a: str | float = "a") -> np.ndarray:
+    """recursiveGaussian's d_simpleRecursive_rgba on RGBA8 pixels packed in uint32, down each column: a forward
+    pass yc = xc + a (yp - xc) written out, then a backward pass writing (forward + backward) * 0.5; float32 in
+    the kernel's order with the contraction in its PTX (``xc + a * (yp - xc)`` is sub.f32 then fma.rn.f32;
+    c / 255.0f is div.rn.f32), requantised with __saturatef and uint(x * 255)."""
+    w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
+    alpha = np.float32(ctx.number(a))
+    f32 = np.float32
+    packed = ctx.array(input, np.int64).astype(np.uint32)[:w * h].reshape(h, w)
+
+    def unpack(p):
+        return np.stack([((p >> np.uint32(8 * c)) & np.uint32(0xff)).astype(f32) / f32(255.0) for c in range(4)],
+                        axis=-1)
+
+    def pack(t):
+        q = (np.clip(t, f32(0), f32(1)) * f32(255.0)).astype(np.uint32)
+        return q[..., 0] | (q[..., 1] << np.uint32(8)) | (q[..., 2] << np.uint32(16)) | (q[..., 3] << np.uint32(24))
+
+    def step(yp, xc):        # fma.rn.f32(yp - xc, a, xc), one rounding (exact in float64 before it)
+        return ((yp - xc).astype(np.float64) * np.float64(alpha) + xc.astype(np.float64)).astype(f32)
+
+    x = unpack(packed)
+    out = np.zeros((h, w), np.uint32)
+    yp = x[0]
+    for y in range(h):
+        yp = step(yp, x[y])
+        out[y] = pack(yp)
+    yp = x[h - 1]
+    for y in range(h - 1, -1, -1):
+        yp = step(yp, x[y])
+        out[y] = pack((unpack(out[y]) + yp) * f32(0.5))
+    return out.astype(np.int64).reshape(-1)
+
+
+@reference("corpus_recursive_gaussian_rgba")
+def corpus_recursive_gaussian_rgba(ctx: ReferenceContext, *, input: str = "id", width: str = "w",
+                                   height: str = "h") -> np.ndarray:
+    """recursiveGaussian's d_recursiveGaussian_rgba (CLAMP_TO_EDGE) on RGBA8 pixels packed in uint32, down each
+    column: the causal pass written out, then the anti-causal pass added to it; float32 in the kernel's order with
+    the contraction in its PTX (``a0 * xc + a1 * xp - b1 * yp - b2 * yb`` is fma(xp, a1, xc * a0) then two
+    sub.f32 of rounded products; likewise with a2, a3 going back), requantised with __saturatef and
+    uint(x * 255). The coefficients are the args a0, a1, a2, a3, b1, b2, coefp, coefn."""
+    w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
+    f32 = np.float32
+    c = {name: f32(ctx.number(name)) for name in ("a0", "a1", "a2", "a3", "b1", "b2", "coefp", "coefn")}
+    packed = ctx.array(input, np.int64).astype(np.uint32)[:w * h].reshape(h, w)
+
+    def unpack(p):
+        return np.stack([((p >> np.uint32(8 * k)) & np.uint32(0xff)).astype(f32) / f32(255.0) for k in range(4)],
+                        axis=-1)
+
+    def pack(t):
+        q = (np.clip(t, f32(0), f32(1)) * f32(255.0)).astype(np.uint32)
+        return q[..., 0] | (q[..., 1] << np.uint32(8)) | (q[..., 2] << np.uint32(16)) | (q[..., 3] << np.uint32(24))
+
+    def fma(x, k, addend):   # one rounding; exact in float64 before it
+        return (x.astype(np.float64) * np.float64(k) + addend.astype(np.float64)).astype(f32)
+
+    x = unpack(packed)
+    out = np.zeros((h, w), np.uint32)
+    xp = x[0]
+    yb = c["coefp"] * xp
+    yp = yb
+    for y in range(h):
+        xc = x[y]
+        yc = (fma(xp, c["a1"], xc * c["a0"]) - yp * c["b1"]) - yb * c["b2"]
+        out[y] = pack(yc)
+        xp, yb, yp = xc, yp, yc
+    xn = xa = x[h - 1]
+    yn = c["coefn"] * xn
+    ya = yn
+    for y in range(h - 1, -1, -1):
+        xc = x[y]
+        yc = (fma(xn, c["a2"], xa * c["a3"]) - yn * c["b1"]) - ya * c["b2"]
+        xa, xn, ya, yn = xn, xc, yn, yc
+        out[y] = pack(unpack(out[y]) + yc)
+    return out.astype(np.int64).reshape(-1)
