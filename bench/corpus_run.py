@@ -6,7 +6,7 @@ Usage::
     python bench/corpus_run.py CORPUS_DIR [--device h100] [--json OUT] [--markdown OUT] [-k SUBSTRING ...]
 
 ``CORPUS_DIR`` is the cuda-samples checkout (the folder holding ``Samples/`` and ``Common/``; a folder holding
-``cuda-samples/`` is accepted too, e.g. ``/work/shared/corpus``).
+``cuda-samples/`` is accepted too).
 
 The specs live in ``bench/corpus_specs/*.yaml``. Their ``source:`` is written as
 ``"{CORPUS}/Samples/.../file.cu"``: this script substitutes ``{CORPUS}`` with the absolute corpus path and writes

@@ -1,7 +1,7 @@
 """The cuda-samples corpus specs (bench/corpus_specs/*.yaml) load and instantiate: valid fields, entries present in
 their sources, launch geometry and args that evaluate. No simulation (bench/corpus_run.py does that).
 
-The corpus is found in $PERFMODEL_CORPUS or /work/shared/corpus; the tests skip without it."""
+The corpus is found in $PERFMODEL_CORPUS (a folder holding cuda-samples); the tests skip without it."""
 from __future__ import annotations
 
 import os
@@ -19,7 +19,7 @@ SPECS = sorted((ROOT / "bench" / "corpus_specs").glob("*.yaml"))
 def _corpus() -> Path | None:
     from corpus_run import corpus_root
 
-    for candidate in (os.environ.get("PERFMODEL_CORPUS"), "/work/shared/corpus"):
+    for candidate in (os.environ.get("PERFMODEL_CORPUS"),):
         if candidate and Path(candidate).exists():
             try:
                 return corpus_root(candidate)

@@ -330,13 +330,14 @@ class State:
     def _scatter(self, view, idx, values, m, rows=None):
         if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
             # the same columns in every row (shared memory, a lane-only address): one column assignment
-            cols = idx[0]
-            sel = None if m is None else np.broadcast_to(m, (1, cols.size))[0]
+            lanes = max([idx.shape[1], 1 if m is None else m.shape[1]] + [v.shape[1] for v in values])
+            cols = np.broadcast_to(idx, (1, lanes))[0]
+            sel = None if m is None else np.broadcast_to(m, (1, lanes))[0]
             if sel is not None:
                 cols = cols[sel]
             for j, v in enumerate(values):
                 v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
-                vb = np.broadcast_to(v, (self.nB, idx.shape[1]))
+                vb = np.broadcast_to(v, (self.nB, lanes))
                 view[:, cols + j] = vb if sel is None else vb[:, sel]
             return
         for j, v in enumerate(values):
