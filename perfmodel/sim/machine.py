@@ -460,8 +460,7 @@ class State:
         c.requests[gid] += nw
         c.bytes[gid] += n * size
         self.mark_worked()
-        shape = np.broadcast_shapes(a.shape, b.shape, (1, 1) if m is None else m.shape,
-                                    (1, 1) if cval is None else cval.shape, (self.nB, 1))
+        shape = (self.nB, self.Tp)      # every active lane performs its own atomic, same operands or not
         mb = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
         if space == "global":
             off = a - GLOBAL_BASE
