@@ -27,10 +27,10 @@ from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread,
 
 # Exact simulation is the default while the whole grid is expected to take at most this many warp instructions
 # (estimated from one block simulated alone x the number of blocks) and has at most EXACT_BUDGET_THREADS threads.
-# Measured on the 2-core machine: ~2.5e7 warp instructions per second for compute-heavy grids (tiled matmul,
-# W=1024: 1.2e8 in ~5 s) but only ~1e6 threads per second for huge streaming grids (vec_add, 64M threads: 26 s),
-# so both limits keep an exact analysis within about 2 s.
-EXACT_BUDGET_WARP_INSTRUCTIONS = 4e7
+# Measured on the 2-core machine with the PTX executor: ~1.5e7 SASS warp instructions per second for the tiled
+# matmul (W=1024: 1.07e8 in ~7 s), ~3e6 for the global-load-bound naive one (W=512: 2.4e7 in ~8 s), ~1e6 threads
+# per second for huge streaming grids; these limits keep an exact analysis within a few seconds.
+EXACT_BUDGET_WARP_INSTRUCTIONS = 1e7
 EXACT_BUDGET_THREADS = 1 << 21
 HOT_LINES = 6
 
