@@ -980,3 +980,30 @@ def test_float_atomic_add_rounds_after_every_add():
         seq.append(np.float32(seq[-1] + np.float32(0.1)))
     assert np.array_equal(np.sort(old), np.array(seq[:-1], np.float32))
     assert f[0] == seq[-1]
+
+
+def test_half_half2_and_bfloat16_arrays():
+    src = r"""
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    __global__ void k(const __half *a, const __half2 *b, __half *o, __half2 *o2, const __nv_bfloat16 *c, float *of) {
+        int i = threadIdx.x;
+        o[i] = __hadd(__hmul(a[i], a[i]), __float2half(1.0f));
+        o2[i] = __hfma2(b[i], b[i], __float2half2_rn(0.5f));
+        of[i] = __bfloat162float(c[i]) * 2.0f + __half2float(__hmax(a[i], __float2half(0.25f)));
+    }"""
+    prog = load_kernel(source=src)
+    h2 = prog.params[1].dtype                    # __half2: a structured (x, y) float16 pair
+    assert prog.params[0].dtype == np.float16 and h2.itemsize == 4
+    a = np.linspace(-2, 2, 32).astype(np.float16)
+    b = np.linspace(-1, 3, 64).astype(np.float16)
+    o = np.zeros(32, np.float16)
+    o2 = np.zeros(64, np.float16)
+    c = (np.linspace(-3, 3, 32).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)    # bf16 bits
+    of = np.zeros(32, np.float32)
+    simulate(prog, 1, 32, [a, b.view(h2), o, o2.view(h2), c, of])
+    # f16 mul/add: each rounded to half (exact in float32 first); hfma2 rounded once (the float64 value is exact)
+    assert np.array_equal(o, ((a * a).astype(np.float16) + np.float16(1)).astype(np.float16))
+    assert np.array_equal(o2, (b.astype(np.float64) * b + 0.5).astype(np.float16))
+    cf = (c.astype(np.uint32) << 16).view(np.float32)
+    assert np.array_equal(of, cf * 2 + np.maximum(a, np.float16(0.25)).astype(np.float32))
