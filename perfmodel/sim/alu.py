@@ -369,6 +369,12 @@ def b_sad(ins, ops):
     return elementwise(ins, ops, lambda a, b, c: (np.where(a > b, a - b, b - a) + c).astype(DT[t]), t)
 
 
+def _magnitude(x):
+    """|x| of a signed integer array as uint64 (exact for the most negative value too)."""
+    u = x.astype(np.int64).view(np.uint64)
+    return np.where(x < 0, np.uint64(0) - u, u)
+
+
 def int_div_checked(st, a, b, gid=None):
     """b with zeros replaced by 1; a zero divisor on an active lane is an error (inactive lanes - the other side
     of a branch - routinely hold 0)."""
@@ -398,9 +404,10 @@ def b_div(ins, ops):
         a, b = ga(st, fr), gb(st, fr)
         b = int_div_checked(st, a, b, gid)
         if signed:
-            q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
-            q = np.where((a < 0) ^ (b < 0), -q, q)
-            w(st, fr, q.astype(DT[t]))
+            ua, ub = _magnitude(a), _magnitude(b)      # |INT64_MIN| only fits unsigned
+            q = ua // ub
+            q = np.where((a < 0) ^ (b < 0), np.uint64(0) - q, q)
+            w(st, fr, q.view(np.int64).astype(DT[t]))
         else:
             w(st, fr, (a // b).astype(DT[t], copy=False))
     return div
@@ -418,8 +425,9 @@ def b_rem(ins, ops):
         a, b = ga(st, fr), gb(st, fr)
         b = int_div_checked(st, a, b, gid)
         if signed:
-            r = np.fmod(a.astype(np.int64), b.astype(np.int64))     # C: the sign of the dividend
-            w(st, fr, r.astype(DT[t]))
+            r = _magnitude(a) % _magnitude(b)                    # C: truncating, the sign of the dividend
+            r = np.where(a < 0, np.uint64(0) - r, r)
+            w(st, fr, r.view(np.int64).astype(DT[t]))
         else:
             w(st, fr, (a % b).astype(DT[t], copy=False))
     return rem
