@@ -1007,3 +1007,23 @@ def test_half_half2_and_bfloat16_arrays():
     assert np.array_equal(o2, (b.astype(np.float64) * b + 0.5).astype(np.float16))
     cf = (c.astype(np.uint32) << 16).view(np.float32)
     assert np.array_equal(of, cf * 2 + np.maximum(a, np.float16(0.25)).astype(np.float32))
+
+
+def test_shared_cta_spaces_in_inline_ptx():
+    # `.shared::cta` (what sm_90 inline PTX and CUTLASS-style code write) is `.shared`
+    src = r"""
+    __global__ void k(int *o) {
+        __shared__ int s[32];
+        unsigned addr; int v, sp;
+        asm volatile("{ .reg .u64 p; cvta.to.shared::cta.u64 p, %1; cvt.u32.u64 %0, p; }" : "=r"(addr)
+                     : "l"(&s[threadIdx.x]));
+        asm volatile("st.shared::cta.u32 [%0], %1;" :: "r"(addr), "r"((int)threadIdx.x * 3));
+        asm volatile("atom.shared::cta.add.u32 %0, [%1], 1;" : "=r"(v) : "r"(addr));
+        __syncthreads();
+        asm("{ .reg .pred q; isspacep.shared::cta q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(sp) : "l"(&s[0]));
+        o[threadIdx.x] = s[31 - threadIdx.x] * 10 + v + 1000 * sp;
+    }"""
+    o = np.zeros(32, np.int32)
+    r = simulate(load_kernel(source=src), 1, 32, [o])
+    assert o.tolist() == [(3 * (31 - i) + 1) * 10 + 3 * i + 1000 for i in range(32)]
+    assert r.counts.shared["stores"] == 32 and r.counts.shared["atomics"] == 32

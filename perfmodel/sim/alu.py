@@ -1029,7 +1029,10 @@ def b_cvt(ins, ops):
 @builder("cvta")
 def b_cvta(ins, ops):
     from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE
-    space = next(m for m in ins.mods if m in ("global", "shared", "local", "const", "param"))
+    space = next((m.split("::")[0] for m in ins.mods if m.split("::")[0] in ("global", "shared", "local", "const",
+                                                                             "param")), None)
+    if space is None or any(m.startswith("shared::") and m != "shared::cta" for m in ins.mods):
+        raise Unsupported(f"cvta.{'.'.join(ins.mods)}")
     to = ins.has("to")
     t = ins.type or "u64"
     base = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}.get(space)
@@ -1049,7 +1052,9 @@ def b_cvta(ins, ops):
 @builder("isspacep")
 def b_isspacep(ins, ops):
     from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
-    space = ins.mods[0]
+    space = ins.mods[0].split("::")[0]
+    if space not in ("global", "shared", "local", "const") or ins.mods[0] not in (space, "shared::cta"):
+        raise Unsupported(f"isspacep.{ins.mods[0]}")
     lo = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}[space]
     g = ops.reader(ins.operands[1], "u64")
     w = ops.writer(ins.operands[0])
