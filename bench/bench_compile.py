@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--expr", action="append", default=[])
     args = ap.parse_args(argv)
     files = args.files or DEFAULT_FILES
-    print(f"| file | cold compile s | disk-cached call ms | disk-cached process ms | in-process ms |")
+    print("| file | cold compile s | disk-cached call ms | disk-cached process ms | in-process ms |")
     print("|---|---:|---:|---:|---:|")
     for path in files:
         cold, disk_call, disk_proc, mem = [], [], [], []

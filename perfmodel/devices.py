@@ -395,16 +395,13 @@ def check_device_file(path: str | Path) -> tuple[Device | None, list[str]]:
     """Load and validate one profile; returns (device or None, every problem found as a message)."""
     path = Path(path)
     label = _display_path(path)
+    from perfmodel import safeload
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        return None, [f"{label}: cannot read the file: {err.strerror or err}"]
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark else label
-        return None, [f"{where}: not valid YAML: {getattr(err, 'problem', None) or err}"]
+        raw = safeload.parse_yaml(safeload.read_text(path, error=DeviceError, what="device profile"), label,
+                                  error=DeviceError)
+    except DeviceError as err:
+        return None, [str(err)]
     if not isinstance(raw, dict):
         return None, [f"{label}: expected a mapping of field: value at the top level, got {type(raw).__name__}"]
     values, provenance, problems = _unwrap(raw)

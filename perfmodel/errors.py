@@ -27,6 +27,8 @@ class PerfmodelError(Exception):
     """Base class: a problem with the user's input (exit code 2)."""
 
     exit_code = 2
+    #: The ``kind`` of the ``--json`` error document (``{"error": {"kind": ..., "message": ...}}``).
+    kind = "input"
 
     def __init__(self, message: str, *, location: Location | None = None,
                  thread: tuple[int, ...] | None = None, block: tuple[int, ...] | None = None):
@@ -46,30 +48,52 @@ class PerfmodelError(Exception):
 class DeviceError(PerfmodelError):
     """A device profile is missing, malformed or inconsistent."""
 
+    kind = "device"
+
 
 class OccupancyError(PerfmodelError):
     """An impossible launch configuration (too many threads, registers or shared memory)."""
+
+    kind = "occupancy"
 
 
 class SpecError(PerfmodelError):
     """A kernel spec is missing, malformed, or one of its expressions is invalid."""
 
+    kind = "spec"
+
 
 class FrontendError(PerfmodelError):
     """The CUDA C source uses an unsupported construct or does not parse."""
+
+    kind = "frontend"
 
 
 class SimulationError(PerfmodelError):
     """Execution failed: out-of-bounds access, barrier divergence, runaway loop, ..."""
 
+    kind = "simulation"
+
 
 class BudgetError(PerfmodelError):
     """A `perfmodel check` budget or baseline file is invalid."""
+
+    kind = "budget"
 
 
 class GpuError(PerfmodelError):
     """A real-GPU run could not be made (no CuPy, no device, launch failure)."""
 
+    kind = "gpu"
+
+
+class OutputError(PerfmodelError):
+    """An output file (--junit, --csv, --markdown, --out, the baseline) cannot be written where it was asked."""
+
+    kind = "output"
+
 
 class CompileError(PerfmodelError):
     """A CUDA source does not compile with NVRTC, a kernel or name expression is unknown, or NVRTC is missing."""
+
+    kind = "compile"

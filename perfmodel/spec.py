@@ -74,7 +74,6 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator, \
     model_validator
 
@@ -602,10 +601,12 @@ class KernelSpec:
 
     @cached_property
     def source_text(self) -> str:
+        from perfmodel import safeload
+
         try:
-            return self.source_path.read_text()
-        except OSError as err:
-            raise SpecError(f"{self.path}: field 'source': cannot read {self.source_path} ({err.strerror})") from None
+            return safeload.read_text(self.source_path, error=SpecError, what="CUDA source")
+        except SpecError as err:
+            raise SpecError(f"{self.path}: field 'source': {err}", location=err.location) from None
 
     def __repr__(self) -> str:
         return f"KernelSpec({self.name!r}, path={str(self.path)!r})"
@@ -979,13 +980,10 @@ def _load_file(path: Path) -> KernelSpec:
     cached = _CACHE.get(key)
     if cached is not None and cached[1] == _stat_key(cached[0].source_path):
         return cached[0]
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err)
-        raise SpecError(f"{where}: malformed YAML: {problem}") from None
+    from perfmodel import safeload
+
+    data = safeload.parse_yaml(safeload.read_text(path, error=SpecError, what="kernel spec"), str(path),
+                               error=SpecError, invalid="malformed YAML")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a YAML mapping with name, source, entry, params, grid, block, args, ...")
     try:
@@ -1007,8 +1005,14 @@ def load_spec(name_or_path: str | os.PathLike | KernelSpec) -> KernelSpec:
         return name_or_path
     text = str(name_or_path)
     path = Path(text)
-    if text.endswith((".yaml", ".yml")) or os.sep in text or path.is_file():
-        if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError as err:  # e.g. a name too long for the file system
+        from perfmodel.safeload import path_error
+
+        raise path_error(text, err, error=SpecError, what="kernel spec file") from None
+    if text.endswith((".yaml", ".yml")) or os.sep in text or is_file:
+        if not is_file:
             raise SpecError(f"{text}: no such kernel spec file")
         return _load_file(path)
     candidates = _candidates()

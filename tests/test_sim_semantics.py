@@ -234,10 +234,6 @@ def test_atomics_on_global_and_shared_with_collisions():
     assert r.counts.shared["atomics"] == 256
 
 
-@pytest.mark.xfail(strict=True, reason="machine.py State.atomic: the lane shape is broadcast from the address, value, "
-                   "mask and (nB, 1) only, so an atomic whose address and value are the same in every lane (and no "
-                   "mask) runs once per block instead of once per thread; fix: add (1, self.Tp) to the "
-                   "broadcast_shapes at the top of atomic()")
 def test_uniform_atomic_from_every_lane():
     src = r"""
     __global__ void k(float *fsum, int *isum) {
@@ -744,10 +740,6 @@ def test_shuffles_votes_match_and_redux():
     assert (o[17] == w[:, lane ^ 5]).all()                              # lane ^ 5 stays in its 8-lane segment
 
 
-@pytest.mark.xfail(strict=True, reason="program.py Builder._call: the vprintf stub writes its return value only to "
-                   "register operands, but NVRTC returns it through a .param (`call.uni (retval0), vprintf, ...` "
-                   "then `ld.param.b32 %r, [retval0+0]`), so the ld.param fails with \"ld.param of 'retval0', which "
-                   "is not a parameter\"; fix: st.param_write(fr, r.name, 0, zeros) for Sym return operands")
 def test_printf_is_ignored():
     o = np.zeros(32, np.int32)
     simulate(_warp_mem("printer"), 1, 32, [o])

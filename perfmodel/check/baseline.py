@@ -53,16 +53,14 @@ class Baseline(BaseModel):
 
 
 def load_baseline(path: Path | str) -> Baseline:
+    from perfmodel import safeload
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidBaselineError(f"{path}: baseline file not found; create it with "
-                                   "`perfmodel check BUDGET --update-baseline`") from None
-    except json.JSONDecodeError as err:
-        raise InvalidBaselineError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
-    except OSError as err:
-        raise InvalidBaselineError(f"{path}: cannot read the baseline file ({err.strerror})") from None
+    data = safeload.parse_json(
+        safeload.read_text(path, error=InvalidBaselineError, what="baseline file",
+                           not_found="baseline file not found; create it with "
+                                     "`perfmodel check BUDGET --update-baseline`"),
+        str(path), error=InvalidBaselineError)
     try:
         return Baseline.model_validate(data)
     except ValidationError as err:

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator, model_validator
 
 from perfmodel.errors import BudgetError
 
@@ -119,9 +119,9 @@ class Threshold(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    min: float | None = None
-    max: float | None = None
-    equals: Scalar | None = None
+    min: FiniteFloat | None = None      # NaN or infinity would make every comparison pass or fail silently
+    max: FiniteFloat | None = None
+    equals: bool | int | FiniteFloat | str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -205,8 +205,8 @@ class Tolerance(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     better: Literal["higher", "lower"] | None = None
-    relative: float | None = Field(default=None, ge=0)
-    absolute: float | None = Field(default=None, ge=0)
+    relative: FiniteFloat | None = Field(default=None, ge=0)
+    absolute: FiniteFloat | None = Field(default=None, ge=0)
 
     def over(self, base: Tolerance | None) -> Tolerance:
         """This rule with the fields it leaves out taken from ``base``."""
@@ -282,8 +282,8 @@ class Entry(BaseModel):
     kernel: str = Field(min_length=1)
     device: str | None = Field(default=None, min_length=1)
     devices: list[str | DeviceTarget] | None = None
-    params: dict[str, int | float] = Field(default_factory=dict)
-    regs: int | Literal["auto"] | None = None
+    params: dict[str, int | FiniteFloat] = Field(default_factory=dict)
+    regs: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     sample: int | None = Field(default=None, ge=1)
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
     tolerances: ToleranceRules = Field(default_factory=dict)
@@ -413,7 +413,8 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif part in ("str", "int", "float", "bool", "DeviceTarget", "Tolerance", "literal[False]",
+        elif part in ("str", "int", "float", "bool", "finite-float", "constrained-int", "DeviceTarget", "Tolerance",
+                      "literal[False]",
                       "literal['auto']") or str(part).startswith("function-"):
             continue  # pydantic's union-branch markers say which alternative failed, not where
         else:
@@ -448,19 +449,10 @@ def budget_from_dict(data: Any, path: Path | str | None = None, *, yaml_root: ya
 
 def load_budget(path: Path | str) -> Budget:
     """Read and validate a budget YAML file. Errors name the file, the field and the line."""
+    from perfmodel import safeload
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidBudgetError(f"{path}: budget file not found") from None
-    except OSError as err:
-        raise InvalidBudgetError(f"{path}: cannot read the budget file ({err.strerror})") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err)
-        raise InvalidBudgetError(f"{where}: not valid YAML: {problem}") from None
+    text = safeload.read_text(path, error=InvalidBudgetError, what="budget file",
+                              not_found="budget file not found")
+    data, root = safeload.parse_yaml(text, str(path), error=InvalidBudgetError, with_node=True)
     return budget_from_dict(data, path, yaml_root=root)

@@ -16,7 +16,7 @@ RegsOption = Annotated[
 ]
 SampleOption = Annotated[
     int | None,
-    typer.Option("--sample", help="Simulate a stratified sample of about N blocks and extrapolate "
+    typer.Option("--sample", min=0, help="Simulate a stratified sample of about N blocks and extrapolate "
                                   "(default: exact unless the grid is too large; 0 forces exact)."),
 ]
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from perfmodel.cli.common import JsonOption, console, err_console, parse_defines
+from perfmodel.cli.common import JsonOption, check_output_path, console, err_console, parse_defines
 
 
 def check(
@@ -49,12 +49,18 @@ def check(
 
     if no_baseline and (baseline is not None or update_baseline):
         raise CheckInputError("--no-baseline cannot be combined with --baseline or --update-baseline")
+    check_output_path(junit, "--junit", create_parents=True)
+    check_output_path(markdown, "--markdown", create_parents=True)
     plan = load_budget(budget)
     plan = apply_overrides(plan, parse_defines(defines))
     validate_references(plan)
 
     baseline_path = baseline if baseline is not None else plan.default_baseline_path()
     declared = baseline is not None or plan.baseline is not None
+    if update_baseline:
+        check_output_path(baseline_path, "--update-baseline: the baseline", create_parents=True)
+        check_output_path(baseline_path.with_name(baseline_path.name + ".tmp"),
+                          "--update-baseline: the temporary baseline", create_parents=True)
     reference = None
     notes = []
     if not update_baseline and not no_baseline:

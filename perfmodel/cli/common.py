@@ -1,6 +1,8 @@
 """Shared CLI plumbing: consoles, error printing, ``-D NAME=VALUE`` parsing, the ``--json`` switch."""
 from __future__ import annotations
 
+import math
+import re
 from typing import Annotated
 
 import typer
@@ -23,6 +25,99 @@ def print_error(message: str) -> None:
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
 
+_FILE_LINE = re.compile(r"^(?P<file>[^\s:][^:\n]*?\.(?:ya?ml|json|cuh?|c|h|xml|md|csv))(?::(?P<line>\d+))?(?::|$)")
+
+
+def error_document(kind: str, message: str, *, file: str | None = None, line: int | None = None,
+                   thread=None, block=None) -> dict:
+    """The ``--json`` error document: ``{"error": {"kind", "message", "file", "line"}}`` (plus ``thread`` and
+    ``block`` for an error inside a simulated kernel). Without a location, the file and line are read from
+    the start of the message (``budget.yaml:12: ...``) when it has them."""
+    if file is None:
+        match = _FILE_LINE.match(message)
+        if match:
+            file = match["file"]
+            line = int(match["line"]) if match["line"] and line is None else line
+    error: dict = {"kind": kind, "message": message, "file": file, "line": line}
+    if thread is not None:
+        error["thread"] = list(thread)
+    if block is not None:
+        error["block"] = list(block)
+    return {"error": error}
+
+
+def print_json_error(kind: str, message: str, **where) -> None:
+    """Write the ``--json`` error document to stdout (one JSON document, one line)."""
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(error_document(kind, message, **where)) + "\n")
+    sys.stdout.flush()
+
+
+def _output_error(where: str, message: str) -> PerfmodelError:
+    from perfmodel.errors import Location, OutputError
+
+    return OutputError(message, location=Location(file=where))
+
+
+def check_output_path(path, option: str, *, create_parents: bool = False):
+    """Refuse, before any work starts, an output file that cannot be written: a folder, a FIFO, a path under
+    a regular file, a missing folder (unless ``create_parents``), a read-only place, a name too long.
+
+    Returns ``path`` (a ``Path``) unchanged; ``None`` passes through."""
+    import os
+    import stat as stat_mod
+    from pathlib import Path
+
+    from perfmodel.safeload import os_problem, shown
+
+    if path is None:
+        return None
+    path = Path(path)
+    where = shown(path)
+    label = f"{option} {where}"
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    except (OSError, ValueError) as err:
+        reason = os_problem(err, "output file") if isinstance(err, OSError) else "the path contains a NUL byte"
+        raise _output_error(where, f"{label}: cannot write there: {reason}") from None
+    if info is not None:
+        if stat_mod.S_ISDIR(info.st_mode):
+            raise _output_error(where, f"{label}: is a folder; give a file name (e.g. {shown(path / 'report')})")
+        if not (stat_mod.S_ISREG(info.st_mode) or stat_mod.S_ISCHR(info.st_mode)):
+            raise _output_error(where, f"{label}: is not a regular file (a FIFO, socket or block device); give a file name")
+        if not os.access(path, os.W_OK):
+            raise _output_error(where, f"{label}: the file is not writable (permission denied)")
+        return path
+    # the file does not exist yet: its nearest existing ancestor must be a writable folder
+    parent = path.absolute().parent
+    missing = []
+    while True:
+        try:
+            pinfo = os.stat(parent)
+            break
+        except FileNotFoundError:
+            missing.append(parent)
+            if parent.parent == parent:
+                raise _output_error(where, f"{label}: cannot write there: no such folder") from None
+            parent = parent.parent
+        except OSError as err:
+            raise _output_error(where, f"{label}: cannot write there: {os_problem(err, 'output file')}") from None
+    if not stat_mod.S_ISDIR(pinfo.st_mode):
+        raise _output_error(where, f"{label}: cannot write there: {shown(parent)} is a file, not a folder")
+    if missing and not create_parents:
+        raise _output_error(where, f"{label}: cannot write there: the folder {shown(missing[-1])} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _output_error(where, f"{label}: cannot write there: the folder {shown(parent)} is not writable "
+                          "(permission denied)")
+    if len(path.name.encode()) > 255:
+        raise _output_error(where, f"{label}: the file name is too long for the file system (over 255 bytes)")
+    return path
+
+
 def parse_defines(items: list[str] | None) -> dict[str, int | float]:
     """Parse ``-D NAME=VALUE`` items into numbers. Values are numeric literals only (never evaluated)."""
     result: dict[str, int | float] = {}
@@ -38,5 +133,15 @@ def parse_defines(items: list[str] | None) -> dict[str, int | float]:
                 value = float(raw)
             except ValueError:
                 raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} is not a number") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PerfmodelError(f"-D {item!r}: VALUE must be a finite number, got {raw!r}")
         result[name] = value
     return result
+
+
+def require_devices(names) -> list:
+    """Load every device named (a profile name or a .yaml path) before any work: an unknown or invalid
+    device is an error (exit 2), never a row of a table that exits 0."""
+    from perfmodel.devices import load_device
+
+    return [load_device(name) for name in names]

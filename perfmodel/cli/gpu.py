@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
+from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines, require_devices
 
 
 def validate(
@@ -26,6 +26,7 @@ def validate(
     from perfmodel.gpu.runner import run_kernel
     from perfmodel.report.jsonout import print_json, to_jsonable
 
+    check_output_path(out, "--out")
     cp = require_cupy()  # exits 2 with an install hint when CuPy is missing
     overrides = parse_defines(defines)
     run = run_kernel(kernel, overrides, device_index=device_index, max_repeats=repeats)
@@ -55,7 +56,7 @@ def validate(
 def accuracy(
     dataset: Annotated[Path, typer.Argument(help="Measured dataset, e.g. validation/h100.json.")],
     device: Annotated[str | None, typer.Option("--device", help="Device profile (default: the dataset's).")] = None,
-    sample: Annotated[int | None, typer.Option("--sample", help="Analyse large grids from N sampled blocks.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", min=0, help="Analyse large grids from N sampled blocks.")] = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", "-k", help="Only these kernels (repeatable).")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a markdown table to FILE.")] = None,
     json_out: JsonOption = False,
@@ -66,6 +67,9 @@ def accuracy(
     from perfmodel.report.accuracy_view import render_accuracy, to_markdown
     from perfmodel.report.jsonout import print_json
 
+    check_output_path(markdown, "--markdown")
+    if device is not None:
+        require_devices([device])
     report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None)
     if markdown is not None:
         markdown.write_text(to_markdown(report))

@@ -2,10 +2,20 @@
 
 Each command-group module exposes ``register(app)``. Errors from the library (``PerfmodelError``) are caught
 here, once: the message is printed as one paragraph on stderr and the exit code is 2. Exit code 1 is reserved
-for a failed check (``perfmodel check``); commands signal it with ``typer.Exit(1)``.
+for a failed check (``perfmodel check``); commands signal it with ``typer.Exit(1)``. A bug in perfmodel is
+exit code 3, still one paragraph and no traceback (``PERFMODEL_DEBUG=1`` shows it).
+
+With ``--json`` on the command line every error is also one JSON document on stdout::
+
+    {"error": {"kind": "spec", "message": "...", "file": "my.yaml", "line": 3}}
+
+``kind`` is the error's family (``device``, ``spec``, ``budget``, ``occupancy``, ``simulation``, ``frontend``,
+``gpu``, ``input``, ``usage`` for a bad command line, ``io`` for a file-system error, ``internal`` for a bug).
 """
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import typer
@@ -32,28 +42,80 @@ def _register_all() -> None:
 _register_all()
 
 
-def main() -> None:
-    try:
-        app(standalone_mode=True)
-    except PerfmodelError as err:
-        from perfmodel.cli.common import print_error
+def _wants_json(argv: list[str]) -> bool:
+    """``--json`` among the options (not after a ``--`` that ends them)."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
 
-        print_error(str(err))
-        sys.exit(err.exit_code)
+
+def _fail(json_mode: bool, code: int, kind: str, message: str, **where) -> None:
+    from perfmodel.cli.common import print_error, print_json_error
+
+    if json_mode:
+        print_json_error(kind, message, **where)
+    print_error(message)
+    sys.exit(code)
+
+
+def _run(json_mode: bool) -> None:
+    if not json_mode:
+        app(standalone_mode=True)
+        return
+    # --json: handle the command-line (usage) errors here too, so that they also become a JSON document
+    try:  # typer >= 0.20 vendors click as typer._click
+        from typer._click import exceptions as click_exceptions
+    except ImportError:  # pragma: no cover - older typer on click
+        from click import exceptions as click_exceptions
+    no_args = getattr(click_exceptions, "NoArgsIsHelpError", ())
+    try:
+        code = app(standalone_mode=False)
+    except no_args:
+        app(standalone_mode=True)  # prints the help as usual
+        return
+    except (click_exceptions.ClickException, getattr(click_exceptions, "UsageError", ())) as err:
+        _fail(True, getattr(err, "exit_code", 2) or 2, "usage", err.format_message())
+    except (typer.Abort, getattr(click_exceptions, "Abort", typer.Abort)):
+        _fail(True, 1, "aborted", "aborted")
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def main() -> None:
+    json_mode = _wants_json(sys.argv[1:])
+    try:
+        _run(json_mode)
+    except PerfmodelError as err:
+        loc = err.location
+        _fail(json_mode, err.exit_code, getattr(err, "kind", "input"), str(err),
+              file=loc.file if loc is not None else None, line=loc.line if loc is not None else None,
+              thread=err.thread, block=err.block)
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as err:  # a bug in perfmodel, not the user's input: still one paragraph, no traceback
-        from perfmodel.cli.common import print_error
-
-        print_error(f"internal error ({type(err).__name__}): {err}. This is a bug in perfmodel; "
-                    "set PERFMODEL_DEBUG=1 to see the traceback.")
-        import os
-
+    except OSError as err:
         if os.environ.get("PERFMODEL_DEBUG"):
             raise
-        sys.exit(3)
+        # the file system refused something (a name too long, a full disk, no permission): not a bug in
+        # perfmodel, and not a traceback either
+        from perfmodel.safeload import os_problem, shown
+
+        name = err.filename if err.filename is not None else None
+        reason = os_problem(err, "file") if err.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP) \
+            else (err.strerror or str(err))
+        message = f"{shown(name)}: {reason}" if name is not None else reason
+        _fail(json_mode, 2, "io", message, file=shown(name) if name is not None else None)
+    except Exception as err:  # a bug in perfmodel, not the user's input: still one paragraph, no traceback
+        if os.environ.get("PERFMODEL_DEBUG"):
+            raise
+        text = str(err)
+        if len(text) > 500:
+            text = text[:500] + "..."
+        _fail(json_mode, 3, "internal", f"internal error ({type(err).__name__}): {text}. This is a bug in "
+                                        "perfmodel; set PERFMODEL_DEBUG=1 to see the traceback.")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The key is the sha256 of the exact text NVRTC compiles (the user's file after host code is set aside, with every
 local header inlined, so every included file's content is in it), the options (architecture, -D, include
-folders), the name expressions, the NVRTC version and the cache format version.
+folders), the name expressions, the NVRTC version, the versions of the header wheels (CCCL, CRT, runtime, cuRAND)
+and the cache format version.
 
 On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubin``, where ``<dir>`` is
 ``$PERFMODEL_CACHE_DIR`` or ``platformdirs.user_cache_dir("perfmodel")``. Writes go through a temporary file and
@@ -10,6 +11,7 @@ On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubi
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -42,10 +44,23 @@ def cache_dir() -> Path:
         return Path.home() / ".cache" / "perfmodel"
 
 
+@functools.lru_cache(maxsize=1)
+def header_wheel_versions() -> list[str]:
+    """The installed NVIDIA wheels, with versions (their headers can change without NVRTC changing): the names of
+    their ``nvidia_*.dist-info`` folders (cheaper than importing importlib.metadata)."""
+    from perfmodel.compile.nvrtc import nvidia_roots
+
+    names: set[str] = set()
+    for root in nvidia_roots():
+        site = root.parent.parent
+        names.update(p.name for p in site.glob("nvidia_*.dist-info"))
+    return sorted(names)
+
+
 def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int) -> str:
     h = hashlib.sha256()
     payload = json.dumps({"options": options, "exprs": [e for e, _ in exprs], "nvrtc": list(nvrtc_version),
-                          "format": fmt}, sort_keys=True)
+                          "headers": header_wheel_versions(), "format": fmt}, sort_keys=True)
     h.update(payload.encode())
     h.update(b"\0")
     h.update(text.encode())
@@ -85,6 +100,7 @@ def store(key: str, rec: Record) -> None:
 
 def clear_memory() -> None:
     _memory.clear()
+    _manifests.clear()
 
 
 def _remember(key: str, rec: Record) -> None:
@@ -106,3 +122,88 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+# ---- manifests: raw inputs -> compile key, without setting host code aside again ---------------------------------
+_manifests: OrderedDict[str, tuple[str, object, dict[str, str]]] = OrderedDict()
+
+
+def raw_key(source: str, path: str, arch: str, defines: dict, include_dirs: list[str], exprs: list[str],
+            nvrtc_version, fmt: int) -> str:
+    h = hashlib.sha256()
+    payload = json.dumps({"path": path, "arch": arch, "defines": {k: str(v) for k, v in defines.items()},
+                          "include_dirs": include_dirs, "exprs": exprs, "nvrtc": list(nvrtc_version),
+                          "headers": header_wheel_versions(), "format": fmt, "manifest": 1}, sort_keys=True)
+    h.update(payload.encode())
+    h.update(b"\0")
+    h.update(source.encode())
+    return h.hexdigest()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def store_manifest(raw: str, key: str, prepared, main: str) -> None:
+    """Remember which compile key the raw inputs led to, with the hashes of the headers that were read."""
+    from dataclasses import asdict
+
+    files = {p: _digest(t) for p, t in prepared.files.items() if p != main}
+    _manifests[raw] = (key, prepared, files)
+    while len(_manifests) > MEMORY_ENTRIES:
+        _manifests.popitem(last=False)
+    meta = {"key": key, "files": files, "main": main,
+            "kernels": [asdict(k) for k in prepared.kernels], "typedefs": prepared.typedefs,
+            "set_aside_includes": prepared.set_aside_includes, "missing_includes": prepared.missing_includes,
+            "device_functions": sorted(prepared.device_functions), "device_launch": prepared.device_launch}
+    try:
+        folder = cache_dir() / "compile"
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / f"{raw}.manifest.json", json.dumps(meta).encode())
+    except OSError:
+        pass
+
+
+def lookup_manifest(raw: str):
+    """(compile key, Prepared without its text) when every header read last time is unchanged, else None."""
+    from perfmodel.compile.hostcode import KernelDecl, Prepared
+
+    hit = _manifests.get(raw)
+    if hit is not None:
+        key, prepared, files = hit
+        if _unchanged(files):
+            return key, prepared
+        return None
+    try:
+        meta = json.loads((cache_dir() / "compile" / f"{raw}.manifest.json").read_text())
+        files = meta["files"]
+        contents = _read_unchanged(files)
+        if contents is None:
+            return None
+        kernels = [KernelDecl(**{**k, "template_params": [tuple(t) for t in k["template_params"]]})
+                   for k in meta["kernels"]]
+        prepared = Prepared("", files=contents, kernels=kernels, set_aside_includes=meta["set_aside_includes"],
+                            missing_includes=meta["missing_includes"],
+                            device_functions=set(meta["device_functions"]), typedefs=meta["typedefs"],
+                            device_launch=meta["device_launch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    _manifests[raw] = (meta["key"], prepared, files)
+    return meta["key"], prepared
+
+
+def _read_unchanged(files: dict[str, str]) -> dict[str, str] | None:
+    contents = {}
+    for path, digest in files.items():
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            return None
+        if _digest(text) != digest:
+            return None
+        contents[path] = text
+    return contents
+
+
+def _unchanged(files: dict[str, str]) -> bool:
+    return _read_unchanged(files) is not None

@@ -11,6 +11,7 @@ Results are cached on disk (see ``cache.py``) and in process.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from perfmodel.compile import cache as _cache
@@ -26,12 +27,17 @@ PREAMBLE = """\
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
 #include <cuda/std/cstdint>
 #include <cuda/std/climits>
 #include <cuda/std/cfloat>
 """
+# nvcc's device pass sees the host platform's macros (code guards `#error Unsupported system` with them).
+if sys.platform.startswith("linux"):
+    PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 1          # bump when the cached JSON changes meaning
+FORMAT_VERSION = 2          # bump when the cached JSON changes meaning
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -81,8 +87,10 @@ def nvrtc_arch(arch: str) -> tuple[str, str]:
     return f"sm_{got}", f"NVRTC {ver} has no sm_{want}; CC {cc} is compiled for sm_{got}"
 
 
-def _options(arch: str, defines: dict[str, object]) -> list[str]:
+def _options(arch: str, defines: dict[str, object], device_launch: bool = False) -> list[str]:
     opts = [f"--gpu-architecture={arch}", *BASE_OPTIONS, "--ptxas-options=-v"]
+    if device_launch:      # dynamic parallelism: the device runtime API needs relocatable device code
+        opts.insert(1, "-rdc=true")
     opts += [f"-I{d}" for d in nvrtc.sdk_include_dirs()]
     for name, value in defines.items():
         opts.append(f"-D{name}" if value is None or value is True else f"-D{name}={value}")
@@ -160,10 +168,24 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     target, note = nvrtc_arch(arch)
     exprs = [e.strip() for e in name_expressions if e and e.strip()]
 
+    # Fast path: the same file, options and name expressions as a cached compile whose headers are unchanged ->
+    # no need to set host code aside again (the key of the compile is in the manifest).
+    raw_key = _cache.raw_key(source, str(abs_path), target, defines, [str(d) for d in include_dirs], exprs,
+                             nvrtc.version(), FORMAT_VERSION)
+    if cache:
+        hit = _cache.lookup_manifest(raw_key)
+        if hit is not None:
+            key, prepared = hit
+            record = _cache.lookup(key)
+            if record is not None:
+                options = _options(target, defines, prepared.device_launch)
+                all_exprs = _name_expressions(prepared.kernels, exprs)
+                return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
+
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
-                       sdk_dirs=nvrtc.sdk_include_dirs())
-    options = _options(target, defines)
+                       sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
+    options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION)
@@ -174,9 +196,17 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
         if not result.ok:
             # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
             # its automatic name expression fail: drop those and compile again.
-            failed = set(_failed_name_expressions(result.log)) - set(exprs)
+            # A kernel declared with one signature and defined with another is an overload set: name the
+            # definition through a cast to its function-pointer type.
+            messages = _failed_name_expressions(result.log)
+            failed = set(messages) - set(exprs)
             if failed and any(e in failed for e, _ in all_exprs):
-                retry = [(e, d) for e, d in all_exprs if e not in failed]
+                retry = []
+                for e, d in all_exprs:
+                    if e not in failed:
+                        retry.append((e, d))
+                    elif d is not None and not d.is_template and "overloaded" in messages[e]:
+                        retry.append((_cast_expression(d), d))
                 result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
@@ -184,6 +214,9 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                                cubin=result.cubin)
         if cache:
             _cache.store(key, record)
+    if cache:
+        main = str(abs_path) if abs_path else "kernel.cu"
+        _cache.store_manifest(raw_key, key, prepared, main)
     return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
 
 
@@ -230,11 +263,15 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     kernels: list[KernelInfo] = []
     for expr, decl in all_exprs:
         mangled = record.lowered.get(expr)
+        if mangled is None and decl is not None and not decl.is_template:
+            mangled = record.lowered.get(_cast_expression(decl))
         if mangled is None:
             continue
         if decl is None:
             kernels.append(_ptx_only_kernel(expr, mangled, entries.get(mangled, []), resources.get(mangled, {})))
             continue
+        if resources and mangled not in resources:
+            continue      # only declared here (defined in another file: no .entry body)
         mapping = {}
         if decl.is_template:
             args = expression_args(expr)
@@ -265,15 +302,23 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     return mod
 
 
-def _failed_name_expressions(log: str) -> list[str]:
+def _failed_name_expressions(log: str) -> dict[str, str]:
+    """Name expression -> NVRTC's messages about it."""
     lines = log.splitlines()
-    out = []
+    out: dict[str, str] = {}
     for i, line in enumerate(lines):
         if line.startswith("__nv_name_map(") and ": error" in line and i + 1 < len(lines):
             m = re.search(r"nv_mangled_name\s+(.*)$", lines[i + 1])
             if m:
-                out.append(m.group(1).strip())
+                key = m.group(1).strip()
+                out[key] = out.get(key, "") + line + "\n"
     return out
+
+
+def _cast_expression(decl: KernelDecl) -> str:
+    """``static_cast<void(*)(int*, int)>(ns::k)``: names one kernel of an overload set."""
+    types = ", ".join(ctype for _, ctype, _ in parse_params(decl.params_text))
+    return f"static_cast<void(*)({types})>({decl.namespace}{decl.name})"
 
 
 _DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")

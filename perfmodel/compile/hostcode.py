@@ -29,6 +29,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfmodel.compile.lexer import (CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level, head_words,
+                                     mask, match_close, names_std_member, preprocessor_lines, split_chunks,
+                                     template_params, tokenize)
+
 # Headers only host code uses: the CUDA runtime / driver host APIs and the cuda-samples host helpers.
 HOST_ONLY_HEADERS = frozenset({
     "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h", "cuda_profiler_api.h", "cudaProfiler.h",
@@ -43,26 +47,6 @@ HOST_ONLY_HEADERS = frozenset({
 HOST_ONLY_PREFIXES = ("thrust/",)
 DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexpr: callable on the device
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
-CLASS_WORDS = frozenset({"class", "struct", "union"})
-_ATTRIBUTE_WORDS = frozenset({"__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec",
-                              "__cluster_dims__", "__maxnreg__", "decltype", "__builtin_align__"})
-
-_TOKEN = re.compile(r"""
-    (?P<id>[A-Za-z_]\w*)
-  | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
-  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<op>::|->|<<=|>>=|\.\.\.|&&|\|\||[-+*/%&|^!=<>]=|.)
-""", re.S | re.X)
-
-
-@dataclass
-class Tok:
-    text: str
-    start: int
-    end: int
-    kind: str
-
-
 @dataclass
 class KernelDecl:
     """A ``__global__`` function found in the source (or an inlined local header)."""
@@ -85,254 +69,7 @@ class Prepared:
     missing_includes: list[str] = field(default_factory=list)
     device_functions: set[str] = field(default_factory=set)
     typedefs: dict[str, list[str]] = field(default_factory=dict)   # simple aliases: name -> [aliased type, ...]
-
-
-def mask(text: str) -> str:
-    """Comments -> spaces; string/char literal contents -> spaces (quotes kept). Same length, same newlines."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            while j > 0 and text[j - 1] == "\\" and j < n:   # a // comment continued by a backslash
-                k = text.find("\n", j + 1)
-                j = n if k < 0 else k
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and \
-                    i + 1 < n and text[i + 1].isalnum():   # digit separator 1'000
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-def preprocessor_lines(masked: str) -> list[tuple[int, int, int]]:
-    """(first line index, last line index, char offset) of each directive, continuation lines included."""
-    lines = masked.split("\n")
-    result, i, off = [], 0, 0
-    offsets = []
-    for line in lines:
-        offsets.append(off)
-        off += len(line) + 1
-    while i < len(lines):
-        if lines[i].lstrip().startswith("#"):
-            j = i
-            while lines[j].rstrip().endswith("\\") and j + 1 < len(lines):
-                j += 1
-            result.append((i, j, offsets[i]))
-            i = j + 1
-        else:
-            i += 1
-    return result
-
-
-def tokenize(code: str) -> list[Tok]:
-    toks = []
-    for m in _TOKEN.finditer(code):
-        kind = m.lastgroup
-        if kind == "op" and m.group().isspace():
-            continue
-        toks.append(Tok(m.group(), m.start(), m.end(), kind))
-    return toks
-
-
-def match_close(toks: list[Tok], i: int) -> int:
-    """Index of the bracket closing toks[i] (one of ( [ {), or len(toks)."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    depth = 0
-    opener = toks[i].text
-    closer = pairs[opener]
-    for j in range(i, len(toks)):
-        t = toks[j].text
-        if t == opener:
-            depth += 1
-        elif t == closer:
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(toks) - 1
-
-
-@dataclass
-class Chunk:
-    first: int          # token index
-    last: int           # token index (inclusive)
-    kind: str           # "function", "class", "decl"
-    body: tuple[int, int] | None = None   # token indices of { } for function / class bodies
-    namespace: str = ""
-    extern_c: bool = False
-
-
-def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_c: bool = False) -> list[Chunk]:
-    """Split toks[lo:hi] into top-level declarations; namespaces and extern "C" blocks are entered."""
-    chunks: list[Chunk] = []
-    i = start = lo
-    while i < hi:
-        t = toks[i].text
-        if t in "([" and len(t) == 1:
-            i = match_close(toks, i) + 1
-            continue
-        if t == ";":
-            chunks.append(Chunk(start, i, "decl", namespace=namespace, extern_c=extern_c))
-            i = start = i + 1
-            continue
-        if t == "{":
-            close = match_close(toks, i)
-            words = [x.text for x in toks[start:i]]
-            if words and (words[0] == "namespace" or words[:2] == ["inline", "namespace"]):
-                name = "".join(w for w in words if w not in ("namespace", "inline"))
-                chunks += split_chunks(toks, i + 1, close, namespace + (name + "::" if name else ""), extern_c)
-                i = start = close + 1
-                continue
-            if len(words) == 2 and words[0] == "extern" and toks[start + 1].kind == "str":
-                chunks += split_chunks(toks, i + 1, close, namespace, True)
-                i = start = close + 1
-                continue
-            skip = _template_prefix_end(words)
-            paren = next((k for k, w in enumerate(words) if w == "(" and k >= skip
-                          and not (k and words[k - 1] in _ATTRIBUTE_WORDS)), None)
-            cls = next((k for k, w in enumerate(words) if (w in CLASS_WORDS or w == "enum") and k >= skip), None)
-            if _has_top_level(words, "=") or (cls is not None and (paren is None or cls < paren)):
-                # aggregate initializer or class/enum definition: runs to the next top-level ';'
-                j = close + 1
-                while j < hi and toks[j].text != ";":
-                    j = match_close(toks, j) + 1 if toks[j].text in ("(", "[", "{") else j + 1
-                kind = "class" if not _has_top_level(words, "=") and cls is not None and words[cls] != "enum" else "decl"
-                chunks.append(Chunk(start, min(j, hi - 1), kind, (i, close), namespace, extern_c))
-                i = start = j + 1
-                continue
-            chunks.append(Chunk(start, close, "function", (i, close), namespace, extern_c))
-            i = start = close + 1
-            continue
-        i += 1
-    if start < hi:
-        chunks.append(Chunk(start, hi - 1, "decl", namespace=namespace, extern_c=extern_c))
-    return chunks
-
-
-def _has_top_level(words: list[str], what: str) -> bool:
-    """Whether ``what`` occurs outside (), [] and {} (a default argument's '=' is inside the parentheses)."""
-    depth = 0
-    for w in words:
-        if w in ("(", "[", "{"):
-            depth += 1
-        elif w in (")", "]", "}"):
-            depth -= 1
-        elif w == what and depth == 0:
-            return True
-    return False
-
-
-def _template_prefix_end(words: list[str]) -> int:
-    """Index just after a leading ``template <...>`` (nested: ``template <...> template <...>``); 0 if none."""
-    k = 0
-    while k + 1 < len(words) and words[k] == "template" and words[k + 1] == "<":
-        depth = 0
-        for j in range(k + 1, len(words)):
-            if words[j] == "<":
-                depth += 1
-            elif words[j] in (">", ">>"):
-                depth -= len(words[j])
-                if depth <= 0:
-                    k = j + 1
-                    break
-        else:
-            return len(words)
-    return k
-
-
-def _head(toks: list[Tok], chunk: Chunk) -> list[str]:
-    end = chunk.body[0] if chunk.body else chunk.last + 1
-    return [t.text for t in toks[chunk.first:end]]
-
-
-def _template_params(words: list[str]) -> list[tuple[str, str]]:
-    """``template < typename T , int N = 4 >`` -> [("typename", "T"), ("int", "N")]."""
-    if not words or words[0] != "template" or len(words) < 2 or words[1] != "<":
-        return []
-    depth, cur, params = 0, [], []
-    for w in words[1:]:
-        if w == "<":
-            depth += 1
-            if depth == 1:
-                continue
-        elif w in (">", ">>"):
-            depth -= len(w)
-            if depth <= 0:
-                if cur:
-                    params.append(cur)
-                break
-        if depth == 1 and w == ",":
-            params.append(cur)
-            cur = []
-            continue
-        cur.append(w)
-    result = []
-    for p in params:
-        if "=" in p:
-            p = p[:p.index("=")]
-        names = [w for w in p if re.match(r"[A-Za-z_]\w*$", w)]
-        if not names:
-            continue
-        result.append((" ".join(names[:-1]) or "typename", names[-1]))
-    return result
-
-
-def _function_name(words: list[str]) -> tuple[str | None, int]:
-    """Name of the function declared in a chunk head (identifier before the first top-level '(')."""
-    depth = 0
-    skip_to = -1
-    for k, w in enumerate(words):
-        if k <= skip_to:
-            continue
-        if w == "(" and k and words[k - 1] in _ATTRIBUTE_WORDS:
-            d = 0
-            for j in range(k, len(words)):
-                d += (words[j] == "(") - (words[j] == ")")
-                if d == 0:
-                    skip_to = j
-                    break
-            continue
-        if w == "<" and k and words[k - 1] == "template":
-            depth += 1
-        elif depth and w in (">", ">>"):
-            depth -= len(w)
-        elif depth == 0 and w == "(" and k > 0:
-            j = k - 1
-            if words[j] == ">":        # explicit instantiation: name<args>(
-                d = 0
-                while j >= 0:
-                    d += (words[j] == ">") - (words[j] == "<")
-                    if d == 0:
-                        break
-                    j -= 1
-                j -= 1
-            if j >= 0 and re.match(r"[A-Za-z_]\w*$", words[j]) and words[j] not in ("__attribute__",
-                                                                                   "__launch_bounds__"):
-                return words[j], k
-            return None, k
-    return None, -1
+    device_launch: bool = False     # device code launches kernels (dynamic parallelism: needs -rdc=true)
 
 
 class _FileProcessor:
@@ -342,6 +79,10 @@ class _FileProcessor:
         self.sdk_dirs = [Path(d) for d in sdk_dirs]
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
+        self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
+        self.class_info: list[tuple[set[str], set[str]]] = []
+        self.reachable: set[str] | None = None    # second pass: names device code can reach
+        self.token_cache: dict[str, list[Tok]] = {}   # shared by both passes
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -377,8 +118,7 @@ class _FileProcessor:
         masked = mask(text)
         lines = text.split("\n")
         mlines = masked.split("\n")
-        out = list(masked)   # will be rebuilt: code from `text`, blanks where set aside
-        out = list(text)
+        out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
         code = list(masked)
         directive_lines: set[int] = set()
@@ -393,6 +133,8 @@ class _FileProcessor:
                 pos += len(mlines[li]) + 1
             body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
             word = re.match(r"\w*", body).group()
+            if word in ("define", "if", "ifdef", "ifndef", "elif"):
+                self.kept_ids.update(re.findall(r"[A-Za-z_]\w*", body))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
@@ -415,14 +157,16 @@ class _FileProcessor:
                     processed = self.process(target, key, inner, depth + 1)
                     replacements[first] = (f'#line 1 "{_escape(key)}"\n{processed}\n'
                                            f'#line {last + 2} "{_escape(display)}"')
-            elif word == "define":
-                m = re.match(r"define\s+([A-Za-z_]\w*)", body)
+            elif word in ("define", "undef"):
+                m = re.match(r"(?:define|undef)\s+([A-Za-z_]\w*)", body)
                 if m and m.group(1) in self.defines:
                     replacements[first] = ""
             elif word == "pragma" and re.match(r"pragma\s+once", body):
                 replacements[first] = ""
         code_s = "".join(code)
-        toks = tokenize(code_s)
+        toks = self.token_cache.get(code_s)
+        if toks is None:
+            toks = self.token_cache[code_s] = tokenize(code_s)
         blank: list[tuple[int, int]] = []
         self._classify(toks, split_chunks(toks, 0, len(toks)), blank, display, text)
         for a, b in blank:
@@ -454,23 +198,25 @@ class _FileProcessor:
             kept_ids.update(t.text for t in toks[c.first:c.last + 1] if t.kind == "id")
 
         for c in chunks:
-            head = _head(toks, c)
+            head = head_words(toks, c)
             hs = set(head)
             if c.kind == "class":
                 classes.append(c)
                 continue
             if head and head[0] == "template" and (len(head) < 2 or head[1] != "<"):
-                instantiations.append((c, _function_name(head[1:])[0]))
+                instantiations.append((c, function_name(head[1:])[0]))
                 continue
             if head[:2] == ["extern", "template"]:
-                instantiations.append((c, _function_name(head[2:])[0]))
+                instantiations.append((c, function_name(head[2:])[0]))
                 continue
-            name, paren = _function_name(head)
+            name, paren = function_name(head)
             is_function = c.kind == "function" or (paren >= 0 and "=" not in head[:paren] and name is not None
                                                    and "typedef" not in hs and "using" not in hs)
             if is_function:
                 if hs & DEVICE_WORDS:
                     keep(c)
+                    if "<<<" in text[toks[c.first].start:toks[c.last].end]:
+                        self.result.device_launch = True
                     if name:
                         self.result.device_functions.add(name)
                     if "__global__" in hs and name:
@@ -483,6 +229,9 @@ class _FileProcessor:
             if hs & DEVICE_VAR_WORDS or not head:
                 keep(c)
                 continue
+            if head[0] in ("using", "typedef") and names_std_member(head):
+                blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
+                continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
                 self._record_alias(head)
                 keep(c)
@@ -492,28 +241,44 @@ class _FileProcessor:
                 continue
             # a host global variable: keep only non-pointer const/constexpr ones
             before = head[:head.index("=")] if "=" in head else head
-            if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before:
+            if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before \
+                    and not names_std_member(head):
                 keep(c)
             else:
                 blank.append(span(c))
         for c in classes:
-            head = _head(toks, c)
-            name = next((head[k + 1] for k, w in enumerate(head)
-                         if w in CLASS_WORDS and k + 1 < len(head) and toks[c.first + k + 1].kind == "id"), None)
+            head = head_words(toks, c)
+            name = class_name(head)
             lo, hi = c.body
             members = split_chunks(toks, lo + 1, hi)
-            funcs = [m for m in members if m.kind == "function" or
-                     (_function_name(_head(toks, m))[0] is not None and not _has_top_level(_head(toks, m), "="))]
-            device = any(set(_head(toks, m)) & DEVICE_WORDS for m in members)
-            if funcs and not device and (name is None or name not in kept_ids):
-                blank.append(span(c))
-                continue
+            names = {name} if name else set()
+            if head and head[0] == "typedef":     # typedef struct tag { ... } Name, *PName;
+                names |= {t.text for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"}
+            inner = {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}
+            self.class_info.append((names, inner))
+            if self.reachable is not None:
+                # second pass: a class that no kept code names (kernels, device functions, kept globals, macros,
+                # other kept classes -- in any file of the translation unit) is host-only
+                if names and not names & self.reachable:
+                    blank.append(span(c))
+                    continue
+            else:
+                funcs = [m for m in members if m.kind == "function" or
+                         (function_name(head_words(toks, m))[0] is not None
+                          and not has_top_level(head_words(toks, m), "="))]
+                device = any(set(head_words(toks, m)) & DEVICE_WORDS for m in members)
+                if funcs and not device and (name is None or name not in kept_ids):
+                    blank.append(span(c))
+                    continue
             for m in members:   # host-only member function definitions of a kept class
-                if m.kind == "function" and not set(_head(toks, m)) & DEVICE_WORDS:
+                if m.kind == "function" and not set(head_words(toks, m)) & DEVICE_WORDS:
                     blank.append((toks[m.first].start, toks[m.last].end))
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
                 blank.append(span(c))
+            else:
+                keep(c)
+        self.kept_ids |= kept_ids
 
     def _record_alias(self, head: list[str]) -> None:
         """``typedef float real;`` / ``using real = float;`` (no pointers to functions, arrays or bodies)."""
@@ -536,7 +301,7 @@ class _FileProcessor:
         params_text = mask(params_text)
         name_tok = toks[po - 1]
         line = text.count("\n", 0, name_tok.start) + 1
-        tparams = _template_params(head)
+        tparams = template_params(head)
         is_template = head[0] == "template" and len(head) > 1 and head[1] == "<"
         extern_c = c.extern_c or (head[0] == "extern" and len(head) > 1 and toks[c.first + 1].kind == "str")
         decl = KernelDecl(name, is_template, tparams, " ".join(params_text.split()), display, line, extern_c,
@@ -554,9 +319,24 @@ def _escape(path: str) -> str:
 
 
 def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, object] | None = None,
-            include_dirs: list[str] = (), sdk_dirs: list[str] = ()) -> Prepared:
+            include_dirs: list[str] = (), sdk_dirs: list[str] = (), name_expressions=()) -> Prepared:
     """Process one translation unit: inline local headers, set host code aside, find the kernels."""
-    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
     here = path if path is not None else Path.cwd() / display
+    # Pass 1 finds what device code names; pass 2 sets aside the classes it cannot reach.
+    first = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    first.process(here, display, text)
+    reachable = set(first.kept_ids)
+    for expr in name_expressions:        # testKernel<RGBA32> reaches RGBA32
+        reachable.update(re.findall(r"[A-Za-z_]\w*", expr))
+    changed = True
+    while changed:
+        changed = False
+        for names, inner in first.class_info:
+            if (not names or names & reachable) and not inner <= reachable:
+                reachable |= inner
+                changed = True
+    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    proc.reachable = reachable
+    proc.token_cache = first.token_cache
     proc.result.text = proc.process(here, display, text)
     return proc.result

@@ -54,6 +54,15 @@ class CompiledModule:
     cubin: bytes | None = field(default=None, repr=False)
     files: dict[str, str] = field(default_factory=dict, repr=False)   # absolute path -> original lines' text
 
+    @property
+    def source_file(self) -> str | None:
+        """The absolute path the PTX ``.file`` table (and ``sass_line_counts``) uses for the source file."""
+        if self.source_path is None:
+            return None
+        from pathlib import Path
+
+        return str(Path(self.source_path).resolve())
+
     def kernel(self, name_or_expression: str) -> KernelInfo:
         want = name_or_expression.strip()
         squeezed = re.sub(r"\s+", "", want)

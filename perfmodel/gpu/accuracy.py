@@ -11,7 +11,6 @@ four ``Mds[ty][k]`` reads become one 128-bit ``LDS.128``), see :data:`SHARED_COU
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable
@@ -62,15 +61,23 @@ SHARED_COUNT_NOTES = (
 
 
 def load_dataset(path: str | Path) -> dict[str, Any]:
+    from perfmodel import safeload
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise PerfmodelError(f"{path}: no such measured dataset") from None
-    except json.JSONDecodeError as err:
-        raise PerfmodelError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from None
+    data = safeload.parse_json(safeload.read_text(path, what="measured dataset"), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise PerfmodelError(f"{path}: a measured dataset is a JSON object with a 'cases' list")
+    for index, case in enumerate(data["cases"]):
+        if not isinstance(case, dict) or not isinstance(case.get("kernel"), str) or not case["kernel"]:
+            raise PerfmodelError(f"{path}: cases[{index}]: expected an object with a 'kernel' name")
+        for key in ("overrides", "function", "ncu", "occupancy_api"):
+            if case.get(key) is not None and not isinstance(case[key], dict):
+                raise PerfmodelError(f"{path}: cases[{index}].{key}: expected an object, got "
+                                     f"{type(case[key]).__name__}")
+    if data.get("profile") is not None and not isinstance(data["profile"], str):
+        raise PerfmodelError(f"{path}: 'profile': expected a device profile name")
+    if data.get("device") is not None and not isinstance(data["device"], dict):
+        raise PerfmodelError(f"{path}: 'device': expected an object")
     return data
 
 
@@ -296,8 +303,16 @@ def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *,
     data = dataset if isinstance(dataset, dict) else load_dataset(dataset)
     name = str(dataset) if not isinstance(dataset, dict) else data.get("name", "<dataset>")
     device = device or data.get("profile") or "h100"
-    analyze = analyze or default_analyze()
+    if analyze is None:
+        from perfmodel.devices import load_device
+
+        load_device(device)  # an unknown device is an error, not a table of failed rows
+        analyze = default_analyze()
     cases = [c for c in data["cases"] if not kernels or c["kernel"] in kernels]
+    if kernels and not cases:
+        known = sorted({c["kernel"] for c in data["cases"]})
+        raise PerfmodelError(f"{name}: no case of kernel {', '.join(kernels)} (the dataset has: "
+                             f"{', '.join(known) or 'no cases'})")
     compared = [compare_case(case, device, analyze, sample=sample) for case in cases]
     measured_on = (data.get("device") or {}).get("name")
     return AccuracyReport(dataset=name, device=device, measured_on=measured_on, cases=compared)

@@ -30,6 +30,7 @@ class Counters:
         self.bytes = [0] * n_instr
         self.conflicts = [0] * n_instr    # atomics: largest same-address lane count per warp, summed
         self.block_execs = [0] * n_instr  # barriers: (block, barrier) pairs
+        self.array_threads: dict = {}     # (instruction, global array) -> lanes that accessed it
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
@@ -270,12 +271,24 @@ class State:
                            f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
                 self.fault_where(badm, msg, gid)
             off = np.where(ok, off, heap.offsets[k])
+            # lanes spread over several arrays: attribute them to each
+            lanes = off if m is None else np.broadcast_to(off, badm.shape)[np.broadcast_to(m, badm.shape)]
+            owners = np.searchsorted(heap.starts, np.asarray(lanes).reshape(-1), side="right") - 1
+            for j, n_j in enumerate(np.bincount(owners, minlength=len(heap.names)).tolist()):
+                if n_j:
+                    key = (gid, heap.names[j])
+                    self.counters.array_threads[key] = self.counters.array_threads.get(key, 0) + n_j * (
+                        self.nB if off.shape[0] == 1 and (m is None or m.shape[0] == 1) else 1)
+            k = -1
         elif m is not None and off.size > 1:
             # inactive lanes may hold anything: keep their indices in range
             bad = (off < 0) | (off + nbytes > len(heap.bytes))
             if bad.any():
                 off = np.where(bad, heap.offsets[k], off)
         c = self.counters
+        if k >= 0:
+            key = (gid, heap.names[k])
+            c.array_threads[key] = c.array_threads.get(key, 0) + st[0]
         store = values is not None
         rowinv = _row_invariant(off, m)
         if rowinv is not None:
@@ -315,6 +328,18 @@ class State:
         return None
 
     def _scatter(self, view, idx, values, m, rows=None):
+        if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
+            # the same columns in every row (shared memory, a lane-only address): one column assignment
+            lanes = max([idx.shape[1], 1 if m is None else m.shape[1]] + [v.shape[1] for v in values])
+            cols = np.broadcast_to(idx, (1, lanes))[0]
+            sel = None if m is None else np.broadcast_to(m, (1, lanes))[0]
+            if sel is not None:
+                cols = cols[sel]
+            for j, v in enumerate(values):
+                v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
+                vb = np.broadcast_to(v, (self.nB, lanes))
+                view[:, cols + j] = vb if sel is None else vb[:, sel]
+            return
         for j, v in enumerate(values):
             v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
             shape = np.broadcast_shapes(idx.shape, v.shape, (1, 1) if m is None else m.shape,
@@ -435,8 +460,7 @@ class State:
         c.requests[gid] += nw
         c.bytes[gid] += n * size
         self.mark_worked()
-        shape = np.broadcast_shapes(a.shape, b.shape, (1, 1) if m is None else m.shape,
-                                    (1, 1) if cval is None else cval.shape, (self.nB, 1))
+        shape = (self.nB, self.Tp)      # every active lane performs its own atomic, same operands or not
         mb = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
         if space == "global":
             off = a - GLOBAL_BASE

@@ -187,6 +187,15 @@ def rows2d(a: np.ndarray, m, nB: int, Tp: int):
 
 
 def sectors_lines(addr_off: np.ndarray, m, nB, Tp, nbytes: int):
+    if addr_off.shape[0] <= 4 and addr_off.shape[1] > 1 and (m is None or m.shape[0] == 1):
+        # sectors and lines do not change when a row moves by whole 128-byte lines: memoise the pattern
+        norm = addr_off - (addr_off[:, :1] & ~127)
+        s, ln, _f = _memo(("sl", Tp, nbytes), (norm, m), lambda: _sectors_lines(norm, m, norm.shape[0], Tp, nbytes))
+        return s, ln, (nB if addr_off.shape[0] == 1 else 1)
+    return _sectors_lines(addr_off, m, nB, Tp, nbytes)
+
+
+def _sectors_lines(addr_off: np.ndarray, m, nB, Tp, nbytes: int):
     """(sectors per row, lines per row, multiplicity): distinct 32-byte sectors / 128-byte lines per warp."""
     if nbytes <= 32 and nbytes & (nbytes - 1) == 0:
         sec = addr_off >> 5
@@ -207,7 +216,34 @@ def sectors_lines(addr_off: np.ndarray, m, nB, Tp, nbytes: int):
     return ds.sum(axis=1), dl.sum(axis=1), f
 
 
+_MEMO: dict = {}
+_MEMO_MAX = 4096
+
+
+def _memo(kind, key_arrays, compute):
+    """Counting of small (one-row) address patterns is pure in the pattern: memoise it by the exact bytes."""
+    key = (kind,) + tuple(None if a is None else (a.shape, a.dtype.str, a.tobytes()) for a in key_arrays)
+    hit = _MEMO.get(key)
+    if hit is None:
+        hit = compute()
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = hit
+    return hit
+
+
+def _small(a, m):
+    return a.shape[0] == 1 and (m is None or m.shape[0] == 1)
+
+
 def shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
+    if _small(addr, m):
+        wf, _f = _memo(("wf", nB, Tp, nbytes), (addr, m), lambda: _shared_wavefronts(addr, m, 1, Tp, nbytes))
+        return wf, nB
+    return _shared_wavefronts(addr, m, nB, Tp, nbytes)
+
+
+def _shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
     words = addr >> 2
     lpt = max(1, nbytes // 4)
     if lpt > 1:
@@ -224,6 +260,13 @@ def shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
 
 
 def distinct_addresses(addr: np.ndarray, m, nB, Tp):
+    if _small(addr, m):
+        d, _f = _memo(("da", Tp), (addr, m), lambda: _distinct_addresses(addr, m, 1, Tp))
+        return d, nB
+    return _distinct_addresses(addr, m, nB, Tp)
+
+
+def _distinct_addresses(addr: np.ndarray, m, nB, Tp):
     k2, m2, f = rows2d(addr, m, nB, Tp)
     return W.distinct_per_warp(np.ascontiguousarray(k2), None if m2 is None else np.ascontiguousarray(m2)) \
         .sum(axis=1), f

@@ -243,11 +243,12 @@ class ProgramBuilder:
         rets, func, args = ins.operands
         name = func.name
         if name == "vprintf":
-            ws = [ops.writer(r) for r in rets.items]
+            # printf is not executed (its output would be one line per thread); it returns 0 through its .param
+            rets_named = [r.name for r in rets.items if isinstance(r, Sym)]
 
             def printf(st, fr):
-                for w in ws:
-                    w(st, fr, np.zeros((1, 1), np.int32))
+                for r in rets_named:
+                    st.param_write(fr, r, 0, np.zeros((1, 1), np.int32))
             return printf
         if name not in self.module.functions:
             raise self._unsupported(ins, f"a call to the external function '{name}'")

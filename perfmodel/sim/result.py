@@ -128,7 +128,9 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     th, rq, un, li, by = (cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
                                           cnt.bytes[gid])
                     load = op in ("ld", "ldu")
-                    row = {"line": ins.line, "ptx": ins.text.strip(), "threads": th, "requests": rq}
+                    row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
+                           "requests": rq,
+                           "arrays": {name: n for (g_, name), n in cnt.array_threads.items() if g_ == gid}}
                     if op in ("atom", "red"):
                         tgt = c.global_ if sp in ("global", "generic") else c.shared
                         tgt["atomics"] += th

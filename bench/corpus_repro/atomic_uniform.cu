@@ -1,0 +1,1 @@
+__global__ void k(int *counter) { atomicAdd(&counter[0], 10); }

@@ -1,0 +1,1 @@
+__global__ void k(int *out) { out[threadIdx.x] = threadIdx.x % warpSize; }
