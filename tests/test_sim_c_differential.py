@@ -206,6 +206,179 @@ def test_simulator_arithmetic_matches_gcc(seed, tmp_path):
                                f"gcc {col[bad[0]]}")
 
 
+# ---- 64-bit integers and doubles -----------------------------------------------------------------------------
+
+WRAP64 = """
+#define WADDL(a, b) ((long long)((unsigned long long)(a) + (unsigned long long)(b)))
+#define WSUBL(a, b) ((long long)((unsigned long long)(a) - (unsigned long long)(b)))
+#define WMULL(a, b) ((long long)((unsigned long long)(a) * (unsigned long long)(b)))
+#define WNEGL(a) ((long long)(0ull - (unsigned long long)(a)))
+#define WSHLL(a, n) ((long long)((unsigned long long)(a) << (n)))
+#define SDL(x) (((x) == 0 || (x) == -1) ? 7 : (x))
+"""
+
+
+class Gen64:
+    """Expressions of type long long ("ll"), unsigned long long ("ull") and double ("dbl"), mixed with int and
+    float: 64-bit multiply/divide (NVVM turns division by constants into mul.hi sequences), shifts by up to 63,
+    conversions between the widths and to and from double."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+
+    def leaf(self, t):
+        r = self.r
+        if t == "ll":
+            return r.choice(["la", "lb", "(long long)ia", f"({r.randint(-99, 99)}LL)", "(-9223372036854775807LL - 1)",
+                             "9223372036854775807LL", f"({r.randint(-2**40, 2**40)}LL)"])
+        if t == "ull":
+            return r.choice(["ula", "(unsigned long long)ua", f"{r.randint(0, 99)}ull", "18446744073709551615ull",
+                             f"{r.randint(0, 2**63)}ull"])
+        if t == "int":
+            return r.choice(["ia", f"({r.randint(-9, 9)})"])
+        return r.choice(["da", "db", "(double)fa", f"({r.uniform(-1e3, 1e3):.6f})", "0.1"])
+
+    def expr(self, t, depth):
+        r = self.r
+        if depth == 0 or r.random() < 0.25 or t == "int":
+            return self.leaf(t)
+        d = depth - 1
+        if t in ("ll", "ull"):
+            other = r.choice(["ll", "ull", "int"])
+            signed = "ull" not in (t, other)
+            k = r.randrange(9)
+            if k == 0:
+                op = r.choice("+-*")
+                if signed:
+                    return f"W{'ADD SUB MUL'.split()['+-*'.index(op)]}L({self.expr(t, d)}, {self.expr(other, d)})"
+                return f"({self.expr(t, d)} {op} {self.expr(other, d)})"
+            if k == 1:
+                if r.random() < 0.5:      # a constant divisor: NVVM's multiply-high sequences
+                    c = r.choice([3, 7, 10, 1000, 641, 1 << 20, 0x100000001])
+                    return f"({self.expr(t, d)} {r.choice(['/', '%'])} {c}{'LL' if t == 'll' else 'ull'})"
+                return f"({self.expr(t, d)} {r.choice(['/', '%'])} SDL({self.expr(t, d)}))"
+            if k == 2:
+                op = r.choice(["<<", ">>"])
+                if t == "ll" and op == "<<":
+                    return f"WSHLL({self.expr(t, d)}, ({self.expr('int', d)} & 63))"
+                return f"({self.expr(t, d)} {op} ({self.expr('int', d)} & 63))"
+            if k == 3:
+                return f"({self.expr(t, d)} {r.choice('&|^')} {self.expr(other, d)})"
+            if k == 4:
+                a = r.choice(["ll", "ull", "dbl", "int"])
+                return f"(({'long long' if t == 'll' else 'unsigned long long'})" \
+                       f"({self.expr(a, d)} {r.choice(['<', '>', '<=', '>=', '==', '!='])} {self.expr(a, d)}))"
+            if k == 5:
+                return f"({self.expr('ll', d)} > 0 ? {self.expr(t, d)} : {self.expr(t, d)})"
+            if k == 6:
+                if t == "ll" and r.random() < 0.5:
+                    return f"WNEGL({self.expr(t, d)})"
+                return f"(~({self.expr(t, d)}))"
+            if k == 7:
+                lo = "0.0" if t == "ull" else "-1.0e15"
+                ct = "long long" if t == "ll" else "unsigned long long"
+                return f"(({ct})(fmax(fmin({self.expr('dbl', d)}, 1.0e15), {lo})))"
+            ct = "long long" if t == "ll" else "unsigned long long"
+            narrow = r.choice(["", "(int)", "(unsigned)", "(short)", "(unsigned char)"])
+            return f"(({ct}){narrow}({self.expr(r.choice(['ll', 'ull']), d)}))"
+        k = r.randrange(7)
+        if k == 0:
+            op = r.choice("+-*")
+            b = self.expr(r.choice(["dbl", "ll", "int"]), d)
+            if op == "*":
+                return f"FM({self.expr('dbl', d)}, {b})"
+            return f"({self.expr('dbl', d)} {op} {b})"
+        if k == 1:
+            return f"({self.expr('dbl', d)} / (fabs({self.expr('dbl', d)}) + 1.0))"
+        if k == 2:
+            return f"(double)({self.expr('ll', d)} % 1000000007LL)"
+        if k == 3:
+            return f"({self.expr('ll', d)} < 0 ? {self.expr('dbl', d)} : {self.expr('dbl', d)})"
+        if k == 4:
+            return f"((double)(float)({self.expr('dbl', d)}))"
+        if k == 5:
+            return f"((double)({self.expr(r.choice(['ll', 'ull']), d)}))"
+        return f"(-({self.expr('dbl', d)}))"
+
+
+def _cases64(seed, count=36):
+    g = Gen64(seed)
+    return [(t, g.expr(t, 4)) for t in (["ll", "ull", "dbl"] * count)[:count]]
+
+
+_DECL64 = ("long long la = LA[t], lb = LB[t]; unsigned long long ula = ULA[t]; double da = DA[t], db = DB[t]; "
+           "int ia = IA[t]; unsigned ua = UA[t]; float fa = FA[t];")
+_ORDER64 = ("LA", "LB", "ULA", "DA", "DB", "IA", "UA", "FA")
+
+
+@pytest.mark.parametrize("seed", [int(s) for s in __import__("os").environ.get("FUZZ_SEEDS", "1,2,3").split(",")])
+def test_64bit_integers_and_doubles_match_gcc(seed, tmp_path):
+    rng = np.random.default_rng(100 + seed)
+    special = np.array([0, 1, -1, 7, -7, 2**31, -2**31 - 1, 2**32, 2**63 - 1, -2**63, 2**62 + 3], np.int64)
+    l64 = lambda: np.concatenate([special, rng.integers(-2**63, 2**63 - 1, N - len(special), dtype=np.int64)])  # noqa: E731
+    inputs = {"LA": l64(), "LB": l64(), "ULA": l64().view(np.uint64),
+              "DA": np.concatenate([[0.0, -0.0, 1.5, -2.5, 1e300, 2.0**53 + 1, 0.1],
+                                    rng.standard_normal(N - 7) * 1e6]).astype(np.float64),
+              "DB": (rng.standard_normal(N) * 1e3).astype(np.float64),
+              "IA": rng.integers(-2**31, 2**31, N).astype(np.int32),
+              "UA": rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32),
+              "FA": (rng.standard_normal(N) * 100).astype(np.float32)}
+    cases = _cases64(seed)
+    outs = {"ll": "o_l", "ull": "o_u", "dbl": "o_d"}
+    body = "\n".join(f"    {outs[t]}[{k} * {N} + t] = {e};" for k, (t, e) in enumerate(cases))
+    cuda = (WRAP64 + DEVICE_FM + "__global__ void fuzz64(const long long *LA, const long long *LB, "
+            "const unsigned long long *ULA, const double *DA, const double *DB, const int *IA, const unsigned *UA, "
+            "const float *FA, long long *o_l, unsigned long long *o_u, double *o_d) {\n"
+            f"    int t = threadIdx.x;\n    {_DECL64}\n{body}\n}}\n")
+    arrays = []
+    for name in _ORDER64:
+        arr = inputs[name]
+        if arr.dtype.kind == "f":
+            ct, vals = ("double" if arr.dtype == np.float64 else "float"), \
+                ", ".join(float(v).hex() + ("" if arr.dtype == np.float64 else "f") for v in arr)
+        elif arr.dtype == np.int64:
+            ct, vals = "long long", ", ".join(f"({int(v)}LL)" if v > -2**63 else "(-9223372036854775807LL - 1)"
+                                              for v in arr)
+        elif arr.dtype == np.uint64:
+            ct, vals = "unsigned long long", ", ".join(f"{int(v)}ull" for v in arr)
+        elif arr.dtype == np.uint32:
+            ct, vals = "unsigned", ", ".join(f"{int(v)}u" for v in arr)
+        else:
+            ct, vals = "int", ", ".join(f"({int(v)})" for v in arr)
+        arrays.append(f"static const {ct} {name}[{N}] = {{{vals}}};")
+    lines = []
+    for t, e in cases:
+        if t == "dbl":
+            lines.append(f"  {{ double v = {e}; unsigned long long b; memcpy(&b, &v, 8); printf(\"%llu\\n\", b); }}")
+        elif t == "ll":
+            lines.append(f"  {{ long long v = {e}; printf(\"%lld\\n\", v); }}")
+        else:
+            lines.append(f"  {{ unsigned long long v = {e}; printf(\"%llu\\n\", v); }}")
+    c = ("#include <stdio.h>\n#include <string.h>\n#include <math.h>\n#define FM(a, b) ((a) * (b))\n" + WRAP64 +
+         "\n".join(arrays) + f"\nint main(void) {{\n for (int t = 0; t < {N}; ++t) {{\n  {_DECL64}\n" +
+         "\n".join(lines) + "\n }\n return 0;\n}\n")
+    (tmp_path / "ref.c").write_text(c)
+    subprocess.run(["gcc", "-O0", "-fwrapv", "-ffp-contract=off", "-std=gnu11", "-o", str(tmp_path / "ref"),
+                    str(tmp_path / "ref.c"), "-lm"], check=True, capture_output=True, timeout=60)
+    out = subprocess.run([str(tmp_path / "ref")], check=True, capture_output=True, text=True, timeout=30).stdout
+    ref = [int(v) & (2**64 - 1) for v in out.split()]
+    ref = np.array(ref, dtype=np.uint64).reshape(N, len(cases))
+    o_l = np.zeros(len(cases) * N, np.int64)
+    o_u = np.zeros(len(cases) * N, np.uint64)
+    o_d = np.zeros(len(cases) * N, np.float64)
+    simulate(load_kernel(source=cuda, entry="fuzz64"), 1, N, [inputs[k] for k in _ORDER64] + [o_l, o_u, o_d])
+    for k, (t, e) in enumerate(cases):
+        col = ref[:, k]
+        got = {"ll": o_l, "ull": o_u, "dbl": o_d}[t][k * N:(k + 1) * N].view(np.uint64)
+        same = got == col
+        if t == "dbl":          # zeros of either sign and NaNs of any payload compare equal
+            g, w = got.view(np.float64), col.view(np.float64)
+            same |= ((g == 0) & (w == 0)) | (np.isnan(g) & np.isnan(w))
+        bad = np.flatnonzero(~same)
+        assert bad.size == 0, (f"expression {k} ({t}): {e}\n thread {bad[0]}: simulator {int(got[bad[0]]):#x}, "
+                               f"gcc {int(col[bad[0]]):#x}")
+
+
 # ---- intrinsics and single PTX instructions against C reference implementations -----------------------------
 #
 # Each case is (result kind, CUDA expression, C expression). The CUDA side uses the CUDA intrinsics (or inline PTX

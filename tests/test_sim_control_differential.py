@@ -38,11 +38,11 @@ class Gen:
     def expr(self, depth=2):
         r = self.r
         if depth == 0 or r.random() < 0.3:
-            return r.choice(VARS + ["tid", f"({r.randint(-20, 20)})", "A[(tid * 7 + v0) & 63]"])
+            return r.choice(VARS + ["tid", f"({r.randint(-20, 20)})", "A[WADD(tid * 7, v0) & 63]"])
         k = r.randrange(7)
         a, b = self.expr(depth - 1), self.expr(depth - 1)
         if k == 0:
-            return f"({a} {r.choice('+-*')} {b})"
+            return f"W{r.choice(['ADD', 'SUB', 'MUL'])}({a}, {b})"     # wrapping: signed overflow is UB
         if k == 1:
             return f"({a} {r.choice(['/', '%'])} SD({b}))"
         if k == 2:
@@ -74,7 +74,7 @@ class Gen:
                 i = f"i{self.loop_id}"
                 self.loop_id += 1
                 body = self.stmts(depth - 1, True)
-                out.append(f"for (int {i} = 0; {i} < ({self.expr(1)} & 7); {i}++) {{ v{r.randrange(4)} += {i}; "
+                out.append(f"for (int {i} = 0; {i} < ({self.expr(1)} & 7); {i}++) {{ v{r.randrange(4)} = WADD(v{r.randrange(4)}, {i}); "
                            f"{' '.join(body)} }}")
             elif k == 5:
                 w = f"w{self.loop_id}"
@@ -95,7 +95,7 @@ class Gen:
             elif k == 9 and not in_loop and r.random() < 0.3:
                 out.append(f"if {self.cond()} return;")
             else:
-                out.append(f"loc[{self.expr(1)} & 3] = {self.expr(1)}; {r.choice(VARS)} += loc[{self.expr(1)} & 3];")
+                out.append(f"loc[{self.expr(1)} & 3] = {self.expr(1)}; {(v := r.choice(VARS))} = WADD({v}, loc[{self.expr(1)} & 3]);")
         return out
 
     def kernel_body(self):
@@ -108,10 +108,10 @@ class Gen:
 
 DEVICE_FN = """
 int f(int a, int b) {
-    if (a > b) return a - b;
+    if (a > b) return WSUB(a, b);
     int s = 0;
-    for (int j = 0; j < (b & 3); j++) { if (s > 100) break; s += a ^ j; }
-    return s * 3 + b;
+    for (int j = 0; j < (b & 3); j++) { if (s > 100) break; s = WADD(s, a ^ j); }
+    return WADD(WMUL(s, 3), b);
 }
 """
 
@@ -119,7 +119,12 @@ int f(int a, int b) {
 def _sources(seed):
     g = Gen(seed)
     body = g.kernel_body()
-    head = "#define SD(x) ((((x) == 0) || ((x) == -1)) ? 7 : (x))\n"
+    # signed +, -, * wrap through unsigned on both sides: NVVM treats signed overflow as undefined (gcc -fwrapv
+    # alone would not match it)
+    head = ("#define SD(x) ((((x) == 0) || ((x) == -1)) ? 7 : (x))\n"
+            "#define WADD(a, b) ((int)((unsigned)(a) + (unsigned)(b)))\n"
+            "#define WSUB(a, b) ((int)((unsigned)(a) - (unsigned)(b)))\n"
+            "#define WMUL(a, b) ((int)((unsigned)(a) * (unsigned)(b)))\n")
     prologue = ("int v0 = A[tid & 63], v1 = tid * 3 - 50, v2 = A[(tid + 5) & 63] % 17, v3 = 1;\n"
                 "    int loc[4]; loc[0] = 1; loc[1] = 2; loc[2] = 3; loc[3] = 4;\n    ")
     cuda = (head + "__device__" + DEVICE_FN +

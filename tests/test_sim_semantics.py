@@ -950,3 +950,83 @@ def test_struct_parameter_by_value_and_struct_return_through_param_space():
     o = np.zeros(4, np.float32)
     simulate(prog, 1, 4, [p, o])
     assert o.tolist() == [3 * i + 3.0 + (1.5 + i) - 2 + 0.25 for i in range(4)]
+
+
+@pytest.mark.xfail(strict=True, reason="machine.py _apply_atomic: float atomic adds are summed in float64 and rounded "
+                   "once (result and old values), but every GPU order rounds after each add; with equal addends all "
+                   "orders agree: 1024 x 0.1f is 102.39901 on the GPU, 102.4 here. Fix: per address, a sequential "
+                   "np.cumsum(..., dtype=float32) from the old value (np.cumsum accumulates in order)")
+def test_float_atomic_add_rounds_after_every_add():
+    src = r"""
+    __global__ void k(const float *x, float *f, float *old) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        old[i] = atomicAdd(f, x[i]);
+    }"""
+    n = 1024
+    x = np.full(n, 0.1, np.float32)
+    f = np.zeros(1, np.float32)
+    old = np.zeros(n, np.float32)
+    simulate(load_kernel(source=src), 8, 128, [x, f, old])
+    seq = [np.float32(0)]
+    for _ in range(n):
+        seq.append(np.float32(seq[-1] + np.float32(0.1)))
+    assert np.array_equal(np.sort(old), np.array(seq[:-1], np.float32))
+    assert f[0] == seq[-1]
+
+
+def test_half_half2_and_bfloat16_arrays():
+    src = r"""
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    __global__ void k(const __half *a, const __half2 *b, __half *o, __half2 *o2, const __nv_bfloat16 *c, float *of) {
+        int i = threadIdx.x;
+        o[i] = __hadd(__hmul(a[i], a[i]), __float2half(1.0f));
+        o2[i] = __hfma2(b[i], b[i], __float2half2_rn(0.5f));
+        of[i] = __bfloat162float(c[i]) * 2.0f + __half2float(__hmax(a[i], __float2half(0.25f)));
+    }"""
+    prog = load_kernel(source=src)
+    h2 = prog.params[1].dtype                    # __half2: a structured (x, y) float16 pair
+    assert prog.params[0].dtype == np.float16 and h2.itemsize == 4
+    a = np.linspace(-2, 2, 32).astype(np.float16)
+    b = np.linspace(-1, 3, 64).astype(np.float16)
+    o = np.zeros(32, np.float16)
+    o2 = np.zeros(64, np.float16)
+    c = (np.linspace(-3, 3, 32).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)    # bf16 bits
+    of = np.zeros(32, np.float32)
+    simulate(prog, 1, 32, [a, b.view(h2), o, o2.view(h2), c, of])
+    # f16 mul/add: each rounded to half (exact in float32 first); hfma2 rounded once (the float64 value is exact)
+    assert np.array_equal(o, ((a * a).astype(np.float16) + np.float16(1)).astype(np.float16))
+    assert np.array_equal(o2, (b.astype(np.float64) * b + 0.5).astype(np.float16))
+    cf = (c.astype(np.uint32) << 16).view(np.float32)
+    assert np.array_equal(of, cf * 2 + np.maximum(a, np.float16(0.25)).astype(np.float32))
+
+
+def test_shared_cta_spaces_in_inline_ptx():
+    _shared_cta()
+
+
+def _shared_cta():
+    # `.shared::cta` (what sm_90 inline PTX and CUTLASS-style code write) is `.shared`
+    src = r"""
+    __global__ void k(int *o) {
+        __shared__ int s[32];
+        unsigned addr; int v, sp;
+        asm volatile("{ .reg .u64 p; cvta.to.shared::cta.u64 p, %1; cvt.u32.u64 %0, p; }" : "=r"(addr)
+                     : "l"(&s[threadIdx.x]));
+        asm volatile("st.shared::cta.u32 [%0], %1;" :: "r"(addr), "r"((int)threadIdx.x * 3));
+        asm volatile("atom.shared::cta.add.u32 %0, [%1], 1;" : "=r"(v) : "r"(addr));
+        __syncthreads();
+        asm("{ .reg .pred q; isspacep.shared::cta q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(sp) : "l"(&s[0]));
+        o[threadIdx.x] = s[31 - threadIdx.x] * 10 + v + 1000 * sp;
+    }"""
+    o = np.zeros(32, np.int32)
+    r = simulate(load_kernel(source=src), 1, 32, [o])
+    assert o.tolist() == [(3 * (31 - i) + 1) * 10 + 3 * i + 1000 for i in range(32)]
+    return r
+
+
+@pytest.mark.xfail(strict=True, reason="result.py _space: the space is read from the modifiers verbatim, so "
+                   "st.shared::cta / atom.shared::cta count as generic -> global; fix: m.split('::')[0]")
+def test_shared_cta_accesses_count_as_shared():
+    r = _shared_cta()
+    assert r.counts.shared["stores"] == 32 and r.counts.shared["atomics"] == 32

@@ -369,6 +369,12 @@ def b_sad(ins, ops):
     return elementwise(ins, ops, lambda a, b, c: (np.where(a > b, a - b, b - a) + c).astype(DT[t]), t)
 
 
+def _magnitude(x):
+    """|x| of a signed integer array as uint64 (exact for the most negative value too)."""
+    u = x.astype(np.int64).view(np.uint64)
+    return np.where(x < 0, np.uint64(0) - u, u)
+
+
 def int_div_checked(st, a, b, gid=None):
     """b with zeros replaced by 1; a zero divisor on an active lane is an error (inactive lanes - the other side
     of a branch - routinely hold 0)."""
@@ -398,9 +404,10 @@ def b_div(ins, ops):
         a, b = ga(st, fr), gb(st, fr)
         b = int_div_checked(st, a, b, gid)
         if signed:
-            q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
-            q = np.where((a < 0) ^ (b < 0), -q, q)
-            w(st, fr, q.astype(DT[t]))
+            ua, ub = _magnitude(a), _magnitude(b)      # |INT64_MIN| only fits unsigned
+            q = ua // ub
+            q = np.where((a < 0) ^ (b < 0), np.uint64(0) - q, q)
+            w(st, fr, q.view(np.int64).astype(DT[t]))
         else:
             w(st, fr, (a // b).astype(DT[t], copy=False))
     return div
@@ -418,8 +425,9 @@ def b_rem(ins, ops):
         a, b = ga(st, fr), gb(st, fr)
         b = int_div_checked(st, a, b, gid)
         if signed:
-            r = np.fmod(a.astype(np.int64), b.astype(np.int64))     # C: the sign of the dividend
-            w(st, fr, r.astype(DT[t]))
+            r = _magnitude(a) % _magnitude(b)                    # C: truncating, the sign of the dividend
+            r = np.where(a < 0, np.uint64(0) - r, r)
+            w(st, fr, r.view(np.int64).astype(DT[t]))
         else:
             w(st, fr, (a % b).astype(DT[t], copy=False))
     return rem
@@ -1021,7 +1029,10 @@ def b_cvt(ins, ops):
 @builder("cvta")
 def b_cvta(ins, ops):
     from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE
-    space = next(m for m in ins.mods if m in ("global", "shared", "local", "const", "param"))
+    space = next((m.split("::")[0] for m in ins.mods if m.split("::")[0] in ("global", "shared", "local", "const",
+                                                                             "param")), None)
+    if space is None or any(m.startswith("shared::") and m != "shared::cta" for m in ins.mods):
+        raise Unsupported(f"cvta.{'.'.join(ins.mods)}")
     to = ins.has("to")
     t = ins.type or "u64"
     base = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}.get(space)
@@ -1041,7 +1052,9 @@ def b_cvta(ins, ops):
 @builder("isspacep")
 def b_isspacep(ins, ops):
     from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
-    space = ins.mods[0]
+    space = ins.mods[0].split("::")[0]
+    if space not in ("global", "shared", "local", "const") or ins.mods[0] not in (space, "shared::cta"):
+        raise Unsupported(f"isspacep.{ins.mods[0]}")
     lo = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}[space]
     g = ops.reader(ins.operands[1], "u64")
     w = ops.writer(ins.operands[0])

@@ -19,8 +19,20 @@ from perfmodel.sim.values import DT, as_type
 SPACES = ("global", "shared", "local", "const", "param")
 
 
+def _space_of(mods, spaces, default):
+    """The state space among an instruction's modifiers; ``.shared::cta`` is ``.shared`` (``::cluster``, distributed
+    shared memory, is not modelled and is rejected)."""
+    for m in mods:
+        base, _, scope = m.partition("::")
+        if base in spaces:
+            if scope and scope != "cta":
+                raise Unsupported(f".{m} (distributed shared memory / cluster scope)")
+            return base
+    return default
+
+
 def access_parts(ins):
-    space = next((m for m in ins.mods if m in SPACES), "generic")
+    space = _space_of(ins.mods, SPACES, "generic")
     vec = 1
     for m in ins.mods:
         if m in ("v2", "v4", "v8"):
@@ -132,7 +144,7 @@ ATOM_OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"
 
 def b_atom(ins, ops):
     red = ins.opcode == "red"
-    space = next((m for m in ins.mods if m in ("global", "shared")), "generic")
+    space = _space_of(ins.mods, ("global", "shared"), "generic")
     op = next((m for m in ins.mods if m in ATOM_OPS), None)
     if op is None:
         raise Unsupported(f"{ins.opcode} with modifiers {'.'.join(ins.mods)}")
