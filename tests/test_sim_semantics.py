@@ -825,9 +825,6 @@ def _run_calls():
     return r
 
 
-@pytest.mark.xfail(strict=True, reason="result.py build_result/_space: counts are attributed by the instruction's "
-                   "declared space, so a generic ld whose lanes hit the shared window is counted as global loads "
-                   "(shared loads stay 0 here); fix: let State._generic record the per-window split per instruction")
 def test_generic_loads_into_shared_count_as_shared():
     r = _run_calls()
     assert r.counts.shared["loads"] == 3 * 30          # odd lanes 1..59 below 61, 3 loads each
@@ -952,10 +949,6 @@ def test_struct_parameter_by_value_and_struct_return_through_param_space():
     assert o.tolist() == [3 * i + 3.0 + (1.5 + i) - 2 + 0.25 for i in range(4)]
 
 
-@pytest.mark.xfail(strict=True, reason="machine.py _apply_atomic: float atomic adds are summed in float64 and rounded "
-                   "once (result and old values), but every GPU order rounds after each add; with equal addends all "
-                   "orders agree: 1024 x 0.1f is 102.39901 on the GPU, 102.4 here. Fix: per address, a sequential "
-                   "np.cumsum(..., dtype=float32) from the old value (np.cumsum accumulates in order)")
 def test_float_atomic_add_rounds_after_every_add():
     src = r"""
     __global__ void k(const float *x, float *f, float *old) {
@@ -1025,8 +1018,6 @@ def _shared_cta():
     return r
 
 
-@pytest.mark.xfail(strict=True, reason="result.py _space: the space is read from the modifiers verbatim, so "
-                   "st.shared::cta / atom.shared::cta count as generic -> global; fix: m.split('::')[0]")
 def test_shared_cta_accesses_count_as_shared():
     r = _shared_cta()
     assert r.counts.shared["stores"] == 32 and r.counts.shared["atomics"] == 32

@@ -31,6 +31,7 @@ class Counters:
         self.conflicts = [0] * n_instr    # atomics: largest same-address lane count per warp, summed
         self.block_execs = [0] * n_instr  # barriers: (block, barrier) pairs
         self.array_threads: dict = {}     # (instruction, global array) -> lanes that accessed it
+        self.generic_split: dict = {}     # generic instruction -> {space: [threads, requests, units, lines, bytes]}
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
@@ -417,9 +418,9 @@ class State:
         if len(spaces) == 1:
             k = int(spaces[0])
             if k == 0:
-                return self.mem_access(gid, "global", a, size, vec, dt, values)
+                return self._counted_part(gid, "global", a, size, vec, dt, values)
             base, name = SPACE_OF_WINDOW[k - 1]
-            return self.mem_access(gid, name, a - base, size, vec, dt, values)
+            return self._counted_part(gid, name, a - base, size, vec, dt, values)
         # mixed spaces in one instruction: run each part under its own mask and merge the loads
         saved = m
         out = None
@@ -428,14 +429,26 @@ class State:
                 sub = (space_of == k) if saved is None else ((space_of == k) & saved)
                 self.mask = sub
                 if k == 0:
-                    part = self.mem_access(gid, "global", a, size, vec, dt, values)
+                    part = self._counted_part(gid, "global", a, size, vec, dt, values)
                 else:
                     base, name = SPACE_OF_WINDOW[k - 1]
-                    part = self.mem_access(gid, name, a - base, size, vec, dt, values)
+                    part = self._counted_part(gid, name, a - base, size, vec, dt, values)
                 if part is not None:
                     out = part if out is None else [np.where(sub, p, o) for p, o in zip(part, out)]
         finally:
             self.mask = saved
+        return out
+
+    def _counted_part(self, gid, space, a, size, vec, dt, values):
+        """One space's lanes of a generic access, with what they added to the counters recorded per space."""
+        c = self.counters
+        before = (c.threads[gid], c.requests[gid], c.units[gid], c.lines[gid], c.bytes[gid])
+        out = self.mem_access(gid, space, a, size, vec, dt, values)
+        after = (c.threads[gid], c.requests[gid], c.units[gid], c.lines[gid], c.bytes[gid])
+        split = c.generic_split.setdefault(gid, {})
+        acc = split.setdefault(space, [0, 0, 0, 0, 0])
+        for i, (x, y) in enumerate(zip(before, after)):
+            acc[i] += y - x
         return out
 
     # ---- atomics ---------------------------------------------------------------------------------------------
@@ -593,6 +606,8 @@ def _apply_atomic(view, idx, b, c, op, dt):
     """Atomics in lane order: returns each lane's old value; the memory ends as if the lanes ran one by one."""
     if idx.size == 0:
         return np.zeros(0, dt)
+    if op == "add" and dt.kind == "f":
+        return _float_atomic_add(view, idx, b, dt)
     if op == "add":
         order = np.argsort(idx, kind="stable")
         si, sb = idx[order], b[order]
@@ -649,6 +664,35 @@ def _apply_atomic(view, idx, b, c, op, dt):
         keep = np.ones(remaining.size, bool)
         keep[np.searchsorted(remaining, take)] = False
         remaining = remaining[keep]
+    return old
+
+
+def _float_atomic_add(view, idx, b, dt):
+    """Float atomic adds in lane order, rounding to the element type after every add as the GPU does: a sequential
+    float cumulative sum per address (np.cumsum accumulates in order), or rounds of one lane per address when
+    there are many addresses each hit by few lanes."""
+    order = np.argsort(idx, kind="stable")
+    si, sb = idx[order], b[order].astype(dt)
+    start = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+    ends = np.r_[start[1:], si.size]
+    old_sorted = np.empty(si.size, dt)
+    if len(start) <= 4096 or (ends - start).max() > 64:
+        for s0, e0 in zip(start.tolist(), ends.tolist()):
+            seq = np.empty(e0 - s0 + 1, dt)
+            seq[0] = view[si[s0]]
+            seq[1:] = sb[s0:e0]
+            run = np.cumsum(seq, dtype=dt)
+            old_sorted[s0:e0] = run[:-1]
+            view[si[s0]] = run[-1]
+    else:
+        rank = np.arange(si.size) - np.repeat(start, ends - start)
+        for r in range(int(rank.max()) + 1):
+            sel = np.flatnonzero(rank == r)
+            cur = view[si[sel]]
+            old_sorted[sel] = cur
+            view[si[sel]] = (cur + sb[sel]).astype(dt)
+    old = np.empty(idx.size, dt)
+    old[order] = old_sorted
     return old
 
 

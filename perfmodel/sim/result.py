@@ -76,6 +76,7 @@ def _new_line():
 
 def _space(ins) -> str:
     for m in ins.mods:
+        m = m.split("::")[0]          # .shared::cta is .shared
         if m in ("global", "shared", "local", "const", "param"):
             return m
     return "generic"
@@ -123,10 +124,17 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     ln["warp_instructions"] += w_b * weight
                 c.warp_instructions += w_b * weight
                 op = ins.opcode
+                parts = []
                 if op in ("ld", "ldu", "st", "atom", "red") and cnt.requests[gid]:
                     sp = _space(ins)
-                    th, rq, un, li, by = (cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
-                                          cnt.bytes[gid])
+                    split = cnt.generic_split.get(gid)
+                    if sp == "generic" and split:
+                        # a generic access: count each part in the space its lanes' addresses fell in
+                        parts = [(space, *vals) for space, vals in split.items()]
+                    else:
+                        parts = [(sp, cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
+                                  cnt.bytes[gid])]
+                for sp, th, rq, un, li, by in parts:
                     load = op in ("ld", "ldu")
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
@@ -177,7 +185,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         if ln is not None:
                             ln["local_accesses"] += th
                     rows.append(row)
-                elif op in ("bar", "barrier") and cnt.block_execs[gid]:
+                if op in ("bar", "barrier") and cnt.block_execs[gid]:
                     c.barriers += cnt.block_execs[gid]
                     c.barrier_warps += cnt.requests[gid]
                     if ln is not None:
