@@ -63,12 +63,6 @@ class SpecError(PerfmodelError):
     kind = "spec"
 
 
-class FrontendError(PerfmodelError):
-    """The CUDA C source uses an unsupported construct or does not parse."""
-
-    kind = "frontend"
-
-
 class SimulationError(PerfmodelError):
     """Execution failed: out-of-bounds access, barrier divergence, runaway loop, ..."""
 

@@ -26,7 +26,7 @@ All fields (unknown ones are errors; every error names the file and the field):
 - ``params``: ``NAME: DEFAULT`` or ``NAME: {default: DEFAULT, help: TEXT}``. A default may be an expression over
   *earlier* params (``TILE_SIZE: BLOCK_SIZE``): overriding ``BLOCK_SIZE`` then moves ``TILE_SIZE`` with it. A
   param whose name matches a ``#define`` of the source overrides that define (``Launch.defines``, passed to the
-  frontend), so ``-D TILE_WIDTH=32`` really rebuilds the kernel. A source ``#define`` that is not declared as a
+  compiler), so ``-D TILE_WIDTH=32`` really rebuilds the kernel. A source ``#define`` that is not declared as a
   param can be overridden too.
 - ``constraints``: ``[{expr: "Width % TILE_WIDTH == 0", message: "..."}]`` - checked at instantiation.
 - ``grid``, ``block``: lists of 1-3 expressions giving positive integers (padded with 1s).

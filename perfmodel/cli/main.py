@@ -9,7 +9,7 @@ With ``--json`` on the command line every error is also one JSON document on std
 
     {"error": {"kind": "spec", "message": "...", "file": "my.yaml", "line": 3}}
 
-``kind`` is the error's family (``device``, ``spec``, ``budget``, ``occupancy``, ``simulation``, ``frontend``,
+``kind`` is the error's family (``device``, ``spec``, ``budget``, ``occupancy``, ``simulation``, ``compile``,
 ``gpu``, ``input``, ``usage`` for a bad command line, ``io`` for a file-system error, ``internal`` for a bug).
 """
 from __future__ import annotations
