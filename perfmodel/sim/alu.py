@@ -312,19 +312,28 @@ def fused_multiply_add(a, b, c, out=None):
     """a*b+c rounded once, for float32 and float16 operands (the result keeps a's dtype; float32 inputs of the
     f16x2 lift give a float64 result that :func:`pack_x2` rounds once to f16).
 
-    The product is exact in float64 (24 + 24 bits), the sum is rounded to float64 *to odd* (RN, then one step
-    towards the exact sum when RN was inexact and even: TwoSum gives the error), and float64 has more than
-    2 x 24 + 2 bits, so the final round to nearest float32 / float16 is the correctly rounded fma."""
-    out = a.dtype if out is None else out
-    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
-    p = a64 * b64
-    s = p + c64
-    bv = s - p
-    e = (p - (s - bv)) + (c64 - bv)
-    fix = (e != 0) & np.isfinite(s) & ((s.view(np.uint64) & np.uint64(1)) == 0)
-    if fix.any():
-        s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-    return to_f16(s) if np.dtype(out) == np.float16 else s.astype(out, copy=False)
+    The product is exact in float64 (24 + 24 bits) and the float64 sum is the exact sum rounded once; rounding it
+    again to the narrow type gives the correctly rounded fma except where the float64 sum fell exactly on a
+    midpoint between two narrow values. Only those lanes (rare) are corrected: TwoSum gives the float64 sum's
+    error, and a nudge of one float64 ulp towards the exact sum lets the final rounding go the right way."""
+    out = a.dtype if out is None else np.dtype(out)
+    s = np.multiply(a, b, dtype=np.float64)
+    s += c
+    mant = 23 if out == np.float32 else 10      # float64 out: the f16x2 lift rounds it to f16 afterwards
+    low = np.uint64((1 << (52 - mant)) - 1)
+    half = np.uint64(1 << (51 - mant))
+    tie = (s.view(np.uint64) & low) == half
+    if tie.any():
+        idx = np.nonzero(tie)
+        a64 = np.broadcast_to(a, tie.shape)[idx].astype(np.float64)
+        b64 = np.broadcast_to(b, tie.shape)[idx].astype(np.float64)
+        c64 = np.broadcast_to(c, tie.shape)[idx].astype(np.float64)
+        p = a64 * b64
+        t = p + c64
+        bv = t - p
+        e = (p - (t - bv)) + (c64 - bv)
+        s[idx] = np.where(e != 0, np.nextafter(t, np.where(e > 0, np.inf, -np.inf)), t)
+    return to_f16(s) if out == np.float16 else s.astype(out, copy=False)
 
 
 @builder("mad", "fma", "mad24")
