@@ -127,7 +127,23 @@ class ProgramBuilder:
         return cf
 
     def _location(self, ins) -> Location:
-        return Location(self.module.files.get(ins.file, self.source_file), ins.line or None, ins.col or None)
+        path = self.module.files.get(ins.file, self.source_file)
+        if "__nv_nvrtc_builtin" in path:
+            # code inlined from NVRTC's built-in header (tex2D, ...): report the user's line that called it, the
+            # nearest earlier instruction of the same function located in a real file
+            for prev in reversed(self._instrs_before(ins)):
+                p = self.module.files.get(prev.file, "")
+                if prev.line and p and "__nv_nvrtc_builtin" not in p:
+                    return Location(p, prev.line, prev.col or None)
+            return Location(self.source_file)
+        return Location(path, ins.line or None, ins.col or None)
+
+    def _instrs_before(self, ins) -> list:
+        for f in self.module.functions.values():
+            for k, other in enumerate(f.instrs):
+                if other is ins:
+                    return f.instrs[:k]
+        return []
 
     def _build(self, f: Function) -> CFunc:
         gid0 = len(self.instrs)
