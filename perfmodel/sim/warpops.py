@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.sim.alu import Unsupported, _popc
+from perfmodel.sim.alu import Unsupported
+from perfmodel.sim.bits import _popc
 from perfmodel.ptx.ir import PredPair
 from perfmodel.sim.values import DT
 

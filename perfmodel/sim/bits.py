@@ -1,0 +1,248 @@
+"""Bit instructions: logic, shifts, population count, leading zeros, bit find/reverse, bit-field extract and
+insert, byte permute, funnel shift (PTX ISA semantics)."""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.ptx.ir import TYPES
+from perfmodel.sim.alu import builder
+from perfmodel.sim.numeric import _udt, elementwise
+from perfmodel.sim.values import DT, SIGNED
+
+
+# ---- bits ------------------------------------------------------------------------------------------------------
+
+@builder("and", "or", "xor")
+def b_logic(ins, ops):
+    fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[ins.opcode]
+    return elementwise(ins, ops, fn, ins.type)
+
+
+@builder("not")
+def b_not(ins, ops):
+    return elementwise(ins, ops, np.invert, ins.type)
+
+
+@builder("cnot")
+def b_cnot(ins, ops):
+    t = ins.type
+    return elementwise(ins, ops, lambda a: (a == 0).astype(DT[t]), t)
+
+
+@builder("shl")
+def b_shl(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb = ops.reader(ins.operands[2], "u32")
+    w = ops.writer(ins.operands[0])
+    udt = _udt(t)
+
+    def shl(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        r = np.left_shift(a.view(udt), np.minimum(b, bits - 1).astype(udt))
+        r = np.where(b >= bits, udt.type(0), r) if (b >= bits).any() else r
+        w(st, fr, r.view(DT[t]))
+    return shl
+
+
+@builder("shr")
+def b_shr(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb = ops.reader(ins.operands[2], "u32")
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+    dt = DT[t]
+
+    def shr(st, fr):
+        a, b = ga(st, fr), gb(st, fr)
+        if signed:
+            r = np.right_shift(a, np.minimum(b, bits - 1).astype(dt))
+        else:
+            r = np.right_shift(a, np.minimum(b, bits - 1).astype(dt))
+            if (b >= bits).any():
+                r = np.where(b >= bits, dt.type(0), r)
+        w(st, fr, r.astype(dt, copy=False))
+    return shr
+
+
+def _popc(u: np.ndarray) -> np.ndarray:
+    u = u.astype(np.uint64)
+    c = np.zeros(u.shape, np.uint32)
+    for sh in range(0, 64, 8):
+        c += _POPC8[((u >> np.uint64(sh)) & np.uint64(0xFF)).astype(np.intp)]
+    return c
+
+
+_POPC8 = np.array([bin(i).count("1") for i in range(256)], np.uint32)
+
+
+@builder("popc")
+def b_popc(ins, ops):
+    t = ins.type
+    return elementwise(ins, ops, lambda a: _popc(a.view(_udt(t))), t, dst_t="u32")
+
+
+def _clz(u: np.ndarray, bits: int) -> np.ndarray:
+    u = u.astype(np.uint64)
+    n = np.zeros(u.shape, np.uint32)
+    x = u.copy()
+    for sh in (32, 16, 8, 4, 2, 1):
+        if sh >= bits:
+            continue
+        top = x >> np.uint64(bits - sh)
+        z = top == 0
+        n += np.where(z, sh, 0).astype(np.uint32)
+        x = np.where(z, x << np.uint64(sh), x) & np.uint64((1 << bits) - 1)
+    n += (x >> np.uint64(bits - 1) == 0).astype(np.uint32)
+    return n
+
+
+@builder("clz")
+def b_clz(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    return elementwise(ins, ops, lambda a: _clz(a.view(_udt(t)), bits), t, dst_t="u32")
+
+
+@builder("bfind")
+def b_bfind(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    shiftamt = ins.has("shiftamt")
+
+    def bfind(a):
+        u = a.view(_udt(t)).astype(np.uint64)
+        if t in SIGNED:
+            u = np.where(a < 0, ~u & np.uint64((1 << bits) - 1), u)
+        pos = (bits - 1 - _clz(u, bits).astype(np.int64))
+        res = np.where(u == 0, -1, (bits - 1 - pos) if shiftamt else pos)
+        return (res & 0xFFFFFFFF).astype(np.uint32)
+    return elementwise(ins, ops, bfind, t, dst_t="u32")
+
+
+@builder("brev")
+def b_brev(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+
+    def brev(a):
+        u = a.view(_udt(t)).astype(np.uint64)
+        r = np.zeros(u.shape, np.uint64)
+        for i in range(bits):
+            r |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(bits - 1 - i)
+        return r.astype(_udt(t)).view(DT[t])
+    return elementwise(ins, ops, brev, t)
+
+
+@builder("bfe")
+def b_bfe(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga = ops.reader(ins.operands[1], t)
+    gb, gc = ops.reader(ins.operands[2], "u32"), ops.reader(ins.operands[3], "u32")
+    w = ops.writer(ins.operands[0])
+    signed = t in SIGNED
+
+    def bfe(st, fr):
+        # PTX ISA: d[i] = (i < len && pos + i <= msb) ? a[pos + i] : sbit, sbit = signed && len ? a[min(pos+len-1,
+        # msb)] : 0, with pos and len the low bytes of b and c (both may exceed the width)
+        a = ga(st, fr).view(_udt(t)).astype(np.uint64)
+        pos = (gb(st, fr) & 0xFF).astype(np.int64)
+        ln = (gc(st, fr) & 0xFF).astype(np.int64)
+        n = np.clip(np.minimum(ln, bits - pos), 0, bits)                    # bits taken from a
+        shifted = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
+        mask_n = np.where(n >= 64, ~np.uint64(0), (np.uint64(1) << np.minimum(n, 63).astype(np.uint64)) - np.uint64(1))
+        field = shifted & mask_n
+        if signed:
+            sbit_pos = np.minimum(pos + ln - 1, bits - 1).astype(np.uint64)
+            sbit = np.where(ln == 0, np.uint64(0), (a >> sbit_pos) & np.uint64(1))
+            width = ~np.uint64(0) if bits == 64 else np.uint64((1 << bits) - 1)
+            field = field | np.where(sbit == 1, ~mask_n & width, np.uint64(0))
+        w(st, fr, field.astype(_udt(t)).view(DT[t]))
+    return bfe
+
+
+@builder("bfi")
+def b_bfi(ins, ops):
+    t = ins.type
+    bits = TYPES[t][1] * 8
+    ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+    gc, gd = ops.reader(ins.operands[3], "u32"), ops.reader(ins.operands[4], "u32")
+    w = ops.writer(ins.operands[0])
+
+    def bfi(st, fr):
+        a = ga(st, fr).view(_udt(t)).astype(np.uint64)
+        b = gb(st, fr).view(_udt(t)).astype(np.uint64)
+        pos = np.minimum(gc(st, fr) & 0xFF, bits).astype(np.uint64)
+        ln = np.minimum(gd(st, fr) & 0xFF, bits).astype(np.uint64)
+        m = np.where(ln >= 64, ~np.uint64(0), (np.uint64(1) << ln) - np.uint64(1))
+        m = np.where(pos >= bits, np.uint64(0), m << np.minimum(pos, 63))
+        m &= np.uint64((1 << bits) - 1) if bits < 64 else ~np.uint64(0)
+        w(st, fr, ((b & ~m) | ((a << np.minimum(pos, 63)) & m)).astype(_udt(t)).view(DT[t]))
+    return bfi
+
+
+@builder("prmt")
+def b_prmt(ins, ops):
+    mode = next((m for m in ins.mods if m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), None)
+    ga, gb, gc = (ops.reader(o, "b32") for o in ins.operands[1:4])
+    w = ops.writer(ins.operands[0])
+
+    def prmt(st, fr):
+        a = ga(st, fr).astype(np.uint64)
+        b = gb(st, fr).astype(np.uint64)
+        c = gc(st, fr).astype(np.uint64)
+        src = a | (b << np.uint64(32))          # bytes 0..7
+        out = np.zeros(np.broadcast_shapes(a.shape, b.shape, c.shape), np.uint64)
+        if mode is None:
+            for i in range(4):
+                sel = (c >> np.uint64(4 * i)) & np.uint64(0xF)
+                idx = sel & np.uint64(7)
+                byte = (src >> (idx * np.uint64(8))) & np.uint64(0xFF)
+                sign = (byte >> np.uint64(7)) & np.uint64(1)
+                byte = np.where((sel & np.uint64(8)) != 0, np.where(sign == 1, np.uint64(0xFF), np.uint64(0)), byte)
+                out |= byte << np.uint64(8 * i)
+        else:
+            # the special modes take the low two bits of c as n and pick source bytes per result byte i
+            # (PTX ISA prmt table): f4e n+i, b4e n-i (mod 8), rc8 n, ecl max(i, n), ecr min(i, n),
+            # rc16 2*(n&1) + (i&1)
+            n = (c & np.uint64(3)).astype(np.int64)
+            for i in range(4):
+                if mode == "f4e":
+                    idx = (n + i) & 7
+                elif mode == "b4e":
+                    idx = (n - i) & 7
+                elif mode == "rc8":
+                    idx = n
+                elif mode == "ecl":
+                    idx = np.maximum(n, i)
+                elif mode == "ecr":
+                    idx = np.minimum(n, i)
+                else:
+                    idx = 2 * (n & 1) + (i & 1)
+                byte = (src >> (idx.astype(np.uint64) * np.uint64(8))) & np.uint64(0xFF)
+                out |= byte << np.uint64(8 * i)
+        w(st, fr, out.astype(np.uint32))
+    return prmt
+
+
+@builder("shf")
+def b_shf(ins, ops):
+    left = ins.has("l")
+    clamp = ins.has("clamp")
+    ga, gb, gc = ops.reader(ins.operands[1], "b32"), ops.reader(ins.operands[2], "b32"), \
+        ops.reader(ins.operands[3], "u32")
+    w = ops.writer(ins.operands[0])
+
+    def shf(st, fr):
+        a, b, c = ga(st, fr).astype(np.uint64), gb(st, fr).astype(np.uint64), gc(st, fr).astype(np.uint64)
+        n = np.minimum(c, np.uint64(32)) if clamp else (c & np.uint64(31))
+        x = (b << np.uint64(32)) | a
+        r = (x << n) >> np.uint64(32) if left else (x >> n)
+        w(st, fr, (r & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    return shf
+
+

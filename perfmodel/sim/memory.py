@@ -1,0 +1,449 @@
+"""Loads, stores and atomics of the executor, on every state space, with their counting (a mixin of
+:class:`perfmodel.sim.machine.State`; the rules are in docs/semantics.md).
+
+Global: one request per warp with an active lane; sectors = distinct 32-byte sectors a warp touches, lines =
+distinct 128-byte lines. Shared: wavefronts = per warp, the largest number of distinct 4-byte words in one bank.
+Constant: one wavefront per distinct address in a warp. Atomics run as if the lanes went one after another.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.errors import SimulationError
+from perfmodel.sim import memops as M
+from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
+
+SPACE_OF_WINDOW = ((LOCAL_BASE, "local"), (SHARED_BASE, "shared"), (CONST_BASE, "const"))
+
+
+class MemoryMixin:
+    """Memory access of a :class:`~perfmodel.sim.machine.State` (uses its mask, stats, counters and spaces)."""
+
+    def mem_access(self, gid, space, a, size, vec, dt, values):
+        if space == "generic":
+            return self._generic(gid, a, size, vec, dt, values)
+        nbytes = size * vec
+        c = self.counters
+        st = self.stats()
+        n, nw = st[0], st[1]
+        if n == 0:
+            return [np.zeros((1, 1), dt)] * vec if values is None else None
+        c.threads[gid] += n
+        c.requests[gid] += nw
+        c.bytes[gid] += n * nbytes
+        self.mark_worked()
+        if space == "global":
+            return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st)
+        if space == "shared":
+            return self._shared(gid, a, size, vec, dt, values, nbytes)
+        if space == "local":
+            return self._local(gid, a, size, vec, dt, values)
+        if space == "const":
+            return self._const(gid, a, size, vec, dt, values)
+        raise SimulationError(f"memory space {space} is not supported")
+
+    def _check(self, gid, off, lo, hi, what):
+        """Raise if an active lane's [off, off+size) leaves [lo, hi); return indices safe for every lane."""
+        m = self.mask
+        if off.size == 1:
+            v = int(off.reshape(-1)[0])
+            if not (lo <= v < hi):
+                self.fault_where(self.mask_full(), f"out-of-bounds {what} at offset {v} (valid: {lo}..{hi - 1})",
+                                 gid)
+            return off
+        bad = (off < lo) | (off >= hi)
+        if not bad.any():
+            return off
+        badm = bad if m is None else (bad & m)
+        if badm.any():
+            v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
+            self.fault_where(badm, f"out-of-bounds {what} at offset {v} (valid: {lo}..{hi - 1})", gid)
+        return np.where(bad, lo, off)
+
+    def _global(self, gid, off, size, vec, dt, values, nbytes, st):
+        heap = self.heap
+        m = self.mask
+        # bounds: the fast path is every active lane inside one allocation
+        if off.size == 1:
+            sel = off.reshape(-1)
+        else:
+            sel = off if m is None else np.broadcast_to(off, np.broadcast_shapes(off.shape, m.shape))[
+                np.broadcast_to(m, np.broadcast_shapes(off.shape, m.shape))]
+        lo_v, hi_v = int(sel.min()), int(sel.max())
+        k = heap.owner(lo_v)
+        if not (lo_v >= heap.offsets[k] and hi_v + nbytes <= heap.offsets[k] + heap.sizes[k]):
+            ok = heap.valid(np.broadcast_to(off, np.broadcast_shapes(off.shape, (1, 1))), nbytes)
+            badm = ~ok if m is None else (~ok & m)
+            if badm.any():
+                v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
+                j = heap.owner(v)
+                elem = (v - heap.offsets[j]) // size
+                n_el = heap.sizes[j] // size
+                if (v - heap.offsets[j]) % size:
+                    msg = f"misaligned global access to {heap.names[j]} (byte {v - heap.offsets[j]})"
+                else:
+                    msg = (f"out-of-bounds global {'store' if values is not None else 'load'}: "
+                           f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
+                self.fault_where(badm, msg, gid)
+            off = np.where(ok, off, heap.offsets[k])
+            # lanes spread over several arrays: attribute them to each
+            lanes = off if m is None else np.broadcast_to(off, badm.shape)[np.broadcast_to(m, badm.shape)]
+            owners = np.searchsorted(heap.starts, np.asarray(lanes).reshape(-1), side="right") - 1
+            for j, n_j in enumerate(np.bincount(owners, minlength=len(heap.names)).tolist()):
+                if n_j:
+                    key = (gid, heap.names[j])
+                    self.counters.array_threads[key] = self.counters.array_threads.get(key, 0) + n_j * (
+                        self.nB if off.shape[0] == 1 and (m is None or m.shape[0] == 1) else 1)
+            k = -1
+        elif m is not None and off.size > 1:
+            # inactive lanes may hold anything: keep their indices in range
+            bad = (off < 0) | (off + nbytes > len(heap.bytes))
+            if bad.any():
+                off = np.where(bad, heap.offsets[k], off)
+        c = self.counters
+        if k >= 0:
+            key = (gid, heap.names[k])
+            c.array_threads[key] = c.array_threads.get(key, 0) + st[0]
+        store = values is not None
+        rowinv = _row_invariant(off, m)
+        if rowinv is not None:
+            # every block's lanes see one pattern shifted by whole sectors: count one block per 128-byte residue
+            reps, m0, weights = rowinv
+            if size > 1 and (reps & (size - 1)).any():
+                self.fault_where(self.mask_full(), "misaligned global access", gid)
+            sec_r, lines_r, _f = M.sectors_lines(reps, m0, len(reps), self.Tp, nbytes)
+            c.units[gid] += int((sec_r * weights).sum())
+            c.lines[gid] += int((lines_r * weights).sum())
+            per_block_sec = sec_r[_residue_rows(off)] if len(reps) > 1 else int(sec_r[0])
+        else:
+            if size > 1 and off.size > 1 and (sel & (size - 1)).any() or (lo_v % size):
+                self.fault_where(self.mask_full(), "misaligned global access", gid)
+            sec, lines, f = M.sectors_lines(off, m, self.nB, self.Tp, nbytes)
+            c.units[gid] += int(sec.sum()) * f
+            c.lines[gid] += int(lines.sum()) * f
+            per_block_sec = sec if f == 1 else int(sec[0])
+        pb = c.per_block
+        pb["global_stores" if store else "global_loads"][self.sl] += (self.T if st[2] is None else st[2])
+        pb["global_store_sectors" if store else "global_load_sectors"][self.sl] += per_block_sec
+        # footprint bitmaps (unique sectors touched)
+        bitmap = heap.stored if store else heap.loaded
+        s = off >> 5
+        if m is None:
+            bitmap[s] = True
+            if nbytes > 32:
+                bitmap[(off + nbytes - 1) >> 5] = True
+        else:
+            bitmap[np.broadcast_to(s, np.broadcast_shapes(s.shape, m.shape))[
+                np.broadcast_to(m, np.broadcast_shapes(s.shape, m.shape))]] = True
+        view = heap.view(dt)
+        idx = off // size
+        if not store:
+            return [view[idx + j] for j in range(vec)]
+        self._scatter(view, idx, values, m)
+        return None
+
+    def _scatter(self, view, idx, values, m, rows=None):
+        if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
+            # the same columns in every row (shared memory, a lane-only address): one column assignment
+            lanes = max([idx.shape[1], 1 if m is None else m.shape[1]] + [v.shape[1] for v in values])
+            cols = np.broadcast_to(idx, (1, lanes))[0]
+            sel = None if m is None else np.broadcast_to(m, (1, lanes))[0]
+            if sel is not None:
+                cols = cols[sel]
+            for j, v in enumerate(values):
+                v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
+                vb = np.broadcast_to(v, (self.nB, lanes))
+                view[:, cols + j] = vb if sel is None else vb[:, sel]
+            return
+        for j, v in enumerate(values):
+            v = v.astype(view.dtype, copy=False) if v.dtype != view.dtype else v
+            shape = np.broadcast_shapes(idx.shape, v.shape, (1, 1) if m is None else m.shape,
+                                        (1, 1) if rows is None else rows.shape)
+            ib = np.broadcast_to(idx + j, shape)
+            vb = np.broadcast_to(v, shape)
+            if rows is not None:
+                rb = np.broadcast_to(rows, shape)
+            if m is None:
+                if rows is None:
+                    view[ib] = vb
+                else:
+                    view[rb, ib] = vb
+            else:
+                mb = np.broadcast_to(m, shape)
+                if rows is None:
+                    view[ib[mb]] = vb[mb]
+                else:
+                    view[rb[mb], ib[mb]] = vb[mb]
+
+    def _shared(self, gid, a, size, vec, dt, values, nbytes):
+        m = self.mask
+        off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
+        c = self.counters
+        wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes)
+        c.units[gid] += int(wf.sum()) * f
+        c.per_block["shared_wavefronts"][self.sl] += wf if f == 1 else int(wf[0])
+        view = self.shared.view(dt)
+        idx = off // size
+        if values is None:
+            out = []
+            for j in range(vec):
+                ij = idx + j
+                if ij.shape[0] == 1:
+                    out.append(np.take(view, ij[0], axis=1))
+                else:
+                    out.append(np.take_along_axis(view, np.broadcast_to(ij, (self.nB, ij.shape[1])), axis=1))
+            return out
+        self._scatter(view, idx, values, m, rows=np.arange(self.nB).reshape(-1, 1))
+        return None
+
+    def _local(self, gid, a, size, vec, dt, values):
+        m = self.mask
+        nbytes = size * vec
+        off = self._check(gid, a, 0, self.launch.local_bytes - nbytes + 1, "local-memory access")
+        view = self.local.view(dt)              # (nB * Tp, words)
+        idx = np.broadcast_to(off // size, (self.nB, self.Tp))
+        lanes = np.arange(self.nB * self.Tp).reshape(self.nB, self.Tp)
+        if values is None:
+            return [view[lanes, idx + j] for j in range(vec)]
+        self._scatter(view, idx, values, m, rows=lanes)
+        return None
+
+    def _const(self, gid, a, size, vec, dt, values):
+        if values is not None:
+            self.fault_where(self.mask_full(), "a store to constant memory", gid)
+        m = self.mask
+        nbytes = size * vec
+        off = self._check(gid, a, 0, len(self.const.bytes) - nbytes + 1, "constant-memory load")
+        d, f = M.distinct_addresses(off, m, self.nB, self.Tp)
+        self.counters.units[gid] += int(d.sum()) * f
+        view = self.const.view(dt)
+        idx = off // size
+        return [view[idx + j] for j in range(vec)]
+
+    def _generic(self, gid, a, size, vec, dt, values):
+        """A generic address: split the lanes by window (global / shared / local / const)."""
+        a = a.astype(np.int64)
+        m = self.mask
+        shape = np.broadcast_shapes(a.shape, (1, 1) if m is None else m.shape)
+        space_of = np.zeros(shape, np.int8)
+        for k, (base, _name) in enumerate(SPACE_OF_WINDOW, 1):
+            space_of = np.where((a >= base) & (a < base + WINDOW), k, space_of)
+        spaces = np.unique(space_of if m is None else np.broadcast_to(space_of, shape)[np.broadcast_to(m, shape)])
+        if len(spaces) == 1:
+            k = int(spaces[0])
+            if k == 0:
+                return self._counted_part(gid, "global", a, size, vec, dt, values)
+            base, name = SPACE_OF_WINDOW[k - 1]
+            return self._counted_part(gid, name, a - base, size, vec, dt, values)
+        # mixed spaces in one instruction: run each part under its own mask and merge the loads
+        saved = m
+        out = None
+        try:
+            for k in spaces.tolist():
+                sub = (space_of == k) if saved is None else ((space_of == k) & saved)
+                self.mask = sub
+                if k == 0:
+                    part = self._counted_part(gid, "global", a, size, vec, dt, values)
+                else:
+                    base, name = SPACE_OF_WINDOW[k - 1]
+                    part = self._counted_part(gid, name, a - base, size, vec, dt, values)
+                if part is not None:
+                    out = part if out is None else [np.where(sub, p, o) for p, o in zip(part, out)]
+        finally:
+            self.mask = saved
+        return out
+
+    def _counted_part(self, gid, space, a, size, vec, dt, values):
+        """One space's lanes of a generic access, with what they added to the counters recorded per space."""
+        c = self.counters
+        before = (c.threads[gid], c.requests[gid], c.units[gid], c.lines[gid], c.bytes[gid])
+        out = self.mem_access(gid, space, a, size, vec, dt, values)
+        after = (c.threads[gid], c.requests[gid], c.units[gid], c.lines[gid], c.bytes[gid])
+        split = c.generic_split.setdefault(gid, {})
+        acc = split.setdefault(space, [0, 0, 0, 0, 0])
+        for i, (x, y) in enumerate(zip(before, after)):
+            acc[i] += y - x
+        return out
+
+    # ---- atomics ---------------------------------------------------------------------------------------------
+    def atomic(self, gid, space, a, size, dt, op, b, cval):
+        m = self.mask
+        st = self.stats()
+        n, nw = st[0], st[1]
+        if n == 0:
+            return None
+        a = a.astype(np.int64)
+        if space == "generic":
+            shared = (a >= SHARED_BASE) & (a < SHARED_BASE + WINDOW)
+            anyshared = bool((shared if m is None else (shared & m)).any())
+            allshared = bool((shared | (False if m is None else ~m)).all())
+            if anyshared and not allshared:
+                raise SimulationError("an atomic whose lanes mix shared and global addresses is not supported")
+            space = "shared" if anyshared else "global"
+            if anyshared:
+                a = a - SHARED_BASE
+        c = self.counters
+        c.threads[gid] += n
+        c.requests[gid] += nw
+        c.bytes[gid] += n * size
+        self.mark_worked()
+        shape = (self.nB, self.Tp)      # every active lane performs its own atomic, same operands or not
+        mb = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
+        if space == "global":
+            off = a - GLOBAL_BASE
+            self._global_bounds_atomic(gid, off, size, mb)
+            view = self.heap.view(dt)
+            flat = np.broadcast_to(off // size, shape)
+            conf, f = M.max_same_address(off, m, self.nB, self.Tp)
+        else:
+            off = self._check(gid, a, 0, self.launch.shared_bytes - size + 1, "shared-memory atomic")
+            view = self.shared.view(dt).reshape(-1)
+            words = self.shared.view(dt).shape[1]
+            flat = np.broadcast_to(np.arange(self.nB).reshape(-1, 1) * words + off // size, shape)
+            conf, f = M.max_same_address(off + np.arange(self.nB).reshape(-1, 1) * (1 << 32), m, self.nB, self.Tp)
+        c.units[gid] += int(conf.sum()) * f
+        c.conflicts[gid] += int(conf.sum()) * f
+        idx = flat[mb]
+        bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
+        cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
+        old = _apply_atomic(view, idx, bv, cv, op, dt)
+        res = np.zeros(shape, dt)
+        res[mb] = old
+        return res
+
+    def _global_bounds_atomic(self, gid, off, size, mb):
+        heap = self.heap
+        ok = heap.valid(np.broadcast_to(off, mb.shape), size)
+        badm = ~ok & mb
+        if badm.any():
+            v = int(np.broadcast_to(off, badm.shape)[badm][0])
+            j = heap.owner(v)
+            self.fault_where(badm, f"out-of-bounds global atomic on {heap.names[j]} "
+                                   f"(element {(v - heap.offsets[j]) // size} of {heap.sizes[j] // size})", gid)
+
+
+def _row_invariant(off, m):
+    """When every row (block) of ``off`` is one lane pattern shifted by a multiple of 32 bytes and the mask is the
+    same in every row, per-warp sector and line counts depend only on the shift modulo 128: return one
+    representative row per residue present, the mask, and how many rows share each residue. Else None."""
+    if off.shape[0] == 1 or off.shape[1] == 1:
+        return None
+    if m is not None and m.shape[0] != 1:
+        return None
+    base = off[:, :1]
+    shift = base - base[0, 0]
+    if (shift & 31).any():
+        return None
+    d = off - base
+    if not (d == d[0]).all():
+        return None
+    res = ((off[:, 0] - off[0, 0]) & 127) >> 5
+    counts = np.bincount(res, minlength=4)
+    present = np.flatnonzero(counts)
+    reps = [int(np.argmax(res == r)) for r in present]
+    return off[reps], m, counts[present]
+
+
+def _residue_rows(off):
+    """Each row's 32-byte shift modulo 128 relative to row 0, as a rank among the residues present."""
+    res = ((off[:, 0] - off[0, 0]) & 127) >> 5
+    present = np.flatnonzero(np.bincount(res, minlength=4))
+    rank = np.zeros(4, np.int64)
+    rank[present] = np.arange(len(present))
+    return rank[res]
+
+
+def _apply_atomic(view, idx, b, c, op, dt):
+    """Atomics in lane order: returns each lane's old value; the memory ends as if the lanes ran one by one."""
+    if idx.size == 0:
+        return np.zeros(0, dt)
+    if op == "add" and dt.kind == "f":
+        return _float_atomic_add(view, idx, b, dt)
+    if op == "add":
+        order = np.argsort(idx, kind="stable")
+        si, sb = idx[order], b[order]
+        start = np.ones(si.size, bool)
+        start[1:] = si[1:] != si[:-1]
+        grp = np.cumsum(start) - 1
+        if dt.kind == "f":
+            csum = np.cumsum(sb.astype(np.float64))
+        else:
+            csum = np.cumsum(sb.astype(np.int64 if dt.kind == "i" else np.uint64))
+        first_pos = np.flatnonzero(start)
+        before = csum - sb - (csum[first_pos] - sb[first_pos])[grp]
+        base = view[si]
+        old_sorted = (base + before.astype(dt) if dt.kind != "f" else (base.astype(np.float64) + before)
+                      .astype(dt))
+        totals = np.add.reduceat(sb.astype(np.float64 if dt.kind == "f" else sb.dtype), first_pos)
+        uniq = si[first_pos]
+        view[uniq] = (view[uniq].astype(np.float64) + totals).astype(dt) if dt.kind == "f" else \
+            (view[uniq] + totals.astype(dt)).astype(dt)
+        old = np.empty(idx.size, dt)
+        old[order] = old_sorted
+        return old
+    # the other operations: rounds of one lane per address (in lane order); rounds = the largest multiplicity
+    old = np.empty(idx.size, dt)
+    remaining = np.arange(idx.size)
+    while remaining.size:
+        _, first = np.unique(idx[remaining], return_index=True)
+        take = remaining[np.sort(first)]
+        i = idx[take]
+        cur = view[i].copy()
+        old[take] = cur
+        v = b[take]
+        if op == "min":
+            new = np.minimum(cur, v)
+        elif op == "max":
+            new = np.maximum(cur, v)
+        elif op == "and":
+            new = cur & v
+        elif op == "or":
+            new = cur | v
+        elif op == "xor":
+            new = cur ^ v
+        elif op == "exch":
+            new = v
+        elif op == "cas":
+            new = np.where(cur == v, c[take], cur)
+        elif op == "inc":
+            new = np.where(cur >= v, 0, cur + 1).astype(dt)
+        elif op == "dec":
+            new = np.where((cur == 0) | (cur > v), v, cur - 1).astype(dt)
+        else:
+            raise SimulationError(f"atomic operation {op} is not supported")
+        view[i] = new
+        keep = np.ones(remaining.size, bool)
+        keep[np.searchsorted(remaining, take)] = False
+        remaining = remaining[keep]
+    return old
+
+
+def _float_atomic_add(view, idx, b, dt):
+    """Float atomic adds in lane order, rounding to the element type after every add as the GPU does: a sequential
+    float cumulative sum per address (np.cumsum accumulates in order), or rounds of one lane per address when
+    there are many addresses each hit by few lanes."""
+    order = np.argsort(idx, kind="stable")
+    si, sb = idx[order], b[order].astype(dt)
+    start = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+    ends = np.r_[start[1:], si.size]
+    old_sorted = np.empty(si.size, dt)
+    if len(start) <= 4096 or (ends - start).max() > 64:
+        for s0, e0 in zip(start.tolist(), ends.tolist()):
+            seq = np.empty(e0 - s0 + 1, dt)
+            seq[0] = view[si[s0]]
+            seq[1:] = sb[s0:e0]
+            run = np.cumsum(seq, dtype=dt)
+            old_sorted[s0:e0] = run[:-1]
+            view[si[s0]] = run[-1]
+    else:
+        rank = np.arange(si.size) - np.repeat(start, ends - start)
+        for r in range(int(rank.max()) + 1):
+            sel = np.flatnonzero(rank == r)
+            cur = view[si[sel]]
+            old_sorted[sel] = cur
+            view[si[sel]] = (cur + sb[sel]).astype(dt)
+    old = np.empty(idx.size, dt)
+    old[order] = old_sorted
+    return old
+
+

@@ -1,0 +1,205 @@
+"""Moves and conversions: mov (registers, immediates, special registers, symbol addresses, vector packing),
+cvt (every rounding mode, saturation, the narrow float formats), cvta and isspacep (the address windows)."""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.ptx.ir import TYPES, PredPair, Reg, Vec
+from perfmodel.sim.alu import Unsupported, builder
+from perfmodel.sim.numeric import DIRECTED, _udt, bf16_to_f32, f32_to_bf16, pack_x2, round_directed, to_f16
+from perfmodel.sim.values import DT
+
+
+# ---- moves and conversions -----------------------------------------------------------------------------------
+
+@builder("mov")
+def b_mov(ins, ops):
+    t = ins.type
+    dst, src = ins.operands[0], ins.operands[1]
+    if isinstance(src, Vec):          # pack: mov.b64 %rd, {%r1, %r2}
+        n = len(src.items)
+        part_t = {("b64", 2): "b32", ("b32", 2): "b16", ("b64", 4): "b16", ("b32", 4): "b8",
+                  ("b16", 2): "b8"}.get((t, n))
+        if part_t is None:
+            raise Unsupported(f"mov.{t} with {n} parts")
+        gs = [ops.reader(o, part_t) for o in src.items]
+        w = ops.writer(dst)
+        pbits = TYPES[part_t][1] * 8
+        out_u = _udt(t)
+
+        def pack(st, fr):
+            acc = None
+            for i, g in enumerate(gs):
+                v = g(st, fr).astype(out_u) << out_u.type(pbits * i)
+                acc = v if acc is None else acc | v
+            w(st, fr, acc)
+        return pack
+    if isinstance(dst, Vec):          # unpack: mov.b64 {%r1, %r2}, %rd
+        n = len(dst.items)
+        part_t = {("b64", 2): "b32", ("b32", 2): "b16", ("b64", 4): "b16", ("b32", 4): "b8",
+                  ("b16", 2): "b8"}.get((t, n))
+        if part_t is None:
+            raise Unsupported(f"mov.{t} into {n} parts")
+        g = ops.reader(src, t)
+        ws = [ops.writer(o) for o in dst.items]
+        pbits = TYPES[part_t][1] * 8
+        part_u = _udt(part_t)
+        src_u = _udt(t)
+
+        def unpack(st, fr):
+            v = g(st, fr).view(src_u)
+            for i, w in enumerate(ws):
+                w(st, fr, (v >> src_u.type(pbits * i)).astype(part_u))
+        return unpack
+    g = ops.reader(src, t)
+    w = ops.writer(dst)
+
+    def mov(st, fr):
+        w(st, fr, g(st, fr))
+    return mov
+
+
+_ROUND_INT = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
+
+
+def convert(v: np.ndarray, dt_t: str, at: str, mods: tuple) -> np.ndarray:
+    """cvt semantics: v (read as type ``at``) converted to ``dt_t``."""
+    ddt = DT[dt_t]
+    sat = "sat" in mods
+    rnd = next((m for m in mods if m in _ROUND_INT), None)
+    relu = "relu" in mods
+    # to a float32 working value for the narrow float types
+    if at == "bf16":
+        x = bf16_to_f32(v)
+    elif at == "f16":
+        x = v.astype(np.float32)
+    else:
+        x = v
+    src_float = at in ("f16", "f32", "f64", "bf16")
+    directed_mode = next((m for m in mods if m in DIRECTED), None)
+    if directed_mode and dt_t in ("f16", "f32", "f64"):
+        return round_directed(*_cvt_exact(x, at), ddt, directed_mode)
+    if dt_t in ("f16", "f32", "f64", "bf16"):
+        y = x
+        if rnd:
+            y = _ROUND_INT[rnd](y)
+        if dt_t == "bf16":
+            y = np.asarray(y, np.float32)
+        if sat:
+            y = np.where(np.isnan(y), 0, np.clip(y, 0, 1))
+        if relu:
+            y = np.where(np.isnan(y) | (y > 0), y, 0)
+        if dt_t == "bf16":
+            return f32_to_bf16(np.asarray(y, np.float32))
+        if dt_t == "f16":
+            return to_f16(y)
+        return np.asarray(y).astype(ddt)
+    # to an integer
+    if src_float:
+        y = _ROUND_INT.get(rnd or "rzi")(x.astype(np.float64))
+        info = np.iinfo(ddt)
+        # saturate; the bounds compare as floats (2**63 - 1 rounds up to 2**63 in float64, so a clip to it
+        # followed by astype(int64) would overflow): in range values convert, the rest take the bound
+        lo, hi = float(info.min), float(info.max) + 1.0          # exact powers of two
+        ok = (y >= lo) & (y < hi)
+        v = np.where(ok, y, 0).astype(ddt)
+        out_of_range = np.where(np.isnan(y), ddt.type(0), np.where(y >= hi, ddt.type(info.max), ddt.type(info.min)))
+        return np.where(ok, v, out_of_range).astype(ddt, copy=False)
+    if sat:
+        info = np.iinfo(ddt)
+        wide = x.astype(np.int64) if x.dtype.kind == "i" or x.dtype.itemsize < 8 else x
+        if x.dtype == np.uint64:
+            y = np.minimum(x, np.uint64(info.max)).astype(ddt)
+            return y
+        return np.clip(wide, info.min, info.max).astype(ddt)
+    return x.astype(ddt)
+
+
+def _cvt_exact(x, at):
+    """(r, s) for a conversion source: its float64 value and the sign of (exact value - r)."""
+    if x.dtype.kind == "f" or x.dtype.itemsize <= 4:
+        return x.astype(np.float64), np.zeros(x.shape)
+    r = x.astype(np.float64)                        # 64-bit integers: r may be off by up to half a float64 ulp
+    lim = 2.0 ** 63 if x.dtype.kind == "i" else 2.0 ** 64
+    over = r >= lim
+    back = np.where(over, 0, r).astype(x.dtype)
+    s = np.where(over, -1, (x > back).astype(np.int64) - (x < back).astype(np.int64))
+    return r, s.astype(np.float64)
+
+
+@builder("cvt")
+def b_cvt(ins, ops):
+    types = ins.types
+    if len(types) < 2:
+        raise Unsupported(f"cvt with types {types}")
+    dt_t, at = types[0], types[1]
+    if dt_t in ("f16x2", "bf16x2"):
+        # cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) high, cvt(b) low}
+        ga, gb = ops.reader(ins.operands[1], at), ops.reader(ins.operands[2], at)
+        w = ops.writer(ins.operands[0])
+
+        def cvt2(st, fr):
+            w(st, fr, pack_x2(gb(st, fr).astype(np.float32), ga(st, fr).astype(np.float32), dt_t))
+        return cvt2
+    g = ops.reader(ins.operands[1], at)
+    w = ops.writer(ins.operands[0])
+    mods = ins.mods
+    dst = ins.operands[0]
+    # the destination register may be wider than the instruction type (cvt.u16.u32 into a .b32 register is
+    # not allowed, but ld-style widening occurs for .u8/.s8): write the natural type
+    _ = dst
+
+    def cvt(st, fr):
+        w(st, fr, convert(g(st, fr), dt_t, at, mods))
+    return cvt
+
+
+@builder("cvta")
+def b_cvta(ins, ops):
+    from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE
+    space = next((m.split("::")[0] for m in ins.mods if m.split("::")[0] in ("global", "shared", "local", "const",
+                                                                             "param")), None)
+    if space is None or any(m.startswith("shared::") and m != "shared::cta" for m in ins.mods):
+        raise Unsupported(f"cvta.{'.'.join(ins.mods)}")
+    to = ins.has("to")
+    t = ins.type or "u64"
+    base = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}.get(space)
+    if base is None:
+        raise Unsupported(f"cvta.{space}")
+    g = ops.reader(ins.operands[1], t)
+    w = ops.writer(ins.operands[0])
+    dt = DT[t]
+
+    def cvta(st, fr):
+        v = g(st, fr).astype(np.int64)
+        v = v - base if to else v + base
+        w(st, fr, v.astype(dt))
+    return cvta
+
+
+@builder("isspacep")
+def b_isspacep(ins, ops):
+    from perfmodel.sim.space import CONST_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
+    space = ins.mods[0].split("::")[0]
+    if space not in ("global", "shared", "local", "const") or ins.mods[0] not in (space, "shared::cta"):
+        raise Unsupported(f"isspacep.{ins.mods[0]}")
+    lo = {"global": 0, "shared": SHARED_BASE, "local": LOCAL_BASE, "const": CONST_BASE}[space]
+    g = ops.reader(ins.operands[1], "u64")
+    w = ops.writer(ins.operands[0])
+
+    def isspacep(st, fr):
+        v = g(st, fr).astype(np.int64)
+        w(st, fr, (v >= lo) & (v < (lo + WINDOW if lo else SHARED_BASE)))
+    return isspacep
+
+
+def operand_regs(op) -> list:
+    if isinstance(op, Reg):
+        return [op]
+    if isinstance(op, Vec):
+        return [x for x in op.items if isinstance(x, Reg)]
+    if isinstance(op, PredPair):
+        return [op.first, op.second]
+    return []
+
+
