@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import re
 import shlex
 import sys
 import tempfile
@@ -297,7 +298,14 @@ def main(argv: list[str] | None = None) -> int:
                                                    "engine": engine_description(args.engine_note), "rows": rows},
                                                   indent=1, default=str))
     if args.markdown_out:
-        Path(args.markdown_out).write_text(markdown(rows, command, args.device, engine_description(args.engine_note)))
+        text = markdown(rows, command, args.device, engine_description(args.engine_note))
+        # the committed table names no folder of the machine it ran on: the corpus is CORPUS_DIR, this
+        # checkout is the repository itself
+        for folder, name in ((str(Path(root).resolve()), "CORPUS_DIR"), (str(Path(args.corpus).resolve()), "CORPUS_DIR"),
+                             (str(HERE.parent), "."), (str(Path.cwd()), ".")):
+            text = text.replace(folder, name)
+        text = re.sub(r"/\S*?/site-packages/", "<site-packages>/", text)
+        Path(args.markdown_out).write_text(text)
     return 0
 
 
