@@ -28,6 +28,7 @@ class ByteSpace:
         self._views: dict = {}
 
     def view(self, dtype) -> np.ndarray:
+        """The bytes as ``dtype`` elements along the last axis (cached per dtype)."""
         dt = np.dtype(dtype)
         v = self._views.get(dt)
         if v is None:
@@ -81,17 +82,10 @@ class GlobalHeap(ByteSpace):
         return (k >= 0) & (off >= self.starts[k]) & (off + size <= self.ends[k])
 
 
-class BlockSpace:
+class BlockSpace(ByteSpace):
     """Per-row byte memory: shared memory (one row per block) or local memory (one row per lane)."""
 
     def __init__(self, rows: int, nbytes: int):
         self.nbytes = nbytes
         self.bytes = np.zeros((rows, _align(max(nbytes, 16), 16)), np.uint8)
-        self._views: dict = {}
-
-    def view(self, dtype) -> np.ndarray:
-        dt = np.dtype(dtype)
-        v = self._views.get(dt)
-        if v is None:
-            v = self._views[dt] = self.bytes.view(dt)
-        return v
+        self._views = {}
