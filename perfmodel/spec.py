@@ -831,6 +831,8 @@ class KernelSpec:
                 size *= _expr.evaluate_int(value, params, file=file, field=f"{base}.shape[{j}]", minimum=0)
         init = init or InitSpec(kind="zeros")
         where = f"{file}: field '{base}.init'"
+        if size is not None:
+            _reserve(cache, size * dtype.itemsize, f"{file}: field '{base}'", size)
         if init.kind == "zeros":
             return np.zeros(size, dtype=dtype)
         if init.kind == "arange":
@@ -1025,6 +1027,20 @@ def load_spec(name_or_path: str | os.PathLike | KernelSpec) -> KernelSpec:
 def list_specs() -> list[KernelSpec]:
     """Every spec on the search path (shipped ones included), sorted by name."""
     return [_load_file(path) for _, path in sorted(_candidates().items())]
+
+
+def _reserve(cache: dict, nbytes: int, where: str, size: int) -> None:
+    """Refuse an argument array that would take the launch's arrays over the memory budget, before allocating."""
+    from perfmodel.limits import human, memory_budget
+
+    total = cache.get("__bytes__", 0) + nbytes
+    budget = memory_budget()
+    if total > budget:
+        raise SpecError(f"{where}: {size:,} elements ({human(nbytes)}) take this launch's argument arrays to "
+                        f"{human(total)}, over the memory budget of {human(budget)} (half the machine's memory, or "
+                        "$PERFMODEL_MAX_MEMORY); use a smaller problem size - the counts of large grids come from "
+                        "a sample of blocks, but the arrays are still allocated whole")
+    cache["__bytes__"] = total
 
 
 # ==============================================================================================================

@@ -206,3 +206,17 @@ def test_picture_scale_reports_partially_idle_blocks():
     # 76 x 62 picture in 16 x 16 blocks: the right column and bottom row of blocks are partly idle
     assert doc["counts"]["idle_threads"] == 80 * 64 - 76 * 62
     assert doc["idle"]["partially_idle_blocks"] == 5 + 4 - 1
+
+
+def test_a_launch_over_the_memory_budget_is_refused_before_allocating(cli, monkeypatch):
+    # Width=100000: d_M alone is 1e10 float32 = 37.25 GiB, refused before numpy allocates anything (the process
+    # would otherwise die in numpy); the budget can be set, and the message says what the launch needs
+    code, _out, err = cli("analyze", "matmul_tiled", "--device", "h100", "-D", "Width=100000")
+    assert code == 2 and "37.3 GiB" in err and "memory budget" in err
+    monkeypatch.setenv("PERFMODEL_MAX_MEMORY", "1 MiB")
+    code, out, _err = cli("analyze", "vec_add", "--device", "h100", "-D", "N=1000000", "--json")
+    doc = json.loads(out)
+    assert code == 2 and doc["error"]["kind"] == "spec" and "3.8 MiB" in doc["error"]["message"]
+    monkeypatch.setenv("PERFMODEL_MAX_MEMORY", "8 MiB")        # 3 x 3.8 MiB: the third array is refused
+    code, _out, err = cli("analyze", "vec_add", "--device", "h100", "-D", "N=1000000")
+    assert code == 2 and "args[2]" in err and "11.4 MiB" in err

@@ -160,9 +160,22 @@ class LaunchState:
         return BlockSpace(nB * self.Tp if self.local_bytes else 1, self.local_bytes)
 
     def batch_blocks(self, max_lanes: int) -> int:
+        """Blocks per batch: about ``max_lanes`` lanes, fewer when their shared and local memory would not fit."""
+        from perfmodel.limits import human, memory_budget
+
         per = max(1, max_lanes // self.Tp)
         if self.local_bytes:
             per = max(1, min(per, LOCAL_BUDGET // (self.local_bytes * self.Tp)))
+        block_bytes = self.shared_bytes + self.local_bytes * self.Tp
+        budget = memory_budget() - self.heap.bytes.nbytes
+        if block_bytes > budget:
+            raise SimulationError(
+                f"{self.program.name}: one block needs {human(self.shared_bytes)} of shared memory and "
+                f"{human(self.local_bytes * self.Tp)} of local memory ({human(self.local_bytes)} per thread), more "
+                f"than the {human(max(budget, 0))} left of the memory budget (half the machine's memory, or "
+                "$PERFMODEL_MAX_MEMORY); no GPU has that much per block - check the array sizes")
+        if block_bytes:
+            per = max(1, min(per, budget // 4 // block_bytes))
         return per
 
     def write_back(self) -> None:
