@@ -189,13 +189,14 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
     return int(x + gx * (y + gy * z))
 
 
-def _run(program, launch, block_ids=None):
+def _run(program, launch, block_ids=None, limits: dict | None = None):
     from perfmodel.sim import simulate
 
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
-                      block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64))
+                      block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
+                      **(limits or {}))
     return result, args
 
 
@@ -218,7 +219,8 @@ def _hash_params(params: dict) -> tuple:
 
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
-                    check: bool = True, arch: str = "sm_90") -> tuple[Any, SimOutcome]:
+                    check: bool = True, arch: str = "sm_90",
+                    limits: dict | None = None) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
@@ -240,7 +242,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
     rep = _representative_block(launch.grid)
-    pilot, pilot_args = _run(program, launch, [rep])
+    pilot, pilot_args = _run(program, launch, [rep], limits)
     pilot_counts = _counts_json(pilot.counts)
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
@@ -257,12 +259,12 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
     if sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason, check)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits)
     else:
         if total == 1:
             result, args = pilot, pilot_args
         else:
-            result, args = _run(program, launch)
+            result, args = _run(program, launch, limits=limits)
         counts = _counts_json(result.counts)
         output_check = launch.check_outputs(args)
         per_block = getattr(result, "per_block", {}) or {}
@@ -307,7 +309,7 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
     return out
 
 
-def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True) -> SimOutcome:
+def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     per_stratum = []
     lines_weighted = []
@@ -320,7 +322,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
-        result, args = _run(program, launch, stratum.block_ids)
+        result, args = _run(program, launch, stratum.block_ids, limits)
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))
         lines_weighted.append((_lines_json(result), stratum.weight))
@@ -373,21 +375,23 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
 
 def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
             sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS,
-            check: bool = True) -> Analysis:
+            check: bool = True, max_steps: int | None = None, timeout: float | None = None) -> Analysis:
     """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
     (an int) or ``"auto"`` (local ptxas); ``sample`` is the number of blocks to simulate (None: automatic,
-    0: exact); ``check=False`` skips checking a sampled run's outputs. Raises OccupancyError when the launch
-    cannot run on the device."""
+    0: exact); ``check=False`` skips checking a sampled run's outputs; ``max_steps`` (basic-block executions of
+    one batch of blocks) and ``timeout`` (seconds of simulation) end a runaway kernel. Raises OccupancyError when
+    the launch cannot run on the device."""
     from perfmodel.devices import Device, load_device
 
     dev = device if isinstance(device, Device) else load_device(device)
     spec = _spec(kernel)
     launch = spec.instantiate(dict(params or {}))
     _check_launch_fits(dev, launch)
+    limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
     launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
-                                  arch=device_arch(dev))
+                                  arch=device_arch(dev), limits=limits)
     return model_launch(spec, launch, sim, dev, regs=regs)
 
 

@@ -220,3 +220,34 @@ def test_a_launch_over_the_memory_budget_is_refused_before_allocating(cli, monke
     monkeypatch.setenv("PERFMODEL_MAX_MEMORY", "8 MiB")        # 3 x 3.8 MiB: the third array is refused
     code, _out, err = cli("analyze", "vec_add", "--device", "h100", "-D", "N=1000000")
     assert code == 2 and "args[2]" in err and "11.4 MiB" in err
+
+
+RUNAWAY_CU = """__global__ void k(float *a, int n) {
+    int i = threadIdx.x;
+    for (;;) { a[i] += 1.0f; if (a[i] < -1.0f) break; }
+}
+"""
+RUNAWAY_SPEC = """name: runaway
+description: "an endless loop (a[i] only grows)"
+source: runaway.cu
+entry: k
+params:
+  N: {default: 32}
+grid: [1]
+block: [N]
+args:
+  - {name: a, dtype: float32, length: N, init: zeros}
+  - {name: n, dtype: int32, value: N}
+outputs: []
+"""
+
+
+@pytest.mark.parametrize("option", [("--max-steps", "1000"), ("--timeout", "0.5")])
+def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, option):
+    (tmp_path / "runaway.cu").write_text(RUNAWAY_CU)
+    (tmp_path / "runaway.yaml").write_text(RUNAWAY_SPEC)
+    started = time.perf_counter()
+    code, _out, err = cli("analyze", str(tmp_path / "runaway.yaml"), "--device", "h100", *option)
+    assert code == 2 and time.perf_counter() - started < 10
+    assert "runaway.cu:3:" in err and "runaway kernel" in err
+    assert "thread (0, 0, 0), block (0, 0, 0)" in err

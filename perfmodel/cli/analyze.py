@@ -11,8 +11,18 @@ KernelArg = Annotated[str, typer.Argument(help="A shipped kernel name (perfmodel
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="Device profile name or .yaml path.")]
 RegsOption = Annotated[
     str | None,
-    typer.Option("--regs", help="Registers per thread: a number, or 'auto' to ask the local nvcc/ptxas "
-                                "(default: the spec's value for the device, else a flagged estimate)."),
+    typer.Option("--regs", help="Registers per thread: a number, or 'auto' for the compiler's figure even on a device "
+                                "NVRTC compiles for the nearest architecture (default: the spec's value for the "
+                                "device, else the compiler's, else a flagged estimate)."),
+]
+MaxStepsOption = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, help="End a runaway kernel after this many basic-block executions of one "
+                                           "batch of blocks (default 1,048,576: about 10 s of a small loop)."),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option("--timeout", min=0.001, help="End the simulation after this many seconds (default: no limit)."),
 ]
 SampleOption = Annotated[
     int | None,
@@ -38,11 +48,13 @@ def parse_regs(value: str | None) -> int | str | None:
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_command(kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
-                        regs: RegsOption = None, sample: SampleOption = None, json_out: JsonOption = False) -> None:
+                        regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
+                        timeout: TimeoutOption = None, json_out: JsonOption = False) -> None:
         """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice."""
         from perfmodel.analyze import analyze
 
-        analysis = analyze(kernel, device, parse_defines(define), regs=parse_regs(regs), sample=sample)
+        analysis = analyze(kernel, device, parse_defines(define), regs=parse_regs(regs), sample=sample,
+                           max_steps=max_steps, timeout=timeout)
         doc = analysis.to_json()
         if json_out:
             from perfmodel.report.jsonout import print_json
