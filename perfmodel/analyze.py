@@ -32,6 +32,9 @@ from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread,
 # per second for huge streaming grids; these limits keep an exact analysis within a few seconds.
 EXACT_BUDGET_WARP_INSTRUCTIONS = 1e7
 EXACT_BUDGET_THREADS = 1 << 21
+# An exact run asked for (--sample 0) is refused above this many estimated warp instructions unless a --timeout
+# bounds it: ~1 minute at the executor's best rate, far more at its worst (the tiled matmul at Width=2048 is 8.6e8).
+EXACT_REFUSE_WARP_INSTRUCTIONS = 1e9
 HOT_LINES = 6
 
 
@@ -258,6 +261,13 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample = DEFAULT_SAMPLE_BLOCKS
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
+    if not sample_reason and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS and not (limits or {}).get("timeout"):
+        from perfmodel.errors import SimulationError
+
+        raise SimulationError(
+            f"{spec.name}: the exact run would execute ~{estimated_work:.2g} warp instructions (one block simulated "
+            f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
+            "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
     if sample_reason:
         outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits)
     else:
