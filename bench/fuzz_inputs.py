@@ -382,10 +382,14 @@ CUDA_MUTATIONS = [
     ("for(;;)", "    for (;;) { }\n"),
     ("loop without increment", "    for (int k = 0; k < 10; ) { C[0] = 0; }\n"),
     ("barrier in endless loop", "    while (1) { __syncthreads(); }\n"),
-    ("long nested loops", "    for (int a = 0; a < 100000; a++) for (int b = 0; b < 100000; b++) { }\n"),
-    ("huge shared array", "    __shared__ float big[1 << 30]; big[0] = 0;\n"),
+    # each mutation has an effect the compiler must keep (an empty loop or an array only written once is dead
+    # code that NVVM deletes, and the kernel is then valid)
+    ("long nested loops", "    for (int a = 0; a < 100000; a++) for (int b = 0; b < 100000; b++) { C[0] += A[b]; }\n"),
+    ("huge shared array", "    __shared__ float big[1 << 30]; big[threadIdx.x] = A[threadIdx.x]; __syncthreads();"
+                          " C[threadIdx.x] = big[(threadIdx.x * 7919) & ((1 << 30) - 1)];\n"),
     ("negative shared array", "    __shared__ float neg[-4]; neg[0] = 0;\n"),
-    ("huge local array", "    float local[1 << 28]; local[0] = 1; C[0] = local[0];\n"),
+    ("huge local array", "    float local[1 << 28]; for (int k = 0; k < N; k++) local[(k * 7919) & ((1 << 28) - 1)] = A[k];"
+                         " C[threadIdx.x] = local[threadIdx.x];\n"),
 ]
 
 

@@ -18,7 +18,7 @@ RegsOption = Annotated[
 MaxStepsOption = Annotated[
     int | None,
     typer.Option("--max-steps", min=1, help="End a runaway kernel after this many basic-block executions of one "
-                                           "batch of blocks (default 1,048,576: about 10 s of a small loop)."),
+                                           "batch of blocks (default 786,432: under 10 s for a small loop)."),
 ]
 TimeoutOption = Annotated[
     float | None,

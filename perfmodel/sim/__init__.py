@@ -15,8 +15,9 @@ __all__ = ["simulate", "SimResult", "Counts"]
 
 DEFAULT_MAX_LANES = 1 << 17          # lanes per batch: 128K keeps a float64 lane array (1 MB) in cache; measured
                                      # on the tiled headline 5.8 s against 11.0 s with 1M-lane batches
-DEFAULT_MAX_STEPS = 1 << 20          # basic-block executions of one batch before the kernel is called runaway
-                                     # (a loop of a global load and store: ~10 s on the 2-core machine)
+DEFAULT_MAX_STEPS = 3 << 18          # basic-block executions of one batch before the kernel is called runaway
+                                     # (786,432: a loop of a global load and store stops in ~8 s on 2 cores;
+                                     # matmul_rowwise at 1024 needs ~270,000)
 DEFAULT_TIMEOUT_S = None
 
 
