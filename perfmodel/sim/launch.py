@@ -12,6 +12,8 @@ from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
 from perfmodel.sim.space import GLOBAL_BASE, BlockSpace, ByteSpace, GlobalHeap
 
 LOCAL_BUDGET = 256 << 20          # bytes of per-thread local memory per batch
+MAX_SHARED_PER_BLOCK = 232448      # 227 KB: the largest per-block shared memory of any GPU (CC 9.0, 10.0)
+MAX_LOCAL_PER_THREAD = 512 * 1024  # 512 KB: local memory per thread, every CC since 2.0
 
 
 def _align(n, a):
@@ -115,6 +117,15 @@ class LaunchState:
                     symbols.add(v.name, "local", loff)
                     loff += v.nbytes
         self.local_bytes = loff
+        # before any allocation: no GPU gives a block more than 227 KB of shared memory (CC 9.0) or a thread more
+        # than 512 KB of local memory (CUDA C++ Programming Guide, "Technical Specifications per Compute
+        # Capability"); larger declarations cannot run anywhere
+        if self.shared_bytes > MAX_SHARED_PER_BLOCK:
+            raise SimulationError(f"{program.name}: a block needs {self.shared_bytes:,} bytes of shared memory "
+                                  f"(static and dynamic); no GPU allows more than {MAX_SHARED_PER_BLOCK:,} per block")
+        if self.local_bytes > MAX_LOCAL_PER_THREAD:
+            raise SimulationError(f"{program.name}: a thread needs {self.local_bytes:,} bytes of local memory (stack "
+                                  f"arrays); no GPU allows more than {MAX_LOCAL_PER_THREAD:,} per thread")
 
         # kernel parameters, packed as the driver does
         offsets, total = param_layout(entry.params)
