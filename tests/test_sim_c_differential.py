@@ -9,7 +9,6 @@ the generated code itself.
 """
 import random
 import shutil
-import struct
 import subprocess
 
 import numpy as np

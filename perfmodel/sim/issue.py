@@ -49,6 +49,3 @@ def ptx_class(ins) -> str:
         return "cvt"
     return "alu"
 
-
-CLASSES = ("memory", "param", "cvta", "special", "mov_imm", "mov", "int_wide", "int_div", "int64", "setp", "branch",
-           "jump", "exit", "barrier", "fp", "fp_special", "cvt", "alu")

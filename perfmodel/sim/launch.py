@@ -9,7 +9,7 @@ import numpy as np
 from perfmodel.errors import SimulationError
 from perfmodel.ptx.ir import TYPES, Module
 from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
-from perfmodel.sim.space import GLOBAL_BASE, BlockSpace, ByteSpace, GlobalHeap
+from perfmodel.sim.space import BlockSpace, ByteSpace, GlobalHeap
 
 LOCAL_BUDGET = 256 << 20          # bytes of per-thread local memory per batch
 MAX_SHARED_PER_BLOCK = 232448      # 227 KB: the largest per-block shared memory of any GPU (CC 9.0, 10.0)
@@ -196,5 +196,3 @@ class LaunchState:
             flat[...] = self.heap.read(k, a.dtype, flat.size)
             k += 1
 
-
-__all__ = ["LaunchState", "GLOBAL_BASE"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from perfmodel.errors import Location, SimulationError
 from perfmodel.sim.memory import MemoryMixin
-from perfmodel.sim.values import DT, Frame, as_type
+from perfmodel.sim.values import Frame, as_type
 
 
 class Counters:
@@ -384,5 +384,3 @@ def _runaway(st: State, cf, pc: int):
                           f"(thread {thread}, block {block}); raise --max-steps / --timeout if the loop is meant to "
                           "run that long", location=loc, thread=thread, block=block)
 
-
-__all__ = ["State", "Counters", "run_function", "DT", "Location"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.ptx.ir import TYPES, Addr, Imm, Reg, Sym, Vec
+from perfmodel.ptx.ir import TYPES, Addr, Imm, Sym, Vec
 from perfmodel.sim import warps as W
 from perfmodel.sim.alu import Unsupported
-from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE
-from perfmodel.sim.values import DT, as_type
+from perfmodel.sim.values import DT
 
 SPACES = ("global", "shared", "local", "const", "param")
 
@@ -280,8 +279,6 @@ def max_same_address(addr: np.ndarray, m, nB, Tp):
     k = np.ascontiguousarray(k2).reshape(rows * nw, 32)
     act = np.ones(k.shape, bool) if m2 is None else np.ascontiguousarray(m2).reshape(rows * nw, 32)
     any_active = act.any(axis=1)
-    first = np.argmax(act, axis=1)
-    fill = k[np.arange(k.shape[0]), first]
     big = np.iinfo(np.int64).max
     k = np.where(act, k, big)           # inactive lanes sort last and are not counted
     k = np.sort(k, axis=1)
@@ -291,9 +288,5 @@ def max_same_address(addr: np.ndarray, m, nB, Tp):
     for j in range(1, 32):
         run[:, j] = np.where(same[:, j - 1], run[:, j - 1] + 1, 1)
     best = np.where(any_active, run.max(axis=1), 0)
-    _ = fill
     return best.reshape(rows, nw).sum(axis=1), f
 
-
-__all__ = ["b_ld", "b_st", "b_atom", "access_parts", "GLOBAL_BASE", "SHARED_BASE", "LOCAL_BASE", "CONST_BASE",
-           "as_type", "Reg"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.ptx.ir import TYPES, PredPair, Reg, Vec
+from perfmodel.ptx.ir import TYPES, Vec
 from perfmodel.sim.alu import Unsupported, builder
 from perfmodel.sim.numeric import DIRECTED, _udt, bf16_to_f32, f32_to_bf16, pack_x2, round_directed, to_f16
 from perfmodel.sim.values import DT
@@ -191,15 +191,3 @@ def b_isspacep(ins, ops):
         v = g(st, fr).astype(np.int64)
         w(st, fr, (v >= lo) & (v < (lo + WINDOW if lo else SHARED_BASE)))
     return isspacep
-
-
-def operand_regs(op) -> list:
-    if isinstance(op, Reg):
-        return [op]
-    if isinstance(op, Vec):
-        return [x for x in op.items if isinstance(x, Reg)]
-    if isinstance(op, PredPair):
-        return [op.first, op.second]
-    return []
-
-

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.errors import Location, SimulationError
-from perfmodel.ptx.ir import TYPES, Function, Module, Reg, Sym
+from perfmodel.ptx.ir import Function, Module, Sym
 from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.values import Operands
 
@@ -291,5 +291,3 @@ def param_layout(params) -> tuple[dict, int]:
         off += p.nbytes
     return out, off
 
-
-__all__ = ["ProgramBuilder", "CFunc", "CBlock", "Symbols", "param_layout", "TYPES", "Reg"]

@@ -216,6 +216,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.idle_threads = int(per_block["idle_threads"].sum())
     for ln in lines.values():
         ln["warp_instructions"] = int(round(ln["warp_instructions"]))
-    lines.pop(0, None) if 0 in lines and not any(lines[0].values()) else None
+    if 0 in lines and not any(lines[0].values()):
+        del lines[0]          # compiler-generated code (.loc line 0) that did nothing counted
     return SimResult(counts=c, lines=dict(sorted(lines.items())), per_block=per_block, block_ids=block_ids,
                      blocks_simulated=nb, total_blocks=total_blocks, instructions=rows, args=args)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.sim.alu import Unsupported
-from perfmodel.sim.bits import _popc
 from perfmodel.ptx.ir import PredPair
+from perfmodel.sim.alu import Unsupported
 from perfmodel.sim.values import DT
 
 
@@ -211,5 +210,3 @@ def b_redux(ins, ops):
         w(st, fr, np.repeat(r, 32, axis=1))
     return redux
 
-
-__all__ = ["b_bar", "b_membar", "b_shfl", "b_vote", "b_activemask", "b_match", "b_redux", "_popc"]
