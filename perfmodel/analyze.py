@@ -35,6 +35,10 @@ EXACT_BUDGET_THREADS = 1 << 21
 # An exact run asked for (--sample 0) is refused above this many estimated warp instructions unless a --timeout
 # bounds it: ~1 minute at the executor's best rate, far more at its worst (the tiled matmul at Width=2048 is 8.6e8).
 EXACT_REFUSE_WARP_INSTRUCTIONS = 1e9
+# Above this estimate (warp instructions of the whole grid, ~0.3 s of simulation) an exact run first tries to prove
+# that all blocks do the same work (perfmodel.sim.replicate) and then simulates one block per class of identical
+# blocks: the same counts, a fraction of the time; outputs are checked on the blocks that ran.
+REPLICATE_MIN_WARP_INSTRUCTIONS = 1e6
 HOT_LINES = 6
 
 
@@ -62,6 +66,7 @@ class SimOutcome:
     sim_seconds: float
     sample_reason: str = ""
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
+    replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
 
 
 @dataclass
@@ -149,6 +154,7 @@ class Analysis:
             "sample": None if self.sim.sample is None else {**self.sim.sample.to_json(),
                                                              "reason": self.sim.sample_reason},
             "blocks_simulated": self.sim.blocks_simulated,
+            "replication": dict(self.sim.replication) or None,
             "spread": copy.deepcopy(self.sim.spread),
             "idle": dict(self.sim.per_block_idle),
             "hot_lines": self.hot_lines,
@@ -192,15 +198,42 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
     return int(x + gx * (y + gy * z))
 
 
-def _run(program, launch, block_ids=None, limits: dict | None = None):
+def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False):
     from perfmodel.sim import simulate
 
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
-                      **(limits or {}))
+                      replicate=replicate, **(limits or {}))
     return result, args
+
+
+def _check_replicated(launch, args, replication):
+    """(correct, detail) of a replicated run: the elements the representative blocks wrote, checked."""
+    if replication.overlapping_writes:
+        return None, ("exact counts from one block per class of identical blocks; outputs not checked (several "
+                      "blocks write or accumulate into the same elements, and only some blocks ran)")
+    outputs = {o.arg for o in launch.outputs}
+    before = {a.name: a.value for a in launch.args if a.kind == "array" and a.name in outputs}
+    after = {a.name: v for a, v in zip(launch.args, args)}
+    changed = {}
+    for name, b in before.items():
+        b = np.asarray(b).reshape(-1)
+        a = np.asarray(after[name]).reshape(-1)
+        wrote = a != b
+        if np.issubdtype(a.dtype, np.floating):
+            wrote &= ~(np.isnan(a) & np.isnan(b))
+        changed[name] = wrote
+    checked = int(sum(int(m.sum()) for m in changed.values()))
+    runs = len(replication.rep_ids)
+    if not checked:
+        return None, (f"exact counts from {runs} block(s) standing for classes of identical blocks; they changed no "
+                      "output element, so outputs are not checked")
+    check = launch.check_outputs(after, elements=changed)
+    total = int(sum(m.size for m in changed.values()))
+    return bool(check.correct), (f"exact counts from {runs} block(s), one per class of identical blocks (proved); "
+                                 f"checked the {checked:,} of {total:,} output elements they wrote - {check.message}")
 
 
 def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int) -> dict:
@@ -223,20 +256,24 @@ def _hash_params(params: dict) -> tuple:
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
                     check: bool = True, arch: str = "sm_90",
-                    limits: dict | None = None) -> tuple[Any, SimOutcome]:
+                    limits: dict | None = None, all_blocks: bool = False) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
     blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
-    the reference (the reference computes the whole output, which can cost more than the sampled run)."""
+    the reference (the reference computes the whole output, which can cost more than the sampled run).
+
+    An exact run of a large grid whose blocks are proved to do identical work (perfmodel.sim.replicate) simulates
+    one block per class of identical blocks - the same counts; its outputs are checked where those blocks wrote;
+    ``all_blocks=True`` simulates every block instead (and checks every output)."""
     from perfmodel.kernel import load_kernel
 
     spec = _spec(kernel)
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
     key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
-           _hash_params(launch.params), sample, exact_budget, check, arch)
+           _hash_params(launch.params), sample, exact_budget, check, arch, all_blocks)
     if key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
@@ -253,6 +290,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     estimated_work = float(pilot_counts.get("warp_instructions", 0)) * total
 
     sample_reason = ""
+    wants_exact = sample is None or sample == 0 or sample >= total
     if sample is not None and sample > 0 and sample < total:
         sample_reason = f"--sample {sample}"
     elif sample is None and total > DEFAULT_SAMPLE_BLOCKS and (
@@ -261,27 +299,43 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample = DEFAULT_SAMPLE_BLOCKS
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
-    if not sample_reason and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS and not (limits or {}).get("timeout"):
+    replicated = None
+    if wants_exact and not all_blocks and total > 1 and \
+            estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS:
+        from perfmodel.sim.replicate import proof_for
+
+        if proof_for(program).ok:
+            result, args = _run(program, launch, limits=limits, replicate="required")
+            if result.replication is not None and result.replication.proved:
+                replicated = (result, args)
+                sample_reason = ""
+    if replicated is None and not sample_reason and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS and \
+            not (limits or {}).get("timeout"):
         from perfmodel.errors import SimulationError
 
         raise SimulationError(
             f"{spec.name}: the exact run would execute ~{estimated_work:.2g} warp instructions (one block simulated "
             f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
             "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
-    if sample_reason:
+    if replicated is None and sample_reason:
         outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits)
     else:
-        if total == 1:
-            result, args = pilot, pilot_args
+        if replicated is not None:
+            result, args = replicated
+            correct, detail = _check_replicated(launch, args, result.replication)
         else:
-            result, args = _run(program, launch, limits=limits)
+            if total == 1:
+                result, args = pilot, pilot_args
+            else:
+                result, args = _run(program, launch, limits=limits)
+            output_check = launch.check_outputs(args)
+            correct, detail = bool(output_check.correct), output_check.message
         counts = _counts_json(result.counts)
-        output_check = launch.check_outputs(args)
         per_block = getattr(result, "per_block", {}) or {}
         outcome = SimOutcome(
             kernel=spec.name, params=dict(launch.params), counts=counts, sampled=False, sample=None,
             blocks_simulated=total, total_blocks=total, spread=block_spread(per_block),
-            correct=bool(output_check.correct), correct_detail=output_check.message, lines=_lines_json(result),
+            correct=correct, correct_detail=detail, lines=_lines_json(result),
             source_lines=list(getattr(program, "source_lines", []) or []),
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
@@ -290,6 +344,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
+    if replicated is not None:
+        outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
     outcome.sim_seconds = time.perf_counter() - started
@@ -385,7 +441,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
 
 def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
             sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS,
-            check: bool = True, max_steps: int | None = None, timeout: float | None = None) -> Analysis:
+            check: bool = True, max_steps: int | None = None, timeout: float | None = None,
+            all_blocks: bool = False) -> Analysis:
     """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
@@ -401,7 +458,7 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
     _check_launch_fits(dev, launch)
     limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
     launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
-                                  arch=device_arch(dev), limits=limits)
+                                  arch=device_arch(dev), limits=limits, all_blocks=all_blocks)
     return model_launch(spec, launch, sim, dev, regs=regs)
 
 

@@ -194,8 +194,9 @@ def test_w4096_analyses_in_under_30_s(kernel):
     started = time.perf_counter()
     a = analyze(kernel, "h100", {"Width": 4096}, regs=32)
     elapsed = time.perf_counter() - started
-    assert a.sim.sampled
-    assert a.flops == pytest.approx(2 * 4096**3, rel=1e-6)
+    # 65,536 blocks: every block is proved to do the same work, so the run is exact from a few blocks
+    assert not a.sim.sampled and a.sim.replication["proved"]
+    assert a.flops == 2 * 4096**3
     assert elapsed < 30
 
 
@@ -252,8 +253,12 @@ def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, 
     assert "thread (0, 0, 0), block (0, 0, 0)" in err
 
 
-def test_an_exact_run_of_hours_is_refused_with_its_estimate(cli):
+def test_an_exact_run_of_hours_is_refused_with_its_estimate():
     # naive matmul at Width=4096 with 16x16 blocks: 65,536 blocks of 8 warps, each warp running 4,096 loop
-    # iterations (~20 SASS instructions per 4 unrolled iterations) - ~1e10 in all, over the 1e9 refusal line
-    code, _out, err = cli("analyze", "matmul_naive", "--device", "h100", "-D", "Width=4096", "--sample", "0")
-    assert code == 2 and "exact run would execute" in err and "--timeout" in err
+    # iterations (~20 SASS instructions per 4 unrolled iterations) - ~1e10 in all, over the 1e9 refusal line.
+    # Every block provably does the same work, so the exact run replicates a few blocks; executing all of them
+    # (all_blocks=True) is what would take hours, and is refused
+    from perfmodel.errors import SimulationError
+
+    with pytest.raises(SimulationError, match="exact run would execute.*--timeout"):
+        analyze("matmul_naive", "h100", {"Width": 4096}, sample=0, all_blocks=True)

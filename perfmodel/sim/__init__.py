@@ -31,7 +31,8 @@ def _dim3(v, what) -> tuple:
 
 
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
-             max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None) -> SimResult:
+             max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
+             replicate: bool = False) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -65,6 +66,22 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
     cf = builder.get(program.entry)
     for name in _callees(program.module, program.entry):
         builder.get(name)
+    replication = None
+    if replicate and block_ids is None and total_blocks > 1:
+        from perfmodel.sim.replicate import replicated_counters
+
+        with np.errstate(all="ignore"):
+            counters, replication = replicated_counters(launch, builder, cf, program, total_blocks,
+                                                                 max_lanes or DEFAULT_MAX_LANES)
+        if counters is None and replicate == "required":
+            return _unreplicated(program, launch, replication)
+        if counters is not None:
+            launch.write_back()
+            result = build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
+                                  sass_weights=getattr(program, "sass_weights", None),
+                                  primary_file=getattr(program, "primary_file", None))
+            result.replication = replication
+            return result
     counters = Counters(len(builder.instrs), len(ids))
     with np.errstate(all="ignore"):
         for start in range(0, len(ids), per_batch):
@@ -75,9 +92,19 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
             counters.grow(len(builder.instrs))
             _finish_batch(st, counters)
     launch.write_back()
-    return build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
-                        sass_weights=getattr(program, "sass_weights", None),
-                        primary_file=getattr(program, "primary_file", None))
+    result = build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
+                          sass_weights=getattr(program, "sass_weights", None),
+                          primary_file=getattr(program, "primary_file", None))
+    result.replication = replication
+    return result
+
+
+def _unreplicated(program, launch, replication) -> SimResult:
+    """No counts: the proof did not hold and the caller asked for a replicated run only."""
+    result = SimResult(counts=Counts(), lines={}, per_block={}, block_ids=np.zeros(0, np.int64), blocks_simulated=0,
+                       total_blocks=launch.grid[0] * launch.grid[1] * launch.grid[2])
+    result.replication = replication
+    return result
 
 
 def _callees(module, entry) -> list[str]:

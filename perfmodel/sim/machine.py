@@ -75,6 +75,8 @@ class State(MemoryMixin):
         self.deadline = launch.deadline
         self.depth = 0
         self._special: dict = {}
+        self.probe = None       # perfmodel.sim.invariance.Probe on the pilot blocks of a replicated run
+        self.replica = None     # perfmodel.sim.replicate._Replica on a class representative's run
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))

@@ -28,6 +28,8 @@ class MemoryMixin:
         n, nw = st[0], st[1]
         if n == 0:
             return [np.zeros((1, 1), dt)] * vec if values is None else None
+        if self.probe is not None:
+            self.probe.address(self, gid, a, space, values is not None)
         c.threads[gid] += n
         c.requests[gid] += nw
         c.bytes[gid] += n * nbytes
@@ -135,6 +137,13 @@ class MemoryMixin:
         else:
             bitmap[np.broadcast_to(s, np.broadcast_shapes(s.shape, m.shape))[
                 np.broadcast_to(m, np.broadcast_shapes(s.shape, m.shape))]] = True
+        if self.replica is not None:
+            # the blocks this one stands for touch its sectors moved by their shifts
+            parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
+            if m is not None:
+                parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
+                    np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
+            self.replica.footprint(gid, store, np.concatenate([np.asarray(p).reshape(-1) for p in parts]))
         view = heap.view(dt)
         idx = off // size
         if not store:
@@ -282,6 +291,8 @@ class MemoryMixin:
             space = "shared" if anyshared else "global"
             if anyshared:
                 a = a - SHARED_BASE
+        if self.probe is not None:
+            self.probe.address(self, gid, a, f"atom.{space}", True)
         c = self.counters
         c.threads[gid] += n
         c.requests[gid] += nw

@@ -63,6 +63,7 @@ class CBlock:
     works: bool = False         # has a flop or a memory access (for the idle-thread report)
     first: int = 0              # global id of the first instruction
     last_gid: int = 0
+    gids: list = field(default_factory=list)     # global id of the instruction behind each closure of body
 
 
 @dataclass
@@ -73,6 +74,7 @@ class CFunc:
     param_names: list[str]
     ret_names: list[str]
     gid0: int
+    slots: dict = field(default_factory=dict)    # register name -> frame slot
 
 
 class Symbols:
@@ -180,6 +182,7 @@ class ProgramBuilder:
                     continue
                 if ins.opcode == "trap":
                     cb.body.append(self._trap(ins))
+                    cb.gids.append(ins.index)
                     continue
                 if ins.opcode == "call":
                     fn = self._call(ins, ops)
@@ -201,8 +204,10 @@ class ProgramBuilder:
                 if ins.guard is not None:
                     fn = self._guarded(ins, ops, fn, kind)
                 cb.body.append(fn)
+                cb.gids.append(ins.index)
             blocks.append(cb)
-        return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0)
+        return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0,
+                     dict(ops.slots))
 
     def _unsupported(self, ins, what: str | None = None) -> SimulationError:
         loc = self._location(ins)

@@ -61,6 +61,7 @@ class SimResult:
     total_blocks: int
     instructions: list = field(repr=False, default_factory=list)   # per executed PTX instruction rows
     args: list = field(repr=False, default_factory=list)
+    replication: object = None     # perfmodel.sim.replicate.Replication when the run tried to replicate blocks
 
     @property
     def sampled(self) -> bool:
