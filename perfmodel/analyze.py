@@ -322,7 +322,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     else:
         if replicated is not None:
             result, args = replicated
-            correct, detail = _check_replicated(launch, args, result.replication)
+            if check:
+                correct, detail = _check_replicated(launch, args, result.replication)
+            else:
+                correct, detail = None, "outputs not checked (check=False)"
         else:
             if total == 1:
                 result, args = pilot, pilot_args

@@ -262,6 +262,35 @@ class Probe:
         if not (v == v[:1]).all():
             self.fail(f"a comparison involving the block index (instruction {gid}) differs between blocks")
 
+    def compare(self, st, a: np.ndarray, b: np.ndarray, cmp: str, unsigned: bool, gid: int) -> None:
+        """The operands of a comparison of affine integers. ``a - b`` is linear in the block index, so over the
+        box its sign is that of the corners when they all agree: for ``eq``/``ne`` the sign itself must agree
+        (an outcome shared by the corners says nothing about the blocks between them); unsigned operands must be
+        below 2^(bits-1) (then they compare as the signed, linear values do)."""
+        if self.failed:
+            return
+        rows = max(a.shape[0], b.shape[0])
+        if rows == 1:
+            return
+        lanes = max(a.shape[1], b.shape[1])
+        act = self._rows_mask(st, rows)
+
+        def signed(v):
+            if v.dtype.kind == "u":
+                v = v.view(np.dtype(f"i{v.dtype.itemsize}"))
+            return np.broadcast_to(v.astype(np.int64), (rows, lanes))
+        sa, sb = signed(a), signed(b)
+        if act is not None and lanes > 1:
+            sel = np.broadcast_to(act, (lanes,))
+            sa, sb = sa[:, sel], sb[:, sel]
+        if unsigned and ((sa < 0).any() or (sb < 0).any()):
+            self.fail(f"an unsigned comparison involving the block index (instruction {gid}) wraps around")
+            return
+        if cmp in ("eq", "ne", "equ", "neu"):
+            sign = np.sign(sa - sb)
+            if not (sign == sign[:1]).all():
+                self.fail(f"an equality test involving the block index (instruction {gid}) differs between blocks")
+
     def address(self, st, gid: int, a: np.ndarray, space: str, store: bool) -> None:
         """One execution of a memory instruction by the pilot blocks: the address must be ``base + k . block``
         with one ``k`` for every lane; the ``k`` of each execution is kept, in order (run-length encoded)."""

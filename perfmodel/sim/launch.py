@@ -156,6 +156,12 @@ class LaunchState:
         self.param_offsets = offsets
         self.builder = ProgramBuilder(module, symbols, program.path)
 
+    def checkpoint(self):
+        """Restore function for the global heap (argument arrays are restored from the caller's arrays, which the
+        run leaves untouched until write_back)."""
+        sources = list(self.arg_arrays) + [None] * (len(self.heap.names) - len(self.arg_arrays))
+        return self.heap.checkpoint(sources)
+
     def kernel_param(self, name: str, off: int, dt) -> np.ndarray:
         base = self.param_offsets.get(name)
         if base is None:

@@ -318,6 +318,8 @@ class MemoryMixin:
         bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
         old = _apply_atomic(view, idx, bv, cv, op, dt)
+        if space == "global":
+            self.heap.atomic_dirty[(idx * dt.itemsize) >> 5] = True
         res = np.zeros(shape, dt)
         res[mb] = old
         return res

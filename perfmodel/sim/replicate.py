@@ -144,26 +144,16 @@ def replicated_counters(launch, builder, cf, program, total_blocks: int, max_lan
     return None, Replication(False, reason, pilot_blocks=pilots)
 
 
-def _snapshot(heap):
-    saved = (heap.bytes.copy(), heap.loaded.copy(), heap.stored.copy())
-
-    def restore():
-        heap.bytes[...] = saved[0]
-        heap.loaded[...] = saved[1]
-        heap.stored[...] = saved[2]
-    return restore
-
-
 def _pilot(launch, builder, cf, proof, grid, ids, unit_rows) -> Probe:
     """Run the pilot blocks with the probe on; the heap is left as it was."""
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
 
-    restore = _snapshot(launch.heap)
+    restore = launch.checkpoint()
     probe = Probe(grid, ids, unit_rows)
     st = State(launch, builder, Counters(len(builder.instrs), len(ids)), ids, 0)
     st.probe = probe
-    _wrap_checked(cf, {cf.func.instrs[k].index for k in proof.checked})
+    _wrap_checked(cf, {cf.func.instrs[k].index for k in proof.checked}, builder)
     try:
         run_function(st, cf, Frame(cf.nregs), st.mask)
     finally:
@@ -188,7 +178,7 @@ def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_bloc
         first, inverse = np.zeros(1, np.int64), np.zeros(len(box_ids), np.int64)
     if len(first) > MAX_CLASSES:
         return None
-    restore = _snapshot(launch.heap)
+    restore = launch.checkpoint()
     total = Counters(len(builder.instrs), total_blocks)
     reps = []
     for c in range(len(first)):
@@ -217,28 +207,35 @@ def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_bloc
     return total, ran, len(first)
 
 
-def _wrap_checked(cf, gids: set) -> None:
-    """Let every comparison of affine values report its outcome to the probe (once per compiled function)."""
+def _wrap_checked(cf, gids: set, builder) -> None:
+    """Let every comparison of affine values report its operands and outcome to the probe (once per compiled
+    function)."""
     if not gids or getattr(cf, "_probed", False):
         return
     from perfmodel.ptx.ir import PredPair, Reg
+    from perfmodel.sim.alu import _compare_parts
+    from perfmodel.sim.values import Operands
 
+    ops = Operands(cf.func, builder.symbols)
     for blk in cf.blocks:
         for pos, gid in enumerate(blk.gids):
             if gid not in gids:
                 continue
             ins = cf.func.instrs[gid - cf.gid0]
+            cmp, _boolop, t = _compare_parts(ins)
             dst = ins.operands[0]
             regs = [dst] if isinstance(dst, Reg) else [dst.first, dst.second] if isinstance(dst, PredPair) else []
             slots = [cf.slots[r.name] for r in regs]
-            blk.body[pos] = _checked(blk.body[pos], slots, gid)
+            ga, gb = ops.reader(ins.operands[1], t), ops.reader(ins.operands[2], t)
+            blk.body[pos] = _checked(blk.body[pos], slots, gid, ga, gb, cmp, not t.startswith("s"))
     cf._probed = True
 
 
-def _checked(fn, slots, gid):
+def _checked(fn, slots, gid, ga, gb, cmp, unsigned):
     def checked(st, fr):
         fn(st, fr)
         if st.probe is not None:
+            st.probe.compare(st, ga(st, fr), gb(st, fr), cmp, unsigned, gid)
             for s in slots:
                 v = fr.r[s]
                 if v is not None:

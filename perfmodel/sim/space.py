@@ -56,15 +56,41 @@ class GlobalHeap(ByteSpace):
         nsec = len(self.bytes) // 32 + 1
         self.loaded = np.zeros(nsec, bool)
         self.stored = np.zeros(nsec, bool)
+        self.atomic_dirty = np.zeros(nsec, bool)     # sectors atomics changed (for a checkpoint's restore)
 
     def address(self, i: int) -> int:
         return GLOBAL_BASE + self.offsets[i]
 
     def write(self, i: int, data: np.ndarray | bytes) -> None:
-        raw = np.frombuffer(bytes(data) if isinstance(data, (bytes, bytearray)) else
-                            np.ascontiguousarray(data).tobytes(), np.uint8)
+        if isinstance(data, (bytes, bytearray)):
+            raw = np.frombuffer(bytes(data), np.uint8)
+        else:
+            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         o = self.offsets[i]
         self.bytes[o:o + raw.size] = raw
+
+    def checkpoint(self, sources: list):
+        """A restore function that puts back the heap as it is now: the sectors written since (stores and
+        atomics) are copied back from ``sources`` - the pristine bytes of allocation i, or None to keep a copy of
+        that allocation now - and the footprint bitmaps are reset. Cheaper than copying the whole heap."""
+        kept = {i: self.bytes[self.offsets[i]:self.offsets[i] + self.sizes[i]].copy()
+                for i, src in enumerate(sources) if src is None}
+        stored, loaded, dirty = self.stored.copy(), self.loaded.copy(), self.atomic_dirty.copy()
+
+        def restore():
+            changed = np.flatnonzero((self.stored & ~stored) | (self.atomic_dirty & ~dirty))
+            for i, (o, n) in enumerate(zip(self.offsets, self.sizes)):
+                lo, hi = np.searchsorted(changed, [o >> 5, (o + n + 31) >> 5])
+                if lo == hi:
+                    continue
+                src = kept[i] if i in kept else np.ascontiguousarray(sources[i]).reshape(-1).view(np.uint8)
+                b = ((changed[lo:hi] << 5) - o)[:, None] + np.arange(32)
+                b = b[(b >= 0) & (b < n)]
+                self.bytes[o + b] = src[b]
+            self.stored[...] = stored
+            self.loaded[...] = loaded
+            self.atomic_dirty[...] = dirty
+        return restore
 
     def read(self, i: int, dtype, count: int) -> np.ndarray:
         o = self.offsets[i]
