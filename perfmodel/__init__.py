@@ -18,7 +18,7 @@ _API = {
     "Occupancy": ("perfmodel.occupancy", "Occupancy"),
     "load_spec": ("perfmodel.spec", "load_spec"),
     "KernelSpec": ("perfmodel.spec", "KernelSpec"),
-    "analyze": ("perfmodel.analyze", "analyze"),
+    "analyze": ("perfmodel.analysis", "analyze"),
     "PerfmodelError": ("perfmodel.errors", "PerfmodelError"),
 }
 

@@ -104,11 +104,25 @@ DTYPES: dict[str, np.dtype] = {
     "int16": np.dtype(np.int16), "short": np.dtype(np.int16),
     "int8": np.dtype(np.int8), "char": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
     "bool": np.dtype(np.bool_),
+    "float16": np.dtype(np.float16), "half": np.dtype(np.float16), "uint16": np.dtype(np.uint16),
+    "unsigned short": np.dtype(np.uint16),
 }
 
 Expr = StrictInt | StrictFloat | str
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?![(A-Za-z0-9_])", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif)\b(.*)$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def macro_names(source: str) -> tuple[str, ...]:
+    """Object-like macros a source lets the compiler's ``-D`` set, in order of appearance: ``#define N``, and
+    the names tested by ``#ifdef N``, ``#ifndef N``, ``#if N > 4``, ``#elif defined(N)``."""
+    found = {m.start(): [m.group(1)] for m in _DEFINE.finditer(source)}
+    for m in _DIRECTIVE.finditer(source):
+        words = _WORD.findall(m.group(2))
+        found[m.start()] = words[:1] if m.group(1) in ("ifdef", "ifndef") else [w for w in words if w != "defined" and not w.startswith("__")]
+    return tuple(dict.fromkeys(name for _, names in sorted(found.items()) for name in names))
 
 
 # ==============================================================================================================
@@ -133,7 +147,7 @@ class InitSpec(_Strict):
     ``{random: {seed, low, high}}``, ``{constant: EXPR}``, ``{values: [..]}``,
     ``{generator: {name: NAME, field: F, ...kwargs}}``."""
 
-    kind: Literal["zeros", "arange", "random", "constant", "values", "generator"]
+    kind: Literal["zeros", "ones", "arange", "random", "constant", "values", "generator", "file"]
     seed: StrictInt = 0
     low: Expr = 0
     high: Expr = 1
@@ -144,16 +158,17 @@ class InitSpec(_Strict):
     generator: str | None = None
     field: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = None          # file: a .npy file (relative to the spec file)
 
     @model_validator(mode="before")
     @classmethod
     def _from_yaml(cls, data: Any) -> Any:
-        forms = "zeros | arange | {arange: {start, step}} | {random: {seed, low, high}} | {constant: EXPR} | " \
-                "{values: [...]} | {generator: {name, field, ...}}"
+        forms = "zeros | ones | arange | random | {arange: {start, step}} | {random: {seed, low, high}} | " \
+                "{constant: EXPR} | {values: [...]} | {file: PATH.npy} | {generator: {name, field, ...}}"
         if isinstance(data, InitSpec):
             return data
         if isinstance(data, str):
-            if data in ("zeros", "arange", "random"):
+            if data in ("zeros", "ones", "arange", "random"):
                 return {"kind": data}
             raise ValueError(f"unknown initialiser {data!r}; expected {forms}")
         if isinstance(data, dict) and "kind" in data:
@@ -161,10 +176,14 @@ class InitSpec(_Strict):
         if not isinstance(data, dict) or len(data) != 1:
             raise ValueError(f"expected one initialiser, {forms}; got {data!r}")
         (kind, options), = data.items()
-        if kind in ("zeros",):
+        if kind in ("zeros", "ones"):
             if options not in (None, {}):
-                raise ValueError("zeros takes no options")
-            return {"kind": "zeros"}
+                raise ValueError(f"{kind} takes no options")
+            return {"kind": kind}
+        if kind == "file":
+            if not isinstance(options, str) or not options.strip():
+                raise ValueError("file: expected the path of a .npy file")
+            return {"kind": "file", "path": options}
         if kind in ("arange", "random"):
             options = options or {}
             if not isinstance(options, dict):
@@ -229,7 +248,7 @@ class ArgSpec(_Strict):
             if self.length is not None and self.shape is not None:
                 raise ValueError("give length or shape, not both")
             init_kind = self.init.kind if self.init else "zeros"
-            if self.length is None and self.shape is None and init_kind not in ("values", "generator"):
+            if self.length is None and self.shape is None and init_kind not in ("values", "generator", "file"):
                 raise ValueError("an array arg needs length: EXPR (or shape: [..])")
         object.__setattr__(self, "kind", kind)
         return self
@@ -252,13 +271,15 @@ class ConstantSpec(_Strict):
     def _size(self) -> ConstantSpec:
         if self.length is not None and self.shape is not None:
             raise ValueError("give length or shape, not both")
-        if self.length is None and self.shape is None and self.init.kind not in ("values", "generator"):
+        if self.length is None and self.shape is None and self.init.kind not in ("values", "generator", "file"):
             raise ValueError("a constant needs length: EXPR (or shape: [..])")
         return self
 
 
 class OutputSpec(_Strict):
-    """An output arg checked against a named numpy reference with ``numpy.allclose(rtol, atol)``."""
+    """An output arg checked with ``numpy.allclose(rtol, atol)`` against a reference: a named numpy reference of
+    :mod:`perfmodel.references`, a Python callable (``module:function`` or ``path/to/file.py:function``) or
+    the expected values in a ``.npy`` file (see :func:`perfmodel.references.resolve_reference`)."""
 
     arg: str
     reference: str
@@ -283,7 +304,7 @@ class OutputSpec(_Strict):
 
 class SpecModel(_Strict):
     name: str
-    description: str
+    description: str | None = None
     source: str
     entry: str
     params: dict[str, Expr | ParamSpec] = Field(default_factory=dict)
@@ -297,6 +318,7 @@ class SpecModel(_Strict):
     registers: dict[str, StrictInt] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
     notes: str | None = None
+    include_dirs: list[str] = Field(default_factory=list)   # -I folders, relative to the spec file
 
     @field_validator("name")
     @classmethod
@@ -316,7 +338,9 @@ class SpecModel(_Strict):
 
     @field_validator("description")
     @classmethod
-    def _one_line(cls, value: str) -> str:
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         value = value.strip()
         if not value or "\n" in value:
             raise ValueError("expected one non-empty line")
@@ -374,9 +398,14 @@ class OutputResult(NamedTuple):
         return self._asdict()
 
 
+#: The message of a launch that names no reference: its outputs are not checked (``correct`` is None, never True).
+NOT_CHECKED = ("not checked: no reference given (name one with --check OUTPUT=REFERENCE, or 'outputs:' in a "
+               "spec: a Python function module:function or the expected values in a .npy file)")
+
+
 @dataclass(frozen=True)
 class OutputCheck:
-    correct: bool
+    correct: bool | None           # None: no reference, nothing was checked
     outputs: list[OutputResult]
     message: str
 
@@ -458,7 +487,7 @@ class Launch:
             if spec_output is None:
                 raise SpecError(f"{self.spec.path}: {output!r} is not a checked output "
                                 f"(outputs: {', '.join(o.arg for o in self.outputs)})")
-            ref = _references.get_reference(spec_output.reference)
+            ref = self.spec.reference_for(spec_output)
             context = _references.ReferenceContext(self._context, self.constants, self.params, output)
             try:
                 values = ref.function(context, **spec_output.options)
@@ -467,7 +496,18 @@ class Launch:
             except TypeError as err:
                 raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
                                 f"{spec_output.reference!r} rejected its options: {err}") from None
-            cache[output] = np.asarray(values).reshape(-1)
+            if isinstance(values, Mapping):   # a user function may return every output by name
+                if output not in values:
+                    raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                    f"{spec_output.reference!r} returned a dict without {output!r} "
+                                    f"(keys: {', '.join(map(str, values))})")
+                values = values[output]
+            try:
+                cache[output] = np.asarray(values, dtype=None if np.asarray(values).dtype != object else float
+                                           ).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                f"{spec_output.reference!r} did not return an array of numbers ({err})") from None
         return cache[output]
 
     def check_outputs(self, args_after_run: Sequence[Any] | Mapping[str, Any],
@@ -484,6 +524,8 @@ class Launch:
                 raise SpecError(f"{self.spec.path}: check_outputs got {len(args_after_run)} args, "
                                 f"the kernel takes {len(self.args)}")
             by_name = {arg.name: value for arg, value in zip(self.args, args_after_run)}
+        if not self.outputs:
+            return OutputCheck(None, [], NOT_CHECKED)
         results: list[OutputResult] = []
         problems: list[str] = []
         for output in self.outputs:
@@ -566,7 +608,7 @@ class KernelSpec:
                     self.param_help[name] = value.help
             else:
                 self._param_exprs[name] = value
-        self.source_defines: tuple[str, ...] = tuple(dict.fromkeys(_DEFINE.findall(self.source_text)))
+        self.source_defines: tuple[str, ...] = macro_names(self.source_text)
         self._check()
         self.params: dict[str, int | float] = self._resolve({})
 
@@ -577,7 +619,32 @@ class KernelSpec:
 
     @property
     def description(self) -> str:
-        return self.model.description
+        return self.model.description or ""
+
+    @property
+    def label(self) -> str:
+        """How reports name the kernel: the spec's name (a command-line launch shows its entry expression)."""
+        return self.__dict__.get("_label") or self.model.name
+
+    @property
+    def include_dirs(self) -> tuple[str, ...]:
+        """``-I`` folders for the compiler, made absolute relative to the spec file."""
+        return tuple(str((self.path.parent / d).resolve()) for d in self.model.include_dirs)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of the validated spec: two specs with the same file path but different contents (two command
+        lines on one .cu file) never share a cached simulation."""
+        import hashlib
+
+        return hashlib.sha256(self.model.model_dump_json().encode()).hexdigest()[:16]
+
+    def reference_for(self, output: OutputSpec) -> _references.Reference:
+        """The reference function an output is checked against (named, a Python callable or a .npy file)."""
+        inline = self.__dict__.get("inline_references") or {}
+        if output.reference in inline:
+            return inline[output.reference]
+        return _references.resolve_reference(output.reference, base_dir=self.path.parent)
 
     @property
     def entry(self) -> str:
@@ -675,7 +742,7 @@ class KernelSpec:
                 raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg "
                                 f"(array args: {', '.join(sorted(arrays)) or 'none'})")
             try:
-                ref = _references.get_reference(output.reference)
+                ref = self.reference_for(output)
             except SpecError as err:
                 raise SpecError(f"{file}: field 'outputs[{i}].reference': {err.message}") from None
             for key in ("rtol", "atol"):
@@ -683,7 +750,7 @@ class KernelSpec:
                 _expr.check_syntax(value, file=file, field=f"outputs[{i}].{key}")
                 self._check_names(value, known, f"outputs[{i}].{key}")
             unknown = set(output.options) - set(ref.options)
-            if unknown:
+            if unknown and ref.options != ("*",):
                 raise SpecError(f"{file}: field 'outputs[{i}].reference': reference {ref.name!r} has no option(s) "
                                 f"{', '.join(sorted(unknown))} (options: {', '.join(ref.options) or 'none'})")
 
@@ -707,6 +774,8 @@ class KernelSpec:
             value = getattr(init, key)
             _expr.check_syntax(value, file=file, field=f"{base}.init.{key}")
             self._check_names(value, known, f"{base}.init.{key}")
+        if init.kind == "file":
+            self._npy_path(init.path or "", f"{base}.init.file")
         if init.kind == "generator":
             try:
                 gen = _generators.get_generator(init.generator or "")
@@ -730,6 +799,12 @@ class KernelSpec:
                 if gen.kinds[key] == "expr":
                     _expr.check_syntax(value, file=file, field=f"{base}.init.generator.{key}")
                     self._check_names(value, known, f"{base}.init.generator.{key}")
+
+    def _npy_path(self, text: str, field_name: str) -> Path:
+        path = (self.path.parent / Path(text).expanduser()).resolve()
+        if not path.is_file():
+            raise SpecError(f"{self.path}: field '{field_name}': no such .npy file {text!r} (looked at {path})")
+        return path
 
     # --- instantiation -----------------------------------------------------------------------------------------
     @property
@@ -835,6 +910,13 @@ class KernelSpec:
             _reserve(cache, size * dtype.itemsize, f"{file}: field '{base}'", size)
         if init.kind == "zeros":
             return np.zeros(size, dtype=dtype)
+        if init.kind == "ones":
+            return np.ones(size, dtype=dtype)
+        if init.kind == "file":
+            array = _references.load_npy(self._npy_path(init.path or "", f"{base}.init.file"), where)
+            if size is not None and array.size != size:
+                raise SpecError(f"{where}: {init.path} holds {array.size:,} elements but the length is {size:,}")
+            return array.reshape(-1).astype(dtype)
         if init.kind == "arange":
             start = _expr.evaluate(init.start, params, file=file, field=f"{base}.init.start")
             step = _expr.evaluate(init.step, params, file=file, field=f"{base}.init.step")
@@ -1074,7 +1156,8 @@ def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] 
     from perfmodel.sim import simulate
 
     arch = simulate_kwargs.pop("arch", "sm_90")
-    program = load_kernel(launch.source_path, entry=launch.entry, defines=launch.defines, arch=arch)
+    program = load_kernel(launch.source_path, entry=launch.entry, defines=launch.defines, arch=arch,
+                          include_dirs=spec.include_dirs)
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes, block_ids=block_ids, **simulate_kwargs)

@@ -138,7 +138,7 @@ class CheckResult:
 
 
 def _default_analyze() -> AnalyzeFn:
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     return analyze
 
@@ -304,7 +304,7 @@ def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str
 def run_check(budget: Budget, *, baseline: Baseline | None = None, analyze: AnalyzeFn | None = None,
               progress: Callable[[str], None] | None = None) -> CheckResult:
     """Analyze each entry on each of its devices, in budget order, and evaluate thresholds and (when a
-    baseline is given) baseline tolerances. ``analyze`` defaults to ``perfmodel.analyze.analyze``."""
+    baseline is given) baseline tolerances. ``analyze`` defaults to ``perfmodel.analysis.analyze``."""
     analyze_fn = analyze or _default_analyze()
     cases = []
     for entry in budget.entries:

@@ -62,6 +62,8 @@ class SimOutcome:
     sim_seconds: float
     sample_reason: str = ""
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
+    # the args after the run, in order (only with keep_args=True: the Python API writes them back)
+    final_args: list | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -106,6 +108,39 @@ class Analysis:
     @property
     def achievable_gflops(self) -> float:
         return self.seed.achievable_gflops
+
+    @property
+    def correct(self) -> bool | None:
+        """True: the outputs match the reference; False: they do not; None: no reference, not checked."""
+        return self.sim.correct
+
+    def to_dict(self) -> dict:
+        """The ``perfmodel analyze --json`` document (the same keys: ``correct``, ``predicted_time_s``, ...)."""
+        from perfmodel.report.jsonout import to_jsonable
+
+        return to_jsonable(self.to_json())
+
+    def to_rows(self) -> list[dict]:
+        """DataFrame-ready rows: one flat row per analysis (kernel, device, launch, headline figures, occupancy,
+        correctness and the main counts). ``pandas.DataFrame(a.to_rows() + b.to_rows())`` tabulates several."""
+        from perfmodel.report.analyze_view import analysis_rows
+
+        return analysis_rows(self.to_dict())
+
+    def __rich__(self):
+        from perfmodel.report.analyze_view import analysis_renderable
+
+        return analysis_renderable(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        from perfmodel.report.analyze_view import analysis_html
+
+        return analysis_html(self.to_dict())
+
+    def __repr__(self) -> str:
+        correct = {True: "correct", False: "WRONG", None: "not checked"}[self.correct]
+        return (f"<Analysis {self.kernel} on {self.device.id}: {self.predicted_time_s:.3g} s, bound "
+                f"{self.bound}, occupancy {self.occupancy.occupancy:.0%}, outputs {correct}>")
 
     def to_json(self) -> dict:
         dev = self.device
@@ -223,24 +258,27 @@ def _hash_params(params: dict) -> tuple:
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
                     check: bool = True, arch: str = "sm_90",
-                    limits: dict | None = None) -> tuple[Any, SimOutcome]:
+                    limits: dict | None = None, keep_args: bool = False) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
     blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
-    the reference (the reference computes the whole output, which can cost more than the sampled run)."""
+    the reference (the reference computes the whole output, which can cost more than the sampled run).
+    ``keep_args=True`` (the Python API: its arrays are the user's, so nothing is cached) keeps the args after the
+    run in ``SimOutcome.final_args``; a sampled run holds the elements its simulated blocks wrote."""
     from perfmodel.kernel import load_kernel
 
     spec = _spec(kernel)
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
-    key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
-           _hash_params(launch.params), sample, exact_budget, check, arch)
-    if key in _SIM_CACHE:
+    key = None if keep_args else (str(spec.path), spec.fingerprint, Path(spec.source_path).stat().st_mtime_ns,
+                                  _hash_params(launch.params), sample, exact_budget, check, arch)
+    if key is not None and key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
-    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch)
+    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch,
+                          include_dirs=spec.include_dirs)
     total = launch.total_blocks
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
@@ -269,7 +307,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
             "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
     if sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args)
     else:
         if total == 1:
             result, args = pilot, pilot_args
@@ -281,18 +319,20 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         outcome = SimOutcome(
             kernel=spec.name, params=dict(launch.params), counts=counts, sampled=False, sample=None,
             blocks_simulated=total, total_blocks=total, spread=block_spread(per_block),
-            correct=bool(output_check.correct), correct_detail=output_check.message, lines=_lines_json(result),
+            correct=output_check.correct, correct_detail=output_check.message, lines=_lines_json(result),
             source_lines=list(getattr(program, "source_lines", []) or []),
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
             per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
-            sim_seconds=0.0)
+            sim_seconds=0.0, final_args=args if keep_args else None)
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
     outcome.sim_seconds = time.perf_counter() - started
+    if key is None:
+        return launch, outcome
     if len(_SIM_CACHE) >= _SIM_CACHE_MAX:
         _SIM_CACHE.pop(next(iter(_SIM_CACHE)))
     _SIM_CACHE[key] = outcome
@@ -319,7 +359,8 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
     return out
 
 
-def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None) -> SimOutcome:
+def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None,
+             keep_args: bool = False) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     per_stratum = []
     lines_weighted = []
@@ -328,7 +369,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     changed_elements: dict[str, np.ndarray] = {}
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
-    initial = {a.name: a.value for a in launch.args if a.kind == "array" and a.name in outputs}
+    initial = {a.name: a.value for a in launch.args if a.kind == "array" and (keep_args or a.name in outputs)}
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
@@ -354,13 +395,18 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
             merged[name] = np.where(wrote, after, merged.get(name, before))
             changed_elements[name] = changed_elements.get(name, np.zeros(after.size, bool)) | wrote
     counts = extrapolate_counts(per_stratum, array_sectors=_array_sectors(launch))
-    checked = int(sum(int(m.sum()) for m in changed_elements.values()))
-    if not check_outputs:
+    checked = int(sum(int(m.sum()) for name, m in changed_elements.items() if name in outputs))
+    if not launch.outputs:
+        from perfmodel.spec import NOT_CHECKED
+
+        correct, detail = None, NOT_CHECKED
+    elif not check_outputs:
         correct, detail = None, "sampled run: outputs not checked (check=False)"
     elif merged and checked:
-        check = launch.check_outputs(merged, elements=changed_elements)
-        correct = bool(check.correct)
-        total_out = int(sum(m.size for m in changed_elements.values()))
+        check = launch.check_outputs({k: v for k, v in merged.items() if k in outputs},
+                                     elements={k: v for k, v in changed_elements.items() if k in outputs})
+        correct = check.correct
+        total_out = int(sum(m.size for name, m in changed_elements.items() if name in outputs))
         detail = (f"sampled run: checked the {checked:,} of {total_out:,} output elements the "
                   f"{sample.blocks_simulated} simulated blocks wrote - {check.message}")
     else:
@@ -377,7 +423,9 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         source_lines=list(getattr(program, "source_lines", []) or []),
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
-        sample_reason=reason)
+        sample_reason=reason,
+        final_args=[merged.get(a.name, a.value).copy() if a.kind == "array" else a.value for a in launch.args]
+        if keep_args else None)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -460,7 +508,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
                              warps_per_block=warps_per_block)
-    analysis = Analysis(kernel=spec.name, device=dev, launch=launch, sim=sim, registers=registers,
+    analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)
     from perfmodel.model.advice import advise
