@@ -166,6 +166,7 @@ class Analysis:
             "counts": copy.deepcopy(self.counts),   # the simulation is cached: never hand out its dicts
             "correct": self.sim.correct,
             "correct_detail": self.sim.correct_detail,
+            "checked_outputs": [o.arg for o in launch.outputs],   # empty: no reference, correct is null
             "cgma": self.seed.cgma,
             "cgma_with_stores": self.seed.cgma_with_stores,
             "achievable_gflops": self.seed.achievable_gflops,
