@@ -367,3 +367,82 @@ def spec_yaml(spec, out: str | Path) -> str:
     header = (f"# {spec.label} in {data['source']}: the launch of a perfmodel analyze command line, kept as a "
               "spec\n# (docs/spec.md describes every field). Run it: perfmodel analyze THIS.yaml --device h100\n")
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
+
+
+def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None = None,
+                 defines: Mapping[str, Any] | None = None, include_dirs: Sequence[str] = ()) -> str:
+    """The YAML text of a starter spec for one kernel of a CUDA file, from its signature (``perfmodel kernels
+    init``): a size param ``N`` and a block size, every scalar parameter set from them, every pointer an array
+    of N elements (inputs - ``const`` pointees - random, others zeros), and a commented ``outputs:`` to fill in."""
+    import os
+
+    import yaml
+
+    from perfmodel.kernel import load_kernel
+    from perfmodel.spec import macro_names
+
+    path = Path(file).expanduser().resolve()
+    from perfmodel import safeload
+
+    source = safeload.read_text(path, error=SpecError, what="CUDA source")
+    macros = macro_names(source)
+    defines = dict(defines or {})
+    program = load_kernel(path, entry=kernel, defines={k: v for k, v in defines.items() if k in macros},
+                          include_dirs=tuple(str(Path(d).resolve()) for d in include_dirs))
+    entry = kernel or program.name
+    folder = Path(out).expanduser().resolve().parent if out is not None else Path.cwd()
+    params: dict[str, Any] = {"N": {"default": 1 << 20, "help": "elements per array - set the problem size"},
+                              "BLOCK": {"default": 256, "help": "threads per block"}}
+    for name, value in defines.items():
+        params.setdefault(name, value)
+    lines_args: list[str] = []
+    outputs: list[str] = []
+    seed = 0
+    for p in program.params:
+        dtype = _dtype_name(p.dtype)
+        if p.is_pointer:
+            const = p.ctype.split("*")[0].split().count("const") > 0
+            note = ""
+            if dtype is None:
+                dtype, note = "uint8", f"  # {p.ctype}: bytes - set the length to N * sizeof the element"
+            if const:
+                seed += 1
+                init = f"{{random: {{seed: {seed}, low: -1, high: 1}}}}" if dtype[0] in "fh" else \
+                    f"{{random: {{seed: {seed}, low: 0, high: 100}}}}"
+            else:
+                init = "zeros"
+                outputs.append(p.name)
+            lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, length: N, init: {init}}}{note}")
+        elif dtype is None:
+            lines_args.append(f"  # {p.name}: {p.ctype} cannot be set by a spec (numbers and pointers only)")
+        else:
+            value = "N" if dtype[0] in "iu" else "1.0"
+            lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, value: {value}}}   # {p.ctype}: set me")
+    signature = _signature_text(program.params)
+    rel = os.path.relpath(path, folder)
+    text = [
+        f"# Starter spec for {entry} in {path.name}, written by `perfmodel kernels init` from its signature:",
+        f"#   {entry}({signature})",
+        "# Set the sizes and the launch, name a reference for the outputs, then run it:",
+        f"#   perfmodel analyze {Path(out).name if out else 'THIS.yaml'} --device h100",
+        "# Every field: docs/spec.md.",
+        yaml.safe_dump({"name": _identifier(entry), "source": rel, "entry": entry}, sort_keys=False,
+                       width=110).rstrip(),
+        "params:",
+        *[f"  {k}: " + (yaml.safe_dump(v, default_flow_style=True, width=200).strip() if isinstance(v, dict)
+                        else str(v)) for k, v in params.items()],
+        'grid: ["cdiv(N, BLOCK)"]',
+        "block: [BLOCK]",
+        "args:" if lines_args else "args: []",
+        *lines_args,
+    ]
+    if include_dirs:
+        text.append("include_dirs: " + yaml.safe_dump([os.path.relpath(Path(d).resolve(), folder)
+                                                        for d in include_dirs], default_flow_style=True).strip())
+    text.append("# Without outputs the report says 'not checked'. Check each output against a Python function of "
+                "the\n# initial args (module:function, file.py:function) or expected values (a .npy file):")
+    text.append("# outputs:")
+    for name in outputs or ["OUTPUT"]:
+        text.append(f"#   - {{arg: {name}, reference: \"my_reference.py:{_identifier(entry)}\", rtol: 1e-5, "
+                    "atol: 1e-6}")
+    return "\n".join(text) + "\n"
