@@ -274,7 +274,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
     key = None if keep_args else (str(spec.path), spec.fingerprint, Path(spec.source_path).stat().st_mtime_ns,
-                                  _hash_params(launch.params), sample, exact_budget, check, arch)
+                                  _hash_params(launch.params), sample, exact_budget, check, arch,
+                                  spec.input_files_state())
     if key is not None and key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()

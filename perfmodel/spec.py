@@ -639,6 +639,22 @@ class KernelSpec:
 
         return hashlib.sha256(self.model.model_dump_json().encode()).hexdigest()[:16]
 
+    def input_files_state(self) -> tuple:
+        """(path, mtime, size) of the files the launch reads besides the source: ``.npy`` initialisers and
+        references, ``file.py:function`` references (a cached simulation is reused only while they are unchanged)."""
+        paths = [arg.init.path for arg in self.model.args if arg.init is not None and arg.init.kind == "file"]
+        for output in self.model.outputs:
+            ref = output.reference
+            if ref.endswith(".npy"):
+                paths.append(ref)
+            elif ".py:" in ref:
+                paths.append(ref.rpartition(":")[0])
+        state = []
+        for text in paths:
+            path = (self.path.parent / Path(text).expanduser()).resolve()
+            state.append((str(path), _stat_key(path)))
+        return tuple(state)
+
     def reference_for(self, output: OutputSpec) -> _references.Reference:
         """The reference function an output is checked against (named, a Python callable or a .npy file)."""
         inline = self.__dict__.get("inline_references") or {}
