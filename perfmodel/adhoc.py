@@ -146,7 +146,6 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     entry = kernel or program.name
     params = list(program.params)
     by_name = {p.name: i for i, p in enumerate(params)}
-    where = f"{entry} ({_signature_text(params)})"
 
     # --arg: by name or position
     given: dict[int, tuple[str, str]] = {}
@@ -320,7 +319,8 @@ def _resolve_params(params: Mapping[str, Any]) -> dict:
 def _build(data: dict, cwd: Path, label: str):
     from pydantic import ValidationError
 
-    from perfmodel.spec import KernelSpec, SpecModel, _validation_error
+    from perfmodel.spec import KernelSpec, SpecModel
+    from perfmodel.spec.schema import _validation_error
 
     where = cwd / "(command line)"
     try:

@@ -209,7 +209,8 @@ class RawKernel:
     def _launch(self, program, grid, block, shared_mem, args, expected, reference, rtol, atol, constants):
         from perfmodel.adhoc import _dtype_name, _identifier
         from perfmodel.references import Reference, callable_reference
-        from perfmodel.spec import DTYPES, ArgValue, KernelSpec, Launch, OutputSpec, SpecModel, _scalar
+        from perfmodel.spec import DTYPES, ArgValue, KernelSpec, Launch, OutputSpec, SpecModel
+        from perfmodel.spec.kernelspec import _scalar
 
         params = program.params
         signature = ", ".join(f"{p.ctype} {p.name}" for p in params) or "no parameters"
