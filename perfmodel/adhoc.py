@@ -65,11 +65,17 @@ def _split_dims(text: str, option: str) -> list[str]:
     return parts
 
 
+def _plain(message: str) -> str:
+    """``field '--arg x=...': problem`` (the spec form of an expression error) -> ``--arg x=...: problem``."""
+    match = re.match(r"^field '(.*?)': ", message)
+    return f"{match.group(1)}: {message[match.end():]}" if match else message
+
+
 def _check_expression(text: str, known: set[str], option: str) -> None:
     try:
         _expr.check_syntax(text, field=option)
     except SpecError as err:
-        raise LaunchArgumentError(err.message) from None
+        raise LaunchArgumentError(_plain(err.message)) from None
     unknown = _expr.names_in(text) - known
     if unknown:
         raise LaunchArgumentError(
@@ -83,7 +89,7 @@ def _evaluate(text: str, names: Mapping[str, Any], option: str, *, integer: bool
             return _expr.evaluate_int(text, names, field=option, minimum=minimum)
         return _expr.evaluate(text, names, field=option)
     except SpecError as err:
-        raise LaunchArgumentError(err.message) from None
+        raise LaunchArgumentError(_plain(err.message)) from None
 
 
 def _parse_init(text: str | None, option: str, cwd: Path) -> dict | str:
@@ -215,7 +221,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     try:
         values = _resolve_params(model_params)
     except SpecError as err:
-        raise LaunchArgumentError(err.message) from None
+        raise LaunchArgumentError(_plain(err.message)) from None
 
     spec_args: list[dict] = []
     for i, p in enumerate(params):
