@@ -275,3 +275,31 @@ def test_schema_is_current_and_accepts_every_shipped_spec():
     bad["args"][2]["init"] = "randm"
     assert list(validator.iter_errors(bad))
     assert "description" not in schema["required"]
+
+
+def test_include_dir_and_define_reaching_the_compiler(cli):
+    doc = analyze_json(cli, str(DATA / "include_user.cu"), "--grid", "2", "--block", "64", "-I", str(DATA / "inc"),
+                       "-D", "n=100", "--arg", "in=float32[n]:arange", "--arg", "out=float32[n]",
+                       "--check", f"out={DATA / 'refs.py'}:double_it", "--device", "h100")
+    assert doc["correct"] is True and doc["kernel"] == "double_it"
+    # -D TILE=8 rebuilds the stencil (#ifndef TILE): its tile is (8 + 2)^2 floats = 400 bytes of shared memory
+    doc = analyze_json(cli, str(EXAMPLES / "stencil2d.cu"), "--grid", "cdiv(nx,TILE),cdiv(ny,TILE)", "--block",
+                       "TILE,TILE", "-D", "TILE=8", "-D", "nx=20", "-D", "ny=12", "--arg", "in=float32[nx*ny]:random",
+                       "--arg", "out=float32[nx*ny]", "--check", f"out={EXAMPLES / 'references.py'}:stencil5",
+                       "--device", "h100")
+    assert doc["correct"] is True and doc["launch"]["static_shared_bytes"] == 400
+    assert doc["launch"]["defines"] == {"TILE": 8}
+
+
+def test_analysis_renders_with_rich():
+    import io
+
+    from rich.console import Console
+
+    import perfmodel
+
+    result = perfmodel.analyze("vec_add", "h100", {"N": 256})
+    console = Console(file=io.StringIO(), width=120)
+    console.print(result)
+    text = console.file.getvalue()
+    assert "vec_add on H100" in text and "✓" in text
