@@ -68,7 +68,7 @@ def _entry_and_file(path: Path) -> tuple[str, str]:
 
 
 def run_one(path: Path, device: str) -> dict:
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
     from perfmodel.errors import PerfmodelError
 
     entry, source = _entry_and_file(path)

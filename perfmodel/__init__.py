@@ -5,7 +5,10 @@ Public API (imported lazily so that ``import perfmodel`` stays cheap):
 - ``load_device(name_or_path) -> Device``
 - ``occupancy(device, threads_per_block, registers_per_thread, shared_memory_per_block) -> Occupancy``
 - ``load_spec(name_or_path) -> KernelSpec``
-- ``analyze(kernel, device, params=None, ...) -> Analysis``
+- ``analyze(kernel, device, params=None, ...) -> Analysis`` (callable every time: the module is
+  ``perfmodel.analysis``, so importing it never shadows the function)
+- ``RawKernel(code, name, options=())`` and ``RawModule(code=... | path=..., name_expressions=[...])``: CuPy-shaped
+  launches on numpy arrays, ``kernel(grid, block, args, device="h100") -> Analysis`` (docs/api.md)
 """
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ _API = {
     "Occupancy": ("perfmodel.occupancy", "Occupancy"),
     "load_spec": ("perfmodel.spec", "load_spec"),
     "KernelSpec": ("perfmodel.spec", "KernelSpec"),
-    "analyze": ("perfmodel.analyze", "analyze"),
+    "analyze": ("perfmodel.analysis", "analyze"),
+    "Analysis": ("perfmodel.analysis", "Analysis"),
+    "RawKernel": ("perfmodel.api", "RawKernel"),
+    "RawModule": ("perfmodel.api", "RawModule"),
     "PerfmodelError": ("perfmodel.errors", "PerfmodelError"),
 }
 

@@ -61,7 +61,7 @@ def assert_perf(kernel: str, device: str, params: Mapping[str, int | float] | No
         raise TypeError("assert_perf: give at least one limit, e.g. predicted_gflops__min=300")
     thresholds = thresholds_from_keywords(limits)
     if analyze is None:
-        from perfmodel.analyze import analyze
+        from perfmodel.analysis import analyze
     analysis = to_jsonable(analyze(kernel, device, params=dict(params) if params else None, regs=regs,
                                    sample=sample))
     failures = []

@@ -76,6 +76,131 @@ def get_reference(name: str) -> Reference:
         raise SpecError(f"unknown reference {name!r} (known: {', '.join(sorted(REFERENCES))})") from None
 
 
+def load_npy(path, where: str) -> np.ndarray:
+    """A numeric array from a ``.npy`` file (never a pickle), refused over the input size limit."""
+    from pathlib import Path
+
+    from perfmodel.limits import human, memory_budget
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > memory_budget():
+            raise SpecError(f"{where}: {path} is {human(size)}, over the memory budget of {human(memory_budget())} "
+                            "($PERFMODEL_MAX_MEMORY)")
+        array = np.load(path, allow_pickle=False)
+    except SpecError:
+        raise
+    except (OSError, ValueError) as err:
+        raise SpecError(f"{where}: cannot read {path} as a .npy array ({err})") from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+        raise SpecError(f"{where}: {path} does not hold a numeric array (dtype {getattr(array, 'dtype', '?')})")
+    return array
+
+
+def _npy_reference(text: str, base_dir) -> Reference:
+    from pathlib import Path
+
+    path = (Path(base_dir) / Path(text).expanduser()).resolve()
+    if not path.is_file():
+        raise SpecError(f"no such .npy file {text!r} (looked at {path})")
+
+    def expected(ctx: ReferenceContext) -> np.ndarray:
+        return load_npy(path, f"reference {text}")
+
+    return Reference(text, expected, f"expected values in {path.name}", ())
+
+
+def _import_callable(text: str, base_dir) -> Callable[..., Any]:
+    """``module:function`` (importable, or a module beside the spec) or ``path/to/file.py:function``."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    target, _, attr = text.rpartition(":")
+    if not target or not attr.isidentifier():
+        raise SpecError(f"reference {text!r}: expected module:function or path/to/file.py:function")
+    if target.endswith(".py"):
+        path = (Path(base_dir) / Path(target).expanduser()).resolve()
+        if not path.is_file():
+            raise SpecError(f"reference {text!r}: no such Python file {path}")
+        name = f"_perfmodel_reference_{abs(hash(str(path)))}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:  # noqa: BLE001 - the user's module failed to import: say so, once
+            raise SpecError(f"reference {text!r}: importing {path} failed: {type(err).__name__}: {err}") from None
+    else:
+        if not all(part.isidentifier() for part in target.split(".")):
+            raise SpecError(f"reference {text!r}: {target!r} is not a module name")
+        added = str(Path(base_dir).resolve())
+        sys.path.insert(0, added)
+        try:
+            module = importlib.import_module(target)
+        except ImportError as err:
+            raise SpecError(f"reference {text!r}: cannot import module {target!r} ({err}); it is looked for "
+                            f"beside the spec (or the current folder) and on sys.path") from None
+        except Exception as err:  # noqa: BLE001
+            raise SpecError(f"reference {text!r}: importing {target!r} failed: {type(err).__name__}: {err}") from None
+        finally:
+            if added in sys.path:
+                sys.path.remove(added)
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise SpecError(f"reference {text!r}: module {target!r} has no function {attr!r}")
+    return function
+
+
+def callable_reference(function: Callable[..., Any], name: str) -> Reference:
+    """Wrap a user's Python function as a reference.
+
+    The function is called with the launch's *initial* values as keyword arguments - each kernel argument by its
+    parameter name (arrays as read-only numpy arrays of the kernel's dtype, scalars as numbers), then the
+    ``-D``/spec params - but only those it declares (all of them if it takes ``**kwargs``); spec options are
+    passed too. It returns the expected contents of the output checked, or a dict of output name -> array."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        signature = None
+
+    def expected(ctx: ReferenceContext, **options: Any) -> Any:
+        available = {**dict(ctx.params), **dict(ctx.constants), **dict(ctx.args), **options}
+        if signature is None or any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+            kwargs = available
+        else:
+            kwargs = {}
+            for p in signature.parameters.values():
+                if p.kind in (p.VAR_POSITIONAL,):
+                    continue
+                if p.name in available:
+                    kwargs[p.name] = available[p.name]
+                elif p.default is p.empty:
+                    raise SpecError(f"reference {name!r} needs {p.name!r}, which is not a kernel argument or "
+                                    f"param (available: {', '.join(available) or 'none'})")
+        try:
+            return function(**kwargs)
+        except SpecError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the user's reference raised: a problem with the input
+            raise SpecError(f"reference {name!r} raised {type(err).__name__}: {err}") from None
+
+    doc = (inspect.getdoc(function) or "").split("\n\n")[0].replace("\n", " ")
+    return Reference(name, expected, doc, ("*",))
+
+
+def resolve_reference(text: str, base_dir=".") -> Reference:
+    """A reference as a spec or the command line names it: a built-in name (``matmul``), a Python callable
+    (``module:function`` or ``path/to/file.py:function``, relative to ``base_dir``) or a ``.npy`` file of
+    expected values."""
+    if text.endswith(".npy"):
+        return _npy_reference(text, base_dir)
+    if ":" in text:
+        return callable_reference(_import_callable(text, base_dir), text)
+    return get_reference(text)
+
+
 # --------------------------------------------------------------------------------------------------------------
 
 @reference("matmul_int")

@@ -2,7 +2,7 @@
 
 A point that cannot run (a block of 1,024 threads on G80, a tile that overflows shared memory, a size the
 kernel rejects) is a row with ``valid: false`` and the reason - never a crash. The simulation of a parameter
-point is shared by every device (``perfmodel.analyze.simulate_launch`` caches it).
+point is shared by every device (``perfmodel.analysis.simulate_launch`` caches it).
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class Point:
     params: dict                      # the varied params of this point (plus the device for compare)
     valid: bool
     reason: str = ""
-    analysis: object | None = None     # perfmodel.analyze.Analysis when valid
+    analysis: object | None = None     # perfmodel.analysis.Analysis when valid
     device: str = ""
     best: bool = False
 
@@ -142,7 +142,7 @@ def _mark_best(points: list[Point]) -> None:
 
 
 def _analyze_point(kernel, device, params, regs, sample, exact_budget) -> Point:
-    from perfmodel.analyze import EXACT_BUDGET_WARP_INSTRUCTIONS, analyze
+    from perfmodel.analysis import EXACT_BUDGET_WARP_INSTRUCTIONS, analyze
 
     budget = EXACT_BUDGET_WARP_INSTRUCTIONS if exact_budget is None else exact_budget
     try:
@@ -155,7 +155,7 @@ def _analyze_point(kernel, device, params, regs, sample, exact_budget) -> Point:
 def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None = None, regs=None,
           sample: int | None = None, exact_budget: float | None = None) -> SweepResult:
     """Analyse every point of the Cartesian product of ``vary`` (name -> values, or ``NAME=...`` strings)."""
-    from perfmodel.analyze import _spec
+    from perfmodel.analysis import _spec
 
     if isinstance(vary, list):
         parsed = [parse_vary(v) for v in vary]
@@ -188,7 +188,7 @@ def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None
 def compare(kernel, devices: list, params: dict | None = None, regs=None, sample: int | None = None,
             exact_budget: float | None = None) -> SweepResult:
     """The same launch on each device, side by side (one simulation, one model per device)."""
-    from perfmodel.analyze import _spec
+    from perfmodel.analysis import _spec
 
     spec = _spec(kernel)
     if not devices:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from perfmodel.analyze import analyze, simulate_launch
+from perfmodel.analysis import analyze, simulate_launch
 from perfmodel.devices import load_device
 from perfmodel.errors import OccupancyError
 from perfmodel.occupancy import occupancy

@@ -183,8 +183,8 @@ def test_bad_generator_arguments(tmp_path):
 def test_bad_dtype_and_init(tmp_path):
     path = write_spec(tmp_path, GOOD.replace("dtype: float32, length: n, init: arange", "dtype: float33, length: n"))
     assert_spec_error(path, "field 'args[0].dtype'", "unknown dtype 'float33'")
-    path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: ones}"))
-    assert_spec_error(path, "field 'args[0].init'", "unknown initialiser 'ones'")
+    path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: twos}"))
+    assert_spec_error(path, "field 'args[0].init'", "unknown initialiser 'twos'")
 
 
 def test_output_must_be_array_arg(tmp_path):

@@ -18,6 +18,11 @@ A budget is YAML validated with pydantic::
           correct: true                # a bare value means "equals"
         tolerances: {counts.shared.load_wavefronts: {better: lower, absolute: 0}}
 
+Correctness: an entry whose outputs are wrong (``correct: false`` in the analysis) always fails, whatever its
+thresholds say (a wrong answer is never a performance "improvement"); a ``correct`` threshold on an entry whose
+kernel names no reference (``correct: null``, "not checked") is invalid input (exit 2), and such an entry's
+``correct`` is not tracked in the baseline.
+
 Every error names the budget file, the field (``entries[2].thresholds.cgma.min``) and, where the YAML parser
 knows it, the line.
 """

@@ -138,7 +138,7 @@ class CheckResult:
 
 
 def _default_analyze() -> AnalyzeFn:
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     return analyze
 
@@ -264,7 +264,13 @@ def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str
     if not isinstance(analysis, dict):
         raise TypeError(f"analyze returned {type(analysis).__name__}, expected an Analysis or its JSON dict")
 
+    unchecked = not analysis.get("checked_outputs", [True]) and analysis.get("correct") is None
     for metric, threshold in thresholds.items():
+        if metric == "correct" and unchecked:
+            raise CheckInputError(
+                f"{where}: threshold 'correct': the kernel names no reference, so its outputs are not checked "
+                "(correct is null) and the threshold could never mean anything; give its spec 'outputs:' with a "
+                "reference (a named one, module:function or a .npy file), or drop the threshold")
         try:
             value = lookup(analysis, metric)
             passed, message = threshold.evaluate(metric, value)
@@ -273,9 +279,17 @@ def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str
         case.items.append(CheckItem(metric, "threshold", "pass" if passed else "fail", value,
                                     threshold.describe(), message))
 
+    if analysis.get("correct") is False and not any(
+            item.metric == "correct" and item.status == "fail" for item in case.items):
+        # a wrong answer fails the check whatever the budget says: it is never a performance "improvement"
+        case.items.append(CheckItem("correct", "threshold", "fail", False, "== true (outputs are always checked)",
+                                    f"the outputs are wrong: {analysis.get('correct_detail', '')}"))
+
     rules = budget.tolerances_for(entry)
     declared = budget.declared_metrics(entry)
     for metric in rules:
+        if metric == "correct" and unchecked:
+            continue   # nothing was checked: there is no correctness to track against the baseline
         try:
             case.metrics[metric] = lookup(analysis, metric)
         except KeyError as err:
@@ -304,7 +318,7 @@ def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str
 def run_check(budget: Budget, *, baseline: Baseline | None = None, analyze: AnalyzeFn | None = None,
               progress: Callable[[str], None] | None = None) -> CheckResult:
     """Analyze each entry on each of its devices, in budget order, and evaluate thresholds and (when a
-    baseline is given) baseline tolerances. ``analyze`` defaults to ``perfmodel.analyze.analyze``."""
+    baseline is given) baseline tolerances. ``analyze`` defaults to ``perfmodel.analysis.analyze``."""
     analyze_fn = analyze or _default_analyze()
     cases = []
     for entry in budget.entries:

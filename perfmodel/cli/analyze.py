@@ -7,7 +7,10 @@ import typer
 
 from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
 
-KernelArg = Annotated[str, typer.Argument(help="A shipped kernel name (perfmodel kernels list) or a spec .yaml path.")]
+KernelArg = Annotated[str, typer.Argument(
+    help="A shipped kernel name (perfmodel kernels list), a spec .yaml path, or a CUDA file (.cu/.cuh) launched "
+         "with --kernel, --grid, --block and --arg.")]
+CUDA_SUFFIXES = (".cu", ".cuh")
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="Device profile name or .yaml path.")]
 RegsOption = Annotated[
     str | None,
@@ -45,16 +48,86 @@ def parse_regs(value: str | None) -> int | str | None:
         raise PerfmodelError(f"--regs {value!r}: expected a number of registers per thread or 'auto'") from None
 
 
+def is_cuda_file(kernel: str) -> bool:
+    return kernel.lower().endswith(CUDA_SUFFIXES)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
-    def analyze_command(kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
-                        regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-                        timeout: TimeoutOption = None, json_out: JsonOption = False) -> None:
-        """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice."""
-        from perfmodel.analyze import analyze
+    def analyze_command(
+        kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
+        regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
+        timeout: TimeoutOption = None,
+        entry: Annotated[str | None, typer.Option(
+            "--kernel", "-k", help="FILE.cu: the kernel, a name or a template name expression "
+                                   "('MatrixMulCUDA<32>'); optional when the file has one kernel.")] = None,
+        grid: Annotated[str | None, typer.Option(
+            "--grid", help="FILE.cu: the grid, X[,Y[,Z]], each a number or an expression ('cdiv(n,256)').")] = None,
+        block: Annotated[str | None, typer.Option("--block", help="FILE.cu: the block, X[,Y[,Z]].")] = None,
+        smem: Annotated[str | None, typer.Option(
+            "--smem", help="FILE.cu: dynamic shared memory per block, bytes (an expression).")] = None,
+        args: Annotated[list[str] | None, typer.Option(
+            "--arg", "-a", help="FILE.cu: a kernel parameter by name (or position): NAME=EXPR for a scalar, "
+                                "NAME=DTYPE[COUNT][:zeros|ones|arange|random|random(LO,HI)|value=EXPR|file=F.npy] "
+                                "for a pointer (repeatable).")] = None,
+        include_dirs: Annotated[list[str] | None, typer.Option(
+            "-I", "--include", help="FILE.cu: a folder to search for #include \"...\" headers (repeatable).")] = None,
+        checks: Annotated[list[str] | None, typer.Option(
+            "--check", help="FILE.cu: check output array NAME after the run: NAME=module:function, "
+                            "NAME=file.py:function or NAME=expected.npy (repeatable). Without one, the outputs "
+                            "are reported as not checked.")] = None,
+        rtol: Annotated[float | None, typer.Option("--rtol", min=0, help="--check: relative tolerance "
+                                                                         "(default 1e-5).")] = None,
+        atol: Annotated[float | None, typer.Option("--atol", min=0, help="--check: absolute tolerance "
+                                                                         "(default 1e-6).")] = None,
+        save_spec: Annotated[str | None, typer.Option(
+            "--save-spec", help="FILE.cu: also write this launch as a spec .yaml to keep it.")] = None,
+        json_out: JsonOption = False,
+    ) -> None:
+        """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice.
 
-        analysis = analyze(kernel, device, parse_defines(define), regs=parse_regs(regs), sample=sample,
-                           max_steps=max_steps, timeout=timeout)
+        KERNEL is a spec (name or .yaml), or a CUDA file analysed as it is:
+        perfmodel analyze saxpy.cu --kernel saxpy --grid 'cdiv(n,256)' --block 256 -D n=1048576
+        --arg a=2.0 --arg x=float32\\[n]:random --arg y=float32\\[n]:random --device h100"""
+        from perfmodel.analysis import analyze
+        from perfmodel.errors import PerfmodelError
+
+        cuda_only = {"--kernel": entry, "--grid": grid, "--block": block, "--smem": smem, "--arg": args,
+                     "-I": include_dirs, "--check": checks, "--rtol": rtol, "--atol": atol, "--save-spec": save_spec}
+        params = parse_defines(define)
+        if is_cuda_file(kernel):
+            from perfmodel.adhoc import LaunchArgumentError, command_line_spec
+
+            absent = [name for name, value in (("--grid", grid), ("--block", block)) if value is None]
+            if absent:
+                raise LaunchArgumentError(f"{kernel}: a CUDA file needs {' and '.join(absent)} (and --arg for its "
+                                          "pointer parameters); e.g. --grid 'cdiv(n,256)' --block 256")
+            from perfmodel.analysis import device_arch
+            from perfmodel.devices import load_device
+
+            dev = load_device(device)
+            if save_spec is not None:
+                from perfmodel.cli.common import check_output_path
+
+                check_output_path(save_spec, "--save-spec")
+            spec = command_line_spec(kernel, entry, grid, block, smem=smem, args=args, defines=params,
+                                     include_dirs=include_dirs or (), checks=checks, rtol=rtol, atol=atol,
+                                     arch=device_arch(dev))
+            if save_spec is not None:
+                from pathlib import Path
+
+                from perfmodel.adhoc import spec_yaml
+
+                Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
+            analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
+                               timeout=timeout)
+        else:
+            given = [name for name, value in cuda_only.items() if value]
+            if given:
+                raise PerfmodelError(f"{', '.join(given)}: only for a CUDA file (perfmodel analyze FILE.cu ...); "
+                                     f"the spec {kernel!r} sets its own launch (override its params with -D)")
+            analysis = analyze(kernel, device, params, regs=parse_regs(regs), sample=sample,
+                               max_steps=max_steps, timeout=timeout)
         doc = analysis.to_json()
         if json_out:
             from perfmodel.report.jsonout import print_json

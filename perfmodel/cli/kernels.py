@@ -104,6 +104,64 @@ def inspect_command(
         render_inspect(mod, rows, console)
 
 
+@kernels_app.command("init", no_args_is_help=True)
+def init_command(
+    file: Annotated[str, typer.Argument(help="A CUDA source file (.cu or .cuh).", show_default=False)],
+    kernel: Annotated[str | None, typer.Option(
+        "--kernel", "-k", help="The kernel: a name or a template name expression ('MatrixMulCUDA<32>'); optional "
+                               "when the file has one kernel.")] = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Write the spec here (default: stdout).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    defines: DefineOption = None,
+    include_dirs: Annotated[list[str] | None, typer.Option(
+        "-I", "--include", help="A folder to search for #include \"...\" headers (repeatable).")] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Write a starter spec for a kernel from its signature: edit the sizes, name a reference, analyse it."""
+    from pathlib import Path
+
+    from perfmodel.adhoc import starter_spec
+    from perfmodel.cli.common import check_output_path
+    from perfmodel.errors import OutputError
+
+    if out is not None:
+        check_output_path(out, "--out")
+        if Path(out).exists() and not force:
+            raise OutputError(f"--out {out}: the file exists; pass --force to overwrite it")
+    text = starter_spec(file, kernel, out=out, defines=parse_defines(defines), include_dirs=include_dirs or ())
+    if out is not None:
+        Path(out).write_text(text, encoding="utf-8")
+    if json_output:
+        from perfmodel.report.jsonout import print_json
+
+        print_json({"spec": text, "out": out})
+    elif out is None:
+        typer.echo(text, nl=False)
+    else:
+        console.print(f"wrote {out}")
+
+
+@kernels_app.command("schema")
+def schema_command(
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Write the schema here (default: stdout).")] = None,
+) -> None:
+    """The kernel-spec format as JSON Schema, for editors (e.g. a yaml-language-server modeline)."""
+    import json
+
+    from perfmodel.spec_schema import spec_json_schema
+
+    text = json.dumps(spec_json_schema(), indent=2) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        from pathlib import Path
+
+        from perfmodel.cli.common import check_output_path
+
+        check_output_path(out, "--out")
+        Path(out).write_text(text, encoding="utf-8")
+
+
 def parse_macro_defines(items: list[str] | None) -> dict[str, str | None]:
     """``-D NAME=VALUE`` / ``-D NAME`` for the C preprocessor: any VALUE text, kept as written."""
     from perfmodel.errors import PerfmodelError

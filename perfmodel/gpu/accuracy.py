@@ -250,7 +250,7 @@ def _hardware(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_analyze() -> Callable[..., Any]:
-    from perfmodel.analyze import analyze  # noqa: PLC0415 - the analyzer is heavy; import on use
+    from perfmodel.analysis import analyze  # noqa: PLC0415 - the analyzer is heavy; import on use
 
     return analyze
 

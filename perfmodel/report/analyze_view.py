@@ -207,11 +207,15 @@ def notes_section(doc: dict) -> Text:
     correct = doc["correct"]
     if correct is True:
         text.append("✓ ", style="green")
+        text.append(f"outputs: {doc['correct_detail']}\n")
     elif correct is False:
-        text.append("✗ ", style="bold red")
+        text.append("✗ outputs WRONG: ", style="bold red")
+        text.append(f"{doc['correct_detail']}\n")
     else:
-        text.append("? ", style="yellow")
-    text.append(f"outputs: {doc['correct_detail']}\n")
+        text.append("– outputs ", style="yellow")
+        detail = doc["correct_detail"]
+        text.append(detail if "not checked" in detail else f"not checked: {detail}")
+        text.append("\n")
     if doc["sampled"]:
         sample = doc["sample"]
         strata = ", ".join(f"{s['name']} {s['simulated']}/{s['blocks']:,}" for s in sample["strata"])
@@ -246,9 +250,7 @@ def wide_console(console: Console, width: int = 132) -> Console:
     return Console(width=width, file=console.file, no_color=console.no_color, highlight=False)
 
 
-def render_analysis(doc: dict, console: Console) -> None:
-    console = wide_console(console, 110)
-    console.print(Panel(headline(doc), expand=False, border_style="green"))
+def _parts(doc: dict) -> list:
     parts = [launch_section(doc), counts_section(doc), cgma_section(doc), resources_section(doc)]
     hot = hot_lines_section(doc)
     if hot is not None:
@@ -257,6 +259,60 @@ def render_analysis(doc: dict, console: Console) -> None:
     if advice is not None:
         parts.append(advice)
     parts.append(notes_section(doc))
-    for part in parts:
+    return parts
+
+
+def _panel(doc: dict) -> Panel:
+    style = {True: "green", False: "red", None: "yellow"}[doc["correct"]]
+    return Panel(headline(doc), expand=False, border_style=style)
+
+
+def render_analysis(doc: dict, console: Console) -> None:
+    console = wide_console(console, 110)
+    console.print(_panel(doc))
+    for part in _parts(doc):
         console.print(part)
         console.print()
+
+
+def analysis_renderable(doc: dict):
+    """The report as one rich renderable (``rich.print(analysis)``, rich's notebook display)."""
+    from rich.console import Group
+
+    return Group(_panel(doc), *[item for part in _parts(doc) for item in (part, Text(""))])
+
+
+def analysis_html(doc: dict) -> str:
+    """The report as HTML for a notebook (``Analysis._repr_html_``): the terminal rendering, recorded."""
+    import io
+
+    console = Console(record=True, width=110, file=io.StringIO(), force_terminal=True, color_system="truecolor")
+    render_analysis(doc, console)
+    return console.export_html(inline_styles=True, code_format="<pre style=\"font-family:monospace;"
+                               "line-height:1.25\">{code}</pre>")
+
+
+def analysis_rows(doc: dict) -> list[dict]:
+    """One flat, DataFrame-ready row of an analysis: names as in the ``--json`` document, dotted when nested."""
+    launch, occ, counts = doc["launch"], doc["occupancy"], doc["counts"]
+    g, sh = counts.get("global", {}), counts.get("shared", {})
+    row = {
+        "kernel": doc["kernel"], "device": doc["device"], "device_name": doc["device_name"],
+        "grid": tuple(launch["grid"]), "block": tuple(launch["block"]), "total_blocks": launch["total_blocks"],
+        "threads_per_block": launch["threads_per_block"],
+        "predicted_time_s": doc["predicted_time_s"], "predicted_gflops": doc["predicted_gflops"],
+        "bound": doc["bound"], "achievable_gflops": doc["achievable_gflops"], "cgma": doc["cgma"],
+        "occupancy.occupancy": occ["occupancy"], "occupancy.blocks_per_sm": occ["blocks_per_sm"],
+        "registers_per_thread": doc["registers_per_thread"], "shared_memory_per_block": doc["shared_memory_per_block"],
+        "correct": doc["correct"], "sampled": doc["sampled"],
+        "counts.flops": counts.get("flops"), "counts.warp_instructions": counts.get("warp_instructions"),
+        "counts.global.load_sectors": g.get("load_sectors"), "counts.global.store_sectors": g.get("store_sectors"),
+        "counts.global.load_requests": g.get("load_requests"),
+        "counts.global.store_requests": g.get("store_requests"),
+        "counts.shared.load_wavefronts": sh.get("load_wavefronts"),
+        "counts.shared.store_wavefronts": sh.get("store_wavefronts"),
+    }
+    for name, params in (("params", doc.get("params") or {}),):
+        for key, value in params.items():
+            row[f"{name}.{key}"] = value
+    return [row]

@@ -177,6 +177,9 @@ def _header(outcome) -> Panel:
                         is not None else [])
         text.append(f"sampled run: {simulated:,} of {launch.total_blocks:,} blocks simulated; counts are of those "
                     "blocks only (not extrapolated) and outputs are not checked", style="yellow")
+    elif check.correct is None:
+        text.append("outputs ", style="yellow")
+        text.append(check.message)
     elif check.correct:
         text.append("outputs correct: ", style="bold green")
         text.append(check.message)

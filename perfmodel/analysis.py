@@ -67,6 +67,8 @@ class SimOutcome:
     sample_reason: str = ""
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
     replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
+    # the args after the run, in order (only with keep_args=True: the Python API writes them back)
+    final_args: list | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -112,6 +114,39 @@ class Analysis:
     def achievable_gflops(self) -> float:
         return self.seed.achievable_gflops
 
+    @property
+    def correct(self) -> bool | None:
+        """True: the outputs match the reference; False: they do not; None: no reference, not checked."""
+        return self.sim.correct
+
+    def to_dict(self) -> dict:
+        """The ``perfmodel analyze --json`` document (the same keys: ``correct``, ``predicted_time_s``, ...)."""
+        from perfmodel.report.jsonout import to_jsonable
+
+        return to_jsonable(self.to_json())
+
+    def to_rows(self) -> list[dict]:
+        """DataFrame-ready rows: one flat row per analysis (kernel, device, launch, headline figures, occupancy,
+        correctness and the main counts). ``pandas.DataFrame(a.to_rows() + b.to_rows())`` tabulates several."""
+        from perfmodel.report.analyze_view import analysis_rows
+
+        return analysis_rows(self.to_dict())
+
+    def __rich__(self):
+        from perfmodel.report.analyze_view import analysis_renderable
+
+        return analysis_renderable(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        from perfmodel.report.analyze_view import analysis_html
+
+        return analysis_html(self.to_dict())
+
+    def __repr__(self) -> str:
+        correct = {True: "correct", False: "WRONG", None: "not checked"}[self.correct]
+        return (f"<Analysis {self.kernel} on {self.device.id}: {self.predicted_time_s:.3g} s, bound "
+                f"{self.bound}, occupancy {self.occupancy.occupancy:.0%}, outputs {correct}>")
+
     def to_json(self) -> dict:
         dev = self.device
         launch = self.launch
@@ -136,6 +171,7 @@ class Analysis:
             "counts": copy.deepcopy(self.counts),   # the simulation is cached: never hand out its dicts
             "correct": self.sim.correct,
             "correct_detail": self.sim.correct_detail,
+            "checked_outputs": [o.arg for o in launch.outputs],   # empty: no reference, correct is null
             "cgma": self.seed.cgma,
             "cgma_with_stores": self.seed.cgma_with_stores,
             "achievable_gflops": self.seed.achievable_gflops,
@@ -210,7 +246,10 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
 
 
 def _check_replicated(launch, args, replication):
-    """(correct, detail) of a replicated run: the elements the representative blocks wrote, checked."""
+    """(correct, detail) of a replicated run: the elements the blocks that ran wrote, checked."""
+    if not launch.outputs:
+        unchecked = launch.check_outputs(args)
+        return unchecked.correct, unchecked.message
     if replication.overlapping_writes:
         return None, ("exact counts from one block per class of identical blocks; outputs not checked (several "
                       "blocks write or accumulate into the same elements, and only some blocks ran)")
@@ -228,12 +267,13 @@ def _check_replicated(launch, args, replication):
     checked = int(sum(int(m.sum()) for m in changed.values()))
     runs = len(replication.rep_ids)
     if not checked:
-        return None, (f"exact counts from {runs} block(s) standing for classes of identical blocks; they changed no "
-                      "output element, so outputs are not checked")
+        return None, (f"exact counts with {runs:,} of {launch.total_blocks:,} blocks run (the others proved identical "
+                      "to one of them); they changed no output element, so outputs are not checked")
     check = launch.check_outputs(after, elements=changed)
     total = int(sum(m.size for m in changed.values()))
-    return bool(check.correct), (f"exact counts from {runs} block(s), one per class of identical blocks (proved); "
-                                 f"checked the {checked:,} of {total:,} output elements they wrote - {check.message}")
+    return check.correct, (f"exact counts with {runs:,} of {launch.total_blocks:,} blocks run (the others proved "
+                           f"identical to one of them); checked the {checked:,} of {total:,} output elements they "
+                           f"wrote - {check.message}")
 
 
 def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int) -> dict:
@@ -256,28 +296,34 @@ def _hash_params(params: dict) -> tuple:
 def simulate_launch(kernel, params: dict | None = None, sample: int | None = None, *,
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
                     check: bool = True, arch: str = "sm_90",
-                    limits: dict | None = None, all_blocks: bool = False) -> tuple[Any, SimOutcome]:
+                    limits: dict | None = None, keep_args: bool = False,
+                    all_blocks: bool = False) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
     blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
     the reference (the reference computes the whole output, which can cost more than the sampled run).
+    ``keep_args=True`` (the Python API: its arrays are the user's, so nothing is cached) keeps the args after the
+    run in ``SimOutcome.final_args``; a sampled run holds the elements its simulated blocks wrote.
 
     An exact run of a large grid whose blocks are proved to do identical work (perfmodel.sim.replicate) simulates
     one block per class of identical blocks - the same counts; its outputs are checked where those blocks wrote;
-    ``all_blocks=True`` simulates every block instead (and checks every output)."""
+    ``all_blocks=True`` simulates every block instead (and checks every output); ``keep_args=True`` implies it
+    (the caller gets every output)."""
     from perfmodel.kernel import load_kernel
 
     spec = _spec(kernel)
     if launch is None:
         launch = spec.instantiate(dict(params or {}))
-    key = (str(spec.path), Path(spec.path).stat().st_mtime_ns, Path(spec.source_path).stat().st_mtime_ns,
-           _hash_params(launch.params), sample, exact_budget, check, arch, all_blocks)
-    if key in _SIM_CACHE:
+    key = None if keep_args else (str(spec.path), spec.fingerprint, Path(spec.source_path).stat().st_mtime_ns,
+                                  _hash_params(launch.params), sample, exact_budget, check, arch,
+                                  spec.input_files_state(), all_blocks)
+    if key is not None and key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
-    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch)
+    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch,
+                          include_dirs=spec.include_dirs)
     total = launch.total_blocks
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
@@ -300,7 +346,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
     replicated = None
-    if wants_exact and not all_blocks and total > 1 and \
+    if wants_exact and not (all_blocks or keep_args) and total > 1 and \
             estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS:
         from perfmodel.sim.replicate import proof_for
 
@@ -318,7 +364,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
             "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
     if replicated is None and sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args)
     else:
         if replicated is not None:
             result, args = replicated
@@ -332,7 +378,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             else:
                 result, args = _run(program, launch, limits=limits)
             output_check = launch.check_outputs(args)
-            correct, detail = bool(output_check.correct), output_check.message
+            correct, detail = output_check.correct, output_check.message
         counts = _counts_json(result.counts)
         per_block = getattr(result, "per_block", {}) or {}
         outcome = SimOutcome(
@@ -343,7 +389,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
             per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
-            sim_seconds=0.0)
+            sim_seconds=0.0, final_args=args if keep_args else None)
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
@@ -352,6 +398,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
     outcome.sim_seconds = time.perf_counter() - started
+    if key is None:
+        return launch, outcome
     if len(_SIM_CACHE) >= _SIM_CACHE_MAX:
         _SIM_CACHE.pop(next(iter(_SIM_CACHE)))
     _SIM_CACHE[key] = outcome
@@ -378,7 +426,8 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
     return out
 
 
-def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None) -> SimOutcome:
+def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None,
+             keep_args: bool = False) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     per_stratum = []
     lines_weighted = []
@@ -387,7 +436,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     changed_elements: dict[str, np.ndarray] = {}
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
-    initial = {a.name: a.value for a in launch.args if a.kind == "array" and a.name in outputs}
+    initial = {a.name: a.value for a in launch.args if a.kind == "array" and (keep_args or a.name in outputs)}
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
@@ -413,13 +462,18 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
             merged[name] = np.where(wrote, after, merged.get(name, before))
             changed_elements[name] = changed_elements.get(name, np.zeros(after.size, bool)) | wrote
     counts = extrapolate_counts(per_stratum, array_sectors=_array_sectors(launch))
-    checked = int(sum(int(m.sum()) for m in changed_elements.values()))
-    if not check_outputs:
+    checked = int(sum(int(m.sum()) for name, m in changed_elements.items() if name in outputs))
+    if not launch.outputs:
+        from perfmodel.spec import NOT_CHECKED
+
+        correct, detail = None, NOT_CHECKED
+    elif not check_outputs:
         correct, detail = None, "sampled run: outputs not checked (check=False)"
     elif merged and checked:
-        check = launch.check_outputs(merged, elements=changed_elements)
-        correct = bool(check.correct)
-        total_out = int(sum(m.size for m in changed_elements.values()))
+        check = launch.check_outputs({k: v for k, v in merged.items() if k in outputs},
+                                     elements={k: v for k, v in changed_elements.items() if k in outputs})
+        correct = check.correct
+        total_out = int(sum(m.size for name, m in changed_elements.items() if name in outputs))
         detail = (f"sampled run: checked the {checked:,} of {total_out:,} output elements the "
                   f"{sample.blocks_simulated} simulated blocks wrote - {check.message}")
     else:
@@ -436,7 +490,9 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         source_lines=list(getattr(program, "source_lines", []) or []),
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
-        sample_reason=reason)
+        sample_reason=reason,
+        final_args=[merged.get(a.name, a.value).copy() if a.kind == "array" else a.value for a in launch.args]
+        if keep_args else None)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -520,7 +576,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
                              warps_per_block=warps_per_block)
-    analysis = Analysis(kernel=spec.name, device=dev, launch=launch, sim=sim, registers=registers,
+    analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)
     from perfmodel.model.advice import advise

@@ -1,0 +1,240 @@
+"""One instantiation of a spec: the launch geometry, the initial args and constants, and the check of the
+outputs after a run against their references (``correct`` is None when no output names a reference)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from perfmodel import references as _references
+from perfmodel.errors import SpecError
+from perfmodel.spec.schema import OutputSpec
+
+if TYPE_CHECKING:
+    from perfmodel.spec.kernelspec import KernelSpec
+
+# ==============================================================================================================
+# Launch: one instantiation of a spec
+
+@dataclass(frozen=True)
+class ArgValue:
+    name: str
+    kind: str                  # "array" | "scalar"
+    dtype: np.dtype
+    value: Any                 # np.ndarray (initial contents) or a Python int/float
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": str(self.dtype)}
+        if self.kind == "array":
+            out["length"] = int(self.value.size)
+        else:
+            out["value"] = self.value
+        return out
+
+
+class OutputResult(NamedTuple):
+    name: str
+    max_abs_error: float
+    max_rel_error: float
+    ok: bool
+    reference: str = ""
+    checked_elements: int = 0
+
+    def to_json(self) -> dict:
+        return self._asdict()
+
+
+#: The message of a launch that names no reference: its outputs are not checked (``correct`` is None, never True).
+NOT_CHECKED = ("not checked: no reference given (name one with --check OUTPUT=REFERENCE, or 'outputs:' in a "
+               "spec: a Python function module:function or the expected values in a .npy file)")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    correct: bool | None           # None: no reference, nothing was checked
+    outputs: list[OutputResult]
+    message: str
+
+    def to_json(self) -> dict:
+        return {"correct": self.correct, "outputs": [o.to_json() for o in self.outputs], "message": self.message}
+
+
+@dataclass(frozen=True, eq=False)
+class Launch:
+    spec: KernelSpec
+    params: dict[str, int | float]
+    defines: dict[str, int | float]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    args: list[ArgValue]
+    constants: dict[str, np.ndarray]
+    outputs: list[OutputSpec]
+    registers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def source_path(self) -> Path:
+        return self.spec.source_path
+
+    @property
+    def entry(self) -> str:
+        return self.spec.entry
+
+    @property
+    def total_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def total_threads(self) -> int:
+        return self.total_blocks * self.threads_per_block
+
+    def arg(self, name: str) -> ArgValue:
+        for arg in self.args:
+            if arg.name == name:
+                return arg
+        raise SpecError(f"{self.spec.path}: no arg named {name!r} (args: {', '.join(a.name for a in self.args)})")
+
+    def arg_values(self) -> list[Any]:
+        """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars."""
+        return [arg.value.copy() if arg.kind == "array" else arg.value for arg in self.args]
+
+    def constant_values(self) -> dict[str, np.ndarray]:
+        """Fresh copies of the ``__constant__`` initial values."""
+        return {name: value.copy() for name, value in self.constants.items()}
+
+    def registers_for(self, compute_capability: str) -> int | None:
+        return self.registers.get(compute_capability)
+
+    @cached_property
+    def _context(self) -> dict[str, Any]:
+        args = {}
+        for arg in self.args:
+            if arg.kind == "array":
+                view = arg.value.view()
+                view.flags.writeable = False
+                args[arg.name] = view
+            else:
+                args[arg.name] = arg.value
+        return args
+
+    def expected(self, output: str) -> np.ndarray:
+        """The reference values of output arg ``output`` (flattened, float64 or int64), computed once."""
+        cache = self.__dict__.setdefault("_expected_cache", {})
+        if output not in cache:
+            spec_output = next((o for o in self.outputs if o.arg == output), None)
+            if spec_output is None:
+                raise SpecError(f"{self.spec.path}: {output!r} is not a checked output "
+                                f"(outputs: {', '.join(o.arg for o in self.outputs)})")
+            ref = self.spec.reference_for(spec_output)
+            context = _references.ReferenceContext(self._context, self.constants, self.params, output)
+            try:
+                values = ref.function(context, **spec_output.options)
+            except SpecError as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): {err.message}") from None
+            except TypeError as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                f"{spec_output.reference!r} rejected its options: {err}") from None
+            if isinstance(values, Mapping):   # a user function may return every output by name
+                if output not in values:
+                    raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                    f"{spec_output.reference!r} returned a dict without {output!r} "
+                                    f"(keys: {', '.join(map(str, values))})")
+                values = values[output]
+            try:
+                cache[output] = np.asarray(values, dtype=None if np.asarray(values).dtype != object else float
+                                           ).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): reference "
+                                f"{spec_output.reference!r} did not return an array of numbers ({err})") from None
+        return cache[output]
+
+    def check_outputs(self, args_after_run: Sequence[Any] | Mapping[str, Any],
+                      elements: Mapping[str, Any] | None = None) -> OutputCheck:
+        """Compare the output args after a run with the references.
+
+        ``args_after_run``: the list given to the simulator (in arg order) or a dict name -> array.
+        ``elements`` (optional): output name -> index array or boolean mask of the elements to check (e.g. the
+        elements written by the sampled blocks of a sampled run); others are ignored."""
+        if isinstance(args_after_run, Mapping):
+            by_name = dict(args_after_run)
+        else:
+            if len(args_after_run) != len(self.args):
+                raise SpecError(f"{self.spec.path}: check_outputs got {len(args_after_run)} args, "
+                                f"the kernel takes {len(self.args)}")
+            by_name = {arg.name: value for arg, value in zip(self.args, args_after_run)}
+        if not self.outputs:
+            return OutputCheck(None, [], NOT_CHECKED)
+        results: list[OutputResult] = []
+        problems: list[str] = []
+        for output in self.outputs:
+            if output.arg not in by_name:
+                raise SpecError(f"{self.spec.path}: check_outputs is missing output {output.arg!r}")
+            actual = np.asarray(by_name[output.arg]).reshape(-1)
+            expected = self.expected(output.arg)
+            if actual.size != expected.size:
+                problems.append(f"{output.arg}: {actual.size} elements, reference has {expected.size}")
+                results.append(OutputResult(output.arg, math.inf, math.inf, False, output.reference, 0))
+                continue
+            if elements is not None and output.arg in elements:
+                selector = np.asarray(elements[output.arg])
+                actual, expected = actual[selector], expected[selector]
+            actual64 = actual.astype(np.float64)
+            expected64 = expected.astype(np.float64)
+            diff = np.abs(actual64 - expected64)
+            finite = bool(np.all(np.isfinite(actual64)))
+            max_abs = float(diff.max()) if diff.size else 0.0
+            nonzero = np.abs(expected64) > 0
+            max_rel = float((diff[nonzero] / np.abs(expected64[nonzero])).max()) if nonzero.any() else (
+                0.0 if max_abs == 0 else math.inf)
+            ok = finite and bool(np.allclose(actual64, expected64, rtol=output.rtol, atol=output.atol))
+            if not ok:
+                bad = ~np.isclose(actual64, expected64, rtol=output.rtol, atol=output.atol)
+                first = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+                problems.append(
+                    f"{output.arg}: {int(bad.sum())} of {actual.size} elements differ from reference "
+                    f"{output.reference!r} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at "
+                    f"[{first}]: got {actual64[first]:.7g}, expected {expected64[first]:.7g}; "
+                    f"rtol={output.rtol:g}, atol={output.atol:g})")
+            results.append(OutputResult(output.arg, max_abs, max_rel, ok, output.reference, int(actual.size)))
+        correct = not problems
+        if correct:
+            message = "outputs match the reference" + ("s" if len(results) != 1 else "") + ": " + ", ".join(
+                f"{r.name} (max abs error {r.max_abs_error:.3g})" for r in results)
+        else:
+            message = "; ".join(problems)
+        return OutputCheck(correct, results, message)
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.spec.name,
+            "entry": self.spec.entry,
+            "source": str(self.spec.source_path),
+            "params": dict(self.params),
+            "defines": dict(self.defines),
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "total_blocks": self.total_blocks,
+            "threads_per_block": self.threads_per_block,
+            "dynamic_shared_bytes": self.dynamic_shared_bytes,
+            "args": [a.to_json() for a in self.args],
+            "constants": {name: {"dtype": str(v.dtype), "length": int(v.size)} for name, v in self.constants.items()},
+            "registers": dict(self.registers),
+        }
+
+
+def check_outputs(launch: Launch, args_after_run: Sequence[Any] | Mapping[str, Any]) -> OutputCheck:
+    """Function form of :meth:`Launch.check_outputs`."""
+    return launch.check_outputs(args_after_run)

@@ -1,0 +1,350 @@
+"""The kernel-spec file format: pydantic models of the YAML (field names are the YAML keys), the dtypes a
+spec may name, and the conversion of a validation error into one message naming the file and each field.
+docs/spec.md documents every field; :mod:`perfmodel.spec_schema` exports them as JSON Schema."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator, \
+    model_validator
+
+from perfmodel import expr as _expr
+from perfmodel.errors import SpecError
+
+# dtype spellings accepted in specs (numpy names and the C names the kernels use)
+DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32), "float": np.dtype(np.float32), "f32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64), "double": np.dtype(np.float64), "f64": np.dtype(np.float64),
+    "int32": np.dtype(np.int32), "int": np.dtype(np.int32), "i32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32), "unsigned": np.dtype(np.uint32), "unsigned int": np.dtype(np.uint32),
+    "u32": np.dtype(np.uint32),
+    "int64": np.dtype(np.int64), "long long": np.dtype(np.int64),
+    "uint64": np.dtype(np.uint64),
+    "int16": np.dtype(np.int16), "short": np.dtype(np.int16),
+    "int8": np.dtype(np.int8), "char": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
+    "bool": np.dtype(np.bool_),
+    "float16": np.dtype(np.float16), "half": np.dtype(np.float16), "uint16": np.dtype(np.uint16),
+    "unsigned short": np.dtype(np.uint16),
+}
+
+Expr = StrictInt | StrictFloat | str
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?![(A-Za-z0-9_])", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif)\b(.*)$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def macro_names(source: str) -> tuple[str, ...]:
+    """Object-like macros a source lets the compiler's ``-D`` set, in order of appearance: ``#define N``, and
+    the names tested by ``#ifdef N``, ``#ifndef N``, ``#if N > 4``, ``#elif defined(N)``."""
+    found = {m.start(): [m.group(1)] for m in _DEFINE.finditer(source)}
+    for m in _DIRECTIVE.finditer(source):
+        words = _WORD.findall(m.group(2))
+        found[m.start()] = words[:1] if m.group(1) in ("ifdef", "ifndef") else [w for w in words if w != "defined" and not w.startswith("__")]
+    return tuple(dict.fromkeys(name for _, names in sorted(found.items()) for name in names))
+
+
+# ==============================================================================================================
+# The file schema (pydantic). Field names are the YAML keys.
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParamSpec(_Strict):
+    default: Expr
+    help: str | None = None
+
+
+class ConstraintSpec(_Strict):
+    expr: str
+    message: str | None = None
+
+
+class InitSpec(_Strict):
+    """One initialiser. YAML forms: ``zeros``, ``arange``, ``{arange: {start, step}}``,
+    ``{random: {seed, low, high}}``, ``{constant: EXPR}``, ``{values: [..]}``,
+    ``{generator: {name: NAME, field: F, ...kwargs}}``."""
+
+    kind: Literal["zeros", "ones", "arange", "random", "constant", "values", "generator", "file"]
+    seed: StrictInt = 0
+    low: Expr = 0
+    high: Expr = 1
+    start: Expr = 0
+    step: Expr = 1
+    value: Expr = 0
+    values: list[StrictInt | StrictFloat] = Field(default_factory=list)
+    generator: str | None = None
+    field: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = None          # file: a .npy file (relative to the spec file)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_yaml(cls, data: Any) -> Any:
+        forms = "zeros | ones | arange | random | {arange: {start, step}} | {random: {seed, low, high}} | " \
+                "{constant: EXPR} | {values: [...]} | {file: PATH.npy} | {generator: {name, field, ...}}"
+        if isinstance(data, InitSpec):
+            return data
+        if isinstance(data, str):
+            if data in ("zeros", "ones", "arange", "random"):
+                return {"kind": data}
+            raise ValueError(f"unknown initialiser {data!r}; expected {forms}")
+        if isinstance(data, dict) and "kind" in data:
+            return data
+        if not isinstance(data, dict) or len(data) != 1:
+            raise ValueError(f"expected one initialiser, {forms}; got {data!r}")
+        (kind, options), = data.items()
+        if kind in ("zeros", "ones"):
+            if options not in (None, {}):
+                raise ValueError(f"{kind} takes no options")
+            return {"kind": kind}
+        if kind == "file":
+            if not isinstance(options, str) or not options.strip():
+                raise ValueError("file: expected the path of a .npy file")
+            return {"kind": "file", "path": options}
+        if kind in ("arange", "random"):
+            options = options or {}
+            if not isinstance(options, dict):
+                raise ValueError(f"{kind}: expected a mapping of options, got {options!r}")
+            allowed = {"arange": {"start", "step"}, "random": {"seed", "low", "high"}}[kind]
+            unknown = set(options) - allowed
+            if unknown:
+                raise ValueError(f"{kind}: unknown option(s) {', '.join(sorted(unknown))} "
+                                 f"(allowed: {', '.join(sorted(allowed))})")
+            return {"kind": kind, **options}
+        if kind == "constant":
+            return {"kind": "constant", "value": options}
+        if kind == "values":
+            return {"kind": "values", "values": options}
+        if kind == "generator":
+            if not isinstance(options, dict) or "name" not in options:
+                raise ValueError("generator: expected {name: NAME, ...arguments}")
+            options = dict(options)
+            name = options.pop("name")
+            field_name = options.pop("field", None)
+            return {"kind": "generator", "generator": name, "field": field_name, "kwargs": options}
+        raise ValueError(f"unknown initialiser {kind!r}; expected {forms}")
+
+
+class ArgSpec(_Strict):
+    """A kernel argument: an array (``length`` or ``shape``, ``init``) or a scalar (``value``)."""
+
+    name: str
+    dtype: str
+    kind: Literal["array", "scalar"] | None = None
+    length: Expr | None = None
+    shape: list[Expr] | None = None
+    init: InitSpec | None = None
+    value: Expr | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENT.match(value):
+            raise ValueError(f"expected a C identifier, got {value!r}")
+        return value
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _shape_of_arg(self) -> ArgSpec:
+        is_scalar = self.value is not None
+        kind = self.kind or ("scalar" if is_scalar else "array")
+        if kind == "scalar":
+            if not is_scalar:
+                raise ValueError("a scalar arg needs value: EXPR")
+            if self.length is not None or self.shape is not None or self.init is not None:
+                raise ValueError("a scalar arg takes value only (no length, shape or init)")
+        else:
+            if is_scalar:
+                raise ValueError("an array arg takes length/shape and init, not value")
+            if self.length is not None and self.shape is not None:
+                raise ValueError("give length or shape, not both")
+            init_kind = self.init.kind if self.init else "zeros"
+            if self.length is None and self.shape is None and init_kind not in ("values", "generator", "file"):
+                raise ValueError("an array arg needs length: EXPR (or shape: [..])")
+        object.__setattr__(self, "kind", kind)
+        return self
+
+
+class ConstantSpec(_Strict):
+    """Initial value of a ``__constant__`` symbol (what the host's ``cudaMemcpyToSymbol`` would copy)."""
+
+    dtype: str = "float32"
+    length: Expr | None = None
+    shape: list[Expr] | None = None
+    init: InitSpec
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        return ArgSpec._dtype(value)
+
+    @model_validator(mode="after")
+    def _size(self) -> ConstantSpec:
+        if self.length is not None and self.shape is not None:
+            raise ValueError("give length or shape, not both")
+        if self.length is None and self.shape is None and self.init.kind not in ("values", "generator", "file"):
+            raise ValueError("a constant needs length: EXPR (or shape: [..])")
+        return self
+
+
+class OutputSpec(_Strict):
+    """An output arg checked with ``numpy.allclose(rtol, atol)`` against a reference: a named numpy reference of
+    :mod:`perfmodel.references`, a Python callable (``module:function`` or ``path/to/file.py:function``) or
+    the expected values in a ``.npy`` file (see :func:`perfmodel.references.resolve_reference`)."""
+
+    arg: str
+    reference: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    # numbers or expressions over the params (a float32 sum of Width products needs an atol growing with Width)
+    rtol: Expr = 1e-5
+    atol: Expr = 1e-6
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_form(cls, data: Any) -> Any:
+        # reference: NAME  or  reference: {name: NAME, option: value, ...}
+        if isinstance(data, dict) and isinstance(data.get("reference"), dict):
+            data = dict(data)
+            options = dict(data["reference"])
+            if "name" not in options:
+                raise ValueError("reference: expected NAME or {name: NAME, ...options}")
+            data["reference"] = options.pop("name")
+            data["options"] = {**options, **data.get("options", {})}
+        return data
+
+
+class SpecModel(_Strict):
+    name: str
+    description: str | None = None
+    source: str
+    entry: str
+    params: dict[str, Expr | ParamSpec] = Field(default_factory=dict)
+    constraints: list[ConstraintSpec] = Field(default_factory=list)
+    grid: list[Expr] = Field(min_length=1, max_length=3)
+    block: list[Expr] = Field(min_length=1, max_length=3)
+    dynamic_shared_memory: Expr | None = None
+    args: list[ArgSpec] = Field(default_factory=list)
+    constants: dict[str, ConstantSpec] = Field(default_factory=dict)
+    outputs: list[OutputSpec] = Field(default_factory=list)
+    registers: dict[str, StrictInt] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    notes: str | None = None
+    include_dirs: list[str] = Field(default_factory=list)   # -I folders, relative to the spec file
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _IDENT.match(value):
+            raise ValueError(f"expected an identifier, got {value!r}")
+        return value
+
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, value: str) -> str:
+        # a kernel name, or a C++ template name expression as the host code launches it: reduce6<int, 256, true>
+        base = value.split("<", 1)[0].strip()
+        if not all(_IDENT.match(part) for part in base.split("::")) or value.count("<") != value.count(">"):
+            raise ValueError(f"expected a kernel name or a template name expression, got {value!r}")
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if not value or "\n" in value:
+            raise ValueError("expected one non-empty line")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, value: dict) -> dict:
+        for name in value:
+            if not _IDENT.match(name):
+                raise ValueError(f"param name {name!r} is not an identifier")
+            if name in _expr.FUNCTIONS:
+                raise ValueError(f"param name {name!r} clashes with the expression function {name}()")
+        return value
+
+    @field_validator("registers")
+    @classmethod
+    def _registers(cls, value: dict) -> dict:
+        for cc, count in value.items():
+            if not re.match(r"^\d+\.\d+$", str(cc)):
+                raise ValueError(f"expected compute capabilities like '9.0' as keys, got {cc!r}")
+            if not 1 <= count <= 255:
+                raise ValueError(f"registers per thread for {cc} must be in 1..255, got {count}")
+        return value
+
+
+# ==============================================================================================================
+# Validation errors
+
+def _format_loc(loc: tuple) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif text:
+            text += f".{part}"
+        else:
+            text = str(part)
+    return text
+
+
+_SCALAR_TYPE_ERRORS = {"int_type", "float_type", "string_type", "int_parsing", "float_parsing", "int_from_float"}
+_MAPPING_TYPE_ERRORS = {"model_type", "dict_type", "model_attributes_type"}
+
+
+def _validation_error(path: Path, err: ValidationError) -> SpecError:
+    """One message naming the file and each offending field. A union field (number | expression |
+    {default, help}) reports one problem per alternative in pydantic; they are folded into one line."""
+    by_loc: dict[str, list[dict]] = {}
+    for item in err.errors():
+        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and (
+            p.startswith("function-") or p in ("int", "float", "str", "ParamSpec"))))
+        by_loc.setdefault(_format_loc(loc), []).append(item)
+    # a mapping given where a number | expression | mapping is allowed: the mapping branch's problems (deeper
+    # fields) say what is wrong, the "not a number" ones do not
+    for loc in list(by_loc):
+        if any(other.startswith(loc + ".") for other in by_loc):
+            kept = [item for item in by_loc[loc] if item["type"] not in _SCALAR_TYPE_ERRORS]
+            if kept:
+                by_loc[loc] = kept
+            else:
+                del by_loc[loc]
+    problems = []
+    for loc, items in by_loc.items():
+        given = items[0].get("input")
+        if isinstance(given, dict):  # the mapping branch's own problems are the useful ones
+            items = [item for item in items if item["type"] not in _SCALAR_TYPE_ERRORS] or items
+        types = {item["type"] for item in items}
+        if len(items) > 1 and types <= _SCALAR_TYPE_ERRORS | _MAPPING_TYPE_ERRORS:
+            what = "a number or an expression" + (" or {default, help}" if types & _MAPPING_TYPE_ERRORS else "")
+            problems.append(f"field '{loc}': expected {what}, got {given!r}")
+            continue
+        for item in items:
+            message = item["msg"]
+            if message.startswith("Value error, "):
+                message = message[len("Value error, "):]
+            if item["type"] == "extra_forbidden":
+                message = "unknown field"
+            elif item["type"] == "missing":
+                message = "required field is missing"
+            value = item.get("input")
+            shown = "" if item["type"] in ("missing", "extra_forbidden") or isinstance(value, (dict, list)) \
+                or "got" in message else f" (got {value!r})"
+            problems.append(f"field '{loc}': {message}{shown}")
+    return SpecError(f"{path}: " + "; ".join(dict.fromkeys(problems)))

@@ -1,0 +1,305 @@
+"""Bring your own kernel (issue 12): `perfmodel analyze FILE.cu ...` with no YAML, the CuPy-shaped Python API,
+and correctness that means something (no reference: not checked; a wrong answer fails `perfmodel check`).
+
+Every output is checked against numpy computed here (or in tests/data/byok/refs.py), never against perfmodel."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DATA = Path(__file__).resolve().parent / "data" / "byok"
+MATRIXMUL = Path(__file__).resolve().parent / "data" / "cuda_samples" / "0_Introduction" / "matrixMul" / "matrixMul.cu"
+
+SAXPY = [str(EXAMPLES / "saxpy.cu"), "--kernel", "saxpy", "--grid", "cdiv(n,128)", "--block", "128",
+         "-D", "n=1000", "--arg", "a=2.0", "--arg", "x=float32[n]:random", "--arg", "y=float32[n]:arange",
+         "--device", "h100"]
+
+
+def analyze_json(cli, *args):
+    code, out, err = cli("analyze", *args, "--json")
+    assert code == 0, (out, err)
+    return json.loads(out)
+
+
+# ---- perfmodel.analyze stays callable ------------------------------------------------------------------------
+
+def test_analyze_callable_every_time():
+    import perfmodel
+    import perfmodel.analysis  # importing the module the function lives in must not shadow the function
+
+    first = perfmodel.analyze("vec_add", "h100", {"N": 256})
+    second = perfmodel.analyze("vec_add", "h100", {"N": 256})
+    assert callable(perfmodel.analyze) and perfmodel.analyze is perfmodel.analysis.analyze
+    assert first.predicted_time_s == second.predicted_time_s and second.correct is True
+
+
+# ---- the command line, one command per kernel, files unchanged -----------------------------------------------
+
+def test_saxpy_cli_not_checked_without_reference(cli):
+    doc = analyze_json(cli, *SAXPY)
+    assert doc["kernel"] == "saxpy" and doc["launch"]["grid"] == [8, 1, 1]
+    assert doc["correct"] is None and doc["checked_outputs"] == [] and "not checked" in doc["correct_detail"]
+    # 1000 threads do one FMA each (a*x + y): 2 flops per element, hand-counted
+    assert doc["counts"]["flops"] == 2000
+    code, out, _ = cli("analyze", *SAXPY)
+    assert code == 0 and "not checked" in out and "✓" not in out
+
+
+def test_saxpy_cli_checked_by_python_reference(cli):
+    doc = analyze_json(cli, *SAXPY, "--check", f"y={DATA / 'refs.py'}:saxpy")
+    assert doc["correct"] is True and doc["checked_outputs"] == ["y"]
+
+
+def test_wrong_kernel_is_reported_wrong_with_exit_0(cli):
+    wrong = [str(DATA / "saxpy_wrong.cu")] + SAXPY[1:]
+    code, out, _ = cli("analyze", *wrong, "--check", f"y={DATA / 'refs.py'}:saxpy")
+    assert code == 0 and "✗" in out and "WRONG" in out
+    doc = analyze_json(cli, *wrong, "--check", f"y={DATA / 'refs.py'}:saxpy")
+    assert doc["correct"] is False
+
+
+def test_npy_reference_and_file_initialiser(cli, tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.random(1000).astype(np.float32)
+    y = rng.random(1000).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "expected.npy", 3.0 * x.astype(np.float64) + y)
+    args = SAXPY[:9] + ["--arg", "a=3", "--arg", f"x=float32[n]:file={tmp_path / 'x.npy'}",
+                         "--arg", f"y=float32[n]:file={tmp_path / 'y.npy'}", "--device", "h100"]
+    assert analyze_json(cli, *args, "--check", f"y={tmp_path / 'expected.npy'}")["correct"] is True
+    np.save(tmp_path / "expected.npy", 3.0 * x.astype(np.float64) - y)
+    assert analyze_json(cli, *args, "--check", f"y={tmp_path / 'expected.npy'}")["correct"] is False
+
+
+def test_stencil_reduction_matrixmul_vec4_cli(cli):
+    refs = f"{EXAMPLES / 'references.py'}"
+    stencil = analyze_json(cli, str(EXAMPLES / "stencil2d.cu"), "--kernel", "stencil5", "--grid",
+                           "cdiv(nx,16),cdiv(ny,16)", "--block", "16,16", "-D", "nx=40", "-D", "ny=24",
+                           "--arg", "in=float32[nx*ny]:random", "--arg", "out=float32[nx*ny]",
+                           "--check", f"out={refs}:stencil5", "--device", "h100")
+    assert stencil["correct"] is True and stencil["launch"]["grid"] == [3, 2, 1]
+    assert stencil["counts"]["shared"]["loads"] > 0      # the tile is read from shared memory
+    reduce = analyze_json(cli, str(EXAMPLES / "reduce_shfl.cu"), "--kernel", "reduce_sum", "--grid", "4",
+                          "--block", "128", "-D", "n=5000", "--arg", "in=float32[n]:random(0,1)",
+                          "--arg", "out=float32[1]", "--check", f"out={refs}:reduce_sum", "--rtol", "1e-4",
+                          "--device", "h100")
+    assert reduce["correct"] is True
+    matmul = analyze_json(cli, str(MATRIXMUL), "--kernel", "MatrixMulCUDA<32>", "--grid", "wB/32,hA/32",
+                          "--block", "32,32", "-D", "wA=64", "-D", "hA=64", "-D", "wB=96",
+                          "--arg", "C=float32[hA*wB]", "--arg", "A=float32[hA*wA]:random",
+                          "--arg", "B=float32[wA*wB]:random", "--arg", "wA=wA", "--arg", "wB=wB",
+                          "--check", f"C={refs}:matmul", "--rtol", "1e-4", "--atol", "1e-4", "--device", "h100")
+    assert matmul["correct"] is True and matmul["kernel"] == "MatrixMulCUDA<32>"
+    assert matmul["launch"]["grid"] == [3, 2, 1] and matmul["launch"]["block"] == [32, 32, 1]
+    assert matmul["counts"]["flops"] == 2 * 64 * 64 * 96          # one FMA per (i, j, k)
+    vec4 = analyze_json(cli, str(EXAMPLES / "vec4_scale.cu"), "--kernel", "scale_vec4<float, 2>",
+                        "--grid", "cdiv(n/4, 2*64)", "--block", "64", "-D", "n=2048",
+                        "--arg", "in=float32[n]:random", "--arg", "out=float32[n]", "--arg", "alpha=3.0",
+                        "--arg", "3=n/4", "--check", f"out={refs}:scale_vec4", "--device", "h100")
+    assert vec4["correct"] is True
+    g = vec4["counts"]["global"]
+    # 512 float4 loads of 16 bytes: 8,192 bytes = 256 sectors of 32 bytes, 16 warp requests of 32 lanes
+    assert g["load_requests"] == 16 and g["load_sectors"] == 256
+
+
+def test_save_spec_round_trip(cli, tmp_path):
+    out = tmp_path / "kept.yaml"
+    code, _, err = cli("analyze", *SAXPY, "--check", f"y={DATA / 'refs.py'}:saxpy", "--save-spec", str(out))
+    assert code == 0, err
+    kept = analyze_json(cli, str(out), "--device", "h100")
+    assert kept["correct"] is True and kept["counts"]["flops"] == 2000
+
+
+# ---- bad input: one paragraph, exit 2, a JSON error document -------------------------------------------------
+
+@pytest.mark.parametrize("change, needle", [
+    (["--arg", "z=1"], "no parameter named 'z'"),
+    ("drop-x", "'x' (const float*, a pointer"),
+    (["--arg", "x=float33[n]"], "unknown dtype 'float33'"),
+    (["--arg", "x=float32[n-2000]"], "expected an integer >= 0, got -1000"),
+    (["--arg", "x=float32[n/3]"], "expected an integer, got 333.3"),
+    (["--arg", "x=float32[m]"], "unknown name(s) m"),
+    (["--grid", "cdiv(q,128)"], "unknown name(s) q"),
+    (["--arg", "x=2.0"], "is a pointer (const float*)"),
+    (["--arg", "x=int32[n]"], "its elements are float32, not int32"),
+])
+def test_bad_arguments(cli, change, needle):
+    args = list(SAXPY)
+    i = args.index("x=float32[n]:random")
+    if change == "drop-x":
+        del args[i - 1:i + 1]
+    elif change[0] == "--grid":
+        args[args.index("--grid") + 1] = change[1]
+    elif change[1].startswith("x="):
+        args[i] = change[1]
+    else:
+        args += change
+    code, out, err = cli("analyze", *args)
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    assert err.count("error:") == 1
+    code, out, _ = cli("analyze", *args, "--json")
+    document = json.loads(out)
+    assert code == 2 and needle in document["error"]["message"] and document["error"]["kind"] in ("usage", "spec")
+
+
+def test_template_that_does_not_instantiate(cli):
+    code, out, _ = cli("analyze", str(EXAMPLES / "vec4_scale.cu"), "--kernel", "scale_vec4<float>", "--grid", "1",
+                       "--block", "32", "--device", "h100", "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert error["kind"] == "compile" and "scale_vec4<float>" in error["message"]
+
+
+def test_spec_rejects_cuda_only_options(cli):
+    code, _, err = cli("analyze", "vec_add", "--device", "h100", "--grid", "4")
+    assert code == 2 and "--grid" in err and "only for a CUDA file" in err
+
+
+# ---- perfmodel check: a wrong answer always fails; an unchecked kernel cannot promise correctness ---------------
+
+def test_check_fails_a_wrong_kernel(cli):
+    code, out, err = cli("check", str(DATA / "budget_wrong.yaml"), "--no-baseline", "--json")
+    assert code == 1, (out, err)
+    cases = {c["entry"]: c for c in json.loads(out)["cases"]}
+    assert cases["saxpy_right.yaml"]["passed"] is True
+    wrong = cases["saxpy_wrong.yaml"]
+    assert wrong["passed"] is False
+    assert any(c["metric"] == "correct" and c["status"] == "fail" for c in wrong["checks"])
+
+
+def test_check_correct_threshold_on_unchecked_kernel_is_invalid(cli):
+    code, out, err = cli("check", str(DATA / "budget_unchecked.yaml"), "--no-baseline")
+    assert code == 2 and "not checked" in err
+    code, out, err = cli("check", str(DATA / "budget_unchecked_ok.yaml"), "--no-baseline", "--json")
+    assert code == 0, err
+    assert "correct" not in json.loads(out)["cases"][0]["metrics"]
+
+
+def test_unchecked_spec_reported_not_checked(cli):
+    doc = analyze_json(cli, str(DATA / "saxpy_unchecked.yaml"), "--device", "h100")
+    assert doc["correct"] is None and "not checked" in doc["correct_detail"]
+    code, out, _ = cli("analyze", str(DATA / "saxpy_unchecked.yaml"), "--device", "h100")
+    assert "not checked" in out and "✓" not in out
+
+
+# ---- the Python API ----------------------------------------------------------------------------------------
+
+def test_notebook_script_runs_the_five_kernels():
+    spec = importlib.util.spec_from_file_location("notebook_api", EXAMPLES / "notebook_api.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = module.run(MATRIXMUL, small=True)       # asserts every output with numpy
+    assert [r.kernel for r in results] == ["saxpy", "saxpy", "stencil5", "reduce_sum", "MatrixMulCUDA<32>",
+                                           "scale_vec4<float, 2>"]
+    assert [r.device.id for r in results[:2]] == ["h100", "a100"]
+
+
+def test_raw_kernel_results(cli):
+    import perfmodel
+
+    kernel = perfmodel.RawKernel((EXAMPLES / "saxpy.cu").read_text(), "saxpy")
+    rng = np.random.default_rng(3)
+    x = rng.random(1000).astype(np.float32)
+    y = np.arange(1000, dtype=np.float32)
+    y0 = y.copy()
+    result = kernel((8,), (128,), (1000, np.float32(2.0), x, y), device="h100")
+    np.testing.assert_allclose(y, 2 * x + y0, rtol=1e-6)
+    assert result.correct is None
+    document = result.to_dict()
+    cli_doc = analyze_json(cli, *SAXPY)
+    assert set(document) == set(cli_doc)                  # the same keys as analyze --json
+    assert document["counts"]["flops"] == cli_doc["counts"]["flops"] == 2000
+    row = result.to_rows()[0]
+    assert row["kernel"] == "saxpy" and row["predicted_time_s"] == document["predicted_time_s"]
+    assert "<pre" in result._repr_html_() and "saxpy" in result._repr_html_()
+    # a wrong expectation is reported wrong, a right one right
+    assert kernel((8,), (128,), (1000, 1.0, x, y.copy()), expected={"y": y + x + 1}).correct is False
+    assert kernel((8,), (128,), (1000, 1.0, x, y.copy()), expected={"y": y + x}).correct is True
+    assert kernel((8,), (128,), (1000, 1.0, x, y.copy()),
+                  reference=lambda a, x, y: a * x + y).correct is True
+
+
+def test_raw_kernel_bad_arguments():
+    import perfmodel
+    from perfmodel.errors import PerfmodelError
+
+    kernel = perfmodel.RawKernel((EXAMPLES / "saxpy.cu").read_text(), "saxpy")
+    x = np.zeros(16, np.float32)
+    with pytest.raises(PerfmodelError, match="takes 4 arguments"):
+        kernel((1,), (16,), (16, 1.0, x))
+    with pytest.raises(PerfmodelError, match="its elements are float32, the array holds float64"):
+        kernel((1,), (16,), (16, 1.0, x, np.zeros(16)))
+    with pytest.raises(PerfmodelError, match="a pointer takes a numpy array"):
+        kernel((1,), (16,), (16, 1.0, x, 3.0))
+    with pytest.raises(PerfmodelError, match="not supported"):
+        perfmodel.RawKernel("__global__ void k() {}", "k", options=("--use_fast_math",))
+
+
+# ---- scaffolding and the schema ----------------------------------------------------------------------------
+
+def test_kernels_init_writes_a_spec_that_runs(cli, tmp_path):
+    out = tmp_path / "saxpy.yaml"
+    code, _, err = cli("kernels", "init", str(EXAMPLES / "saxpy.cu"), "--kernel", "saxpy", "-o", str(out))
+    assert code == 0, err
+    from perfmodel.spec import load_spec
+
+    spec = load_spec(out)
+    assert [(a.name, a.dtype, a.kind) for a in spec.model.args] == [
+        ("n", "int32", "scalar"), ("a", "float32", "scalar"), ("x", "float32", "array"), ("y", "float32", "array")]
+    doc = analyze_json(cli, str(out), "--device", "h100", "-D", "N=512")
+    assert doc["correct"] is None and doc["launch"]["total_blocks"] == 2
+
+
+def test_schema_is_current_and_accepts_every_shipped_spec():
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    from perfmodel.spec_schema import spec_json_schema
+
+    schema = spec_json_schema()
+    assert json.loads((ROOT / "docs" / "spec.schema.json").read_text()) == schema
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(ROOT.glob("kernels_spec/*.yaml")) + sorted(ROOT.glob("bench/corpus_specs/*.yaml")) + \
+        sorted(DATA.glob("saxpy_*.yaml"))
+    assert len(files) > 20
+    for path in files:
+        assert not list(validator.iter_errors(yaml.safe_load(path.read_text()))), path
+    bad = yaml.safe_load((DATA / "saxpy_unchecked.yaml").read_text())
+    bad["args"][2]["init"] = "randm"
+    assert list(validator.iter_errors(bad))
+    assert "description" not in schema["required"]
+
+
+def test_include_dir_and_define_reaching_the_compiler(cli):
+    doc = analyze_json(cli, str(DATA / "include_user.cu"), "--grid", "2", "--block", "64", "-I", str(DATA / "inc"),
+                       "-D", "n=100", "--arg", "in=float32[n]:arange", "--arg", "out=float32[n]",
+                       "--check", f"out={DATA / 'refs.py'}:double_it", "--device", "h100")
+    assert doc["correct"] is True and doc["kernel"] == "double_it"
+    # -D TILE=8 rebuilds the stencil (#ifndef TILE): its tile is (8 + 2)^2 floats = 400 bytes of shared memory
+    doc = analyze_json(cli, str(EXAMPLES / "stencil2d.cu"), "--grid", "cdiv(nx,TILE),cdiv(ny,TILE)", "--block",
+                       "TILE,TILE", "-D", "TILE=8", "-D", "nx=20", "-D", "ny=12", "--arg", "in=float32[nx*ny]:random",
+                       "--arg", "out=float32[nx*ny]", "--check", f"out={EXAMPLES / 'references.py'}:stencil5",
+                       "--device", "h100")
+    assert doc["correct"] is True and doc["launch"]["static_shared_bytes"] == 400
+    assert doc["launch"]["defines"] == {"TILE": 8}
+
+
+def test_analysis_renders_with_rich():
+    import io
+
+    from rich.console import Console
+
+    import perfmodel
+
+    result = perfmodel.analyze("vec_add", "h100", {"N": 256})
+    console = Console(file=io.StringIO(), width=120)
+    console.print(result)
+    text = console.file.getvalue()
+    assert "vec_add on H100" in text and "✓" in text
