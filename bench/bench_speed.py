@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "perfmodel.cli.main"]
-ROWWISE = ("import sys\nfrom perfmodel.analyze import analyze\nw = int(sys.argv[1])\n"
+ROWWISE = ("import sys\nfrom perfmodel.analysis import analyze\nw = int(sys.argv[1])\n"
            "a = analyze('matmul_rowwise', 'h100', {'ha': w, 'wa': w, 'wb': w}, sample=0)\n"
            "assert a.sim.correct, a.sim.correct_detail\n")
 

@@ -4,7 +4,7 @@ each block - and kernels whose blocks differ must not be replicated."""
 import numpy as np
 import pytest
 
-from perfmodel.analyze import _counts_json
+from perfmodel.analysis import _counts_json
 from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
 from perfmodel.spec import load_spec
