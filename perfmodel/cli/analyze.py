@@ -27,6 +27,12 @@ TimeoutOption = Annotated[
     float | None,
     typer.Option("--timeout", min=0.001, help="End the simulation after this many seconds (default: no limit)."),
 ]
+AllBlocksOption = Annotated[
+    bool,
+    typer.Option("--all-blocks", help="Simulate every block even where blocks are proved identical (an exact run "
+                                      "otherwise runs one block per class of identical blocks: the same counts, "
+                                      "outputs checked where those blocks wrote).")
+]
 SampleOption = Annotated[
     int | None,
     typer.Option("--sample", min=0, help="Simulate a stratified sample of about N blocks and extrapolate "
@@ -57,7 +63,7 @@ def register(app: typer.Typer) -> None:
     def analyze_command(
         kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
         regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-        timeout: TimeoutOption = None,
+        timeout: TimeoutOption = None, all_blocks: AllBlocksOption = False,
         entry: Annotated[str | None, typer.Option(
             "--kernel", "-k", help="FILE.cu: the kernel, a name or a template name expression "
                                    "('MatrixMulCUDA<32>'); optional when the file has one kernel.")] = None,
@@ -120,14 +126,14 @@ def register(app: typer.Typer) -> None:
 
                 Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
             analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
-                               timeout=timeout)
+                               timeout=timeout, all_blocks=all_blocks)
         else:
             given = [name for name, value in cuda_only.items() if value]
             if given:
                 raise PerfmodelError(f"{', '.join(given)}: only for a CUDA file (perfmodel analyze FILE.cu ...); "
                                      f"the spec {kernel!r} sets its own launch (override its params with -D)")
             analysis = analyze(kernel, device, params, regs=parse_regs(regs), sample=sample,
-                               max_steps=max_steps, timeout=timeout)
+                               max_steps=max_steps, timeout=timeout, all_blocks=all_blocks)
         doc = analysis.to_json()
         if json_out:
             from perfmodel.report.jsonout import print_json
