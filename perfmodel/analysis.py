@@ -39,6 +39,14 @@ EXACT_REFUSE_WARP_INSTRUCTIONS = 1e9
 # that all blocks do the same work (perfmodel.sim.replicate) and then simulates one block per class of identical
 # blocks: the same counts, a fraction of the time; outputs are checked on the blocks that ran.
 REPLICATE_MIN_WARP_INSTRUCTIONS = 1e6
+# Above this estimate an exact run also counts long uniform loops from a few iterations (perfmodel.sim.loops): the
+# same counts, but the values of the skipped iterations - so the outputs - are not computed.
+FAST_LOOPS_MIN_WARP_INSTRUCTIONS = 2e7
+
+
+def _skipped_detail(n: int) -> str:
+    return (f"{n:,} loop iterations were counted from identical iterations that ran, not executed, so the outputs "
+            "were not computed (a run this long does that; --execute-all executes everything)")
 HOT_LINES = 6
 
 
@@ -234,14 +242,14 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
     return int(x + gx * (y + gy * z))
 
 
-def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False):
+def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False):
     from perfmodel.sim import simulate
 
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
-                      replicate=replicate, **(limits or {}))
+                      replicate=replicate, fast_loops=fast_loops, **(limits or {}))
     return result, args
 
 
@@ -297,7 +305,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
                     check: bool = True, arch: str = "sm_90",
                     limits: dict | None = None, keep_args: bool = False,
-                    all_blocks: bool = False) -> tuple[Any, SimOutcome]:
+                    execute_all: bool = False) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
@@ -309,7 +317,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     An exact run of a large grid whose blocks are proved to do identical work (perfmodel.sim.replicate) simulates
     one block per class of identical blocks - the same counts; its outputs are checked where those blocks wrote;
-    ``all_blocks=True`` simulates every block instead (and checks every output); ``keep_args=True`` implies it
+    ``execute_all=True`` simulates every block instead (and checks every output); ``keep_args=True`` implies it
     (the caller gets every output)."""
     from perfmodel.kernel import load_kernel
 
@@ -318,7 +326,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         launch = spec.instantiate(dict(params or {}))
     key = None if keep_args else (str(spec.path), spec.fingerprint, Path(spec.source_path).stat().st_mtime_ns,
                                   _hash_params(launch.params), sample, exact_budget, check, arch,
-                                  spec.input_files_state(), all_blocks)
+                                  spec.input_files_state(), execute_all)
     if key is not None and key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
@@ -328,7 +336,11 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
     rep = _representative_block(launch.grid)
-    pilot, pilot_args = _run(program, launch, [rep], limits)
+    fast = not (execute_all or keep_args)
+    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast)
+    if pilot.skipped_iterations and \
+            pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
+        pilot, pilot_args = _run(program, launch, [rep], limits)     # short enough to execute: outputs too
     pilot_counts = _counts_json(pilot.counts)
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
@@ -345,13 +357,14 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample = DEFAULT_SAMPLE_BLOCKS
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
+    fast = fast and estimated_work > FAST_LOOPS_MIN_WARP_INSTRUCTIONS
     replicated = None
-    if wants_exact and not (all_blocks or keep_args) and total > 1 and \
+    if wants_exact and not (execute_all or keep_args) and total > 1 and \
             estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS:
         from perfmodel.sim.replicate import proof_for
 
         if proof_for(program).ok:
-            result, args = _run(program, launch, limits=limits, replicate="required")
+            result, args = _run(program, launch, limits=limits, replicate="required", fast_loops=fast)
             if result.replication is not None and result.replication.proved:
                 replicated = (result, args)
                 sample_reason = ""
@@ -364,7 +377,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
             "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
     if replicated is None and sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args, fast)
     else:
         if replicated is not None:
             result, args = replicated
@@ -376,9 +389,14 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             if total == 1:
                 result, args = pilot, pilot_args
             else:
-                result, args = _run(program, launch, limits=limits)
-            output_check = launch.check_outputs(args)
-            correct, detail = output_check.correct, output_check.message
+                result, args = _run(program, launch, limits=limits, fast_loops=fast)
+            if result.skipped_iterations and launch.outputs:
+                correct, detail = None, _skipped_detail(result.skipped_iterations)
+            else:
+                output_check = launch.check_outputs(args)
+                correct, detail = output_check.correct, output_check.message
+        if result.skipped_iterations and launch.outputs and check:
+            correct, detail = None, _skipped_detail(result.skipped_iterations)
         counts = _counts_json(result.counts)
         per_block = getattr(result, "per_block", {}) or {}
         outcome = SimOutcome(
@@ -427,8 +445,9 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
 
 
 def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None,
-             keep_args: bool = False) -> SimOutcome:
+             keep_args: bool = False, fast_loops: bool = False) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
+    skipped = 0
     per_stratum = []
     lines_weighted = []
     per_block_all: dict[str, list] = {}
@@ -440,7 +459,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
-        result, args = _run(program, launch, stratum.block_ids, limits)
+        result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops)
+        skipped += result.skipped_iterations
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))
         lines_weighted.append((_lines_json(result), stratum.weight))
@@ -469,6 +489,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         correct, detail = None, NOT_CHECKED
     elif not check_outputs:
         correct, detail = None, "sampled run: outputs not checked (check=False)"
+    elif skipped:
+        correct, detail = None, "sampled run: " + _skipped_detail(skipped)
     elif merged and checked:
         check = launch.check_outputs({k: v for k, v in merged.items() if k in outputs},
                                      elements={k: v for k, v in changed_elements.items() if k in outputs})
@@ -501,7 +523,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
 def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
             sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS,
             check: bool = True, max_steps: int | None = None, timeout: float | None = None,
-            all_blocks: bool = False) -> Analysis:
+            execute_all: bool = False) -> Analysis:
     """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
@@ -517,7 +539,7 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
     _check_launch_fits(dev, launch)
     limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
     launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
-                                  arch=device_arch(dev), limits=limits, all_blocks=all_blocks)
+                                  arch=device_arch(dev), limits=limits, execute_all=execute_all)
     return model_launch(spec, launch, sim, dev, regs=regs)
 
 

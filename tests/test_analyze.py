@@ -255,7 +255,7 @@ def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, 
 
 def test_an_exact_run_of_hours_is_refused_with_its_estimate_cli(cli):
     code, _out, err = cli("analyze", "matmul_naive", "--device", "h100", "-D", "Width=4096", "--sample", "0",
-                          "--all-blocks")
+                          "--execute-all")
     assert code == 2 and "exact run would execute" in err and "--timeout" in err
 
 
@@ -263,8 +263,8 @@ def test_an_exact_run_of_hours_is_refused_with_its_estimate():
     # naive matmul at Width=4096 with 16x16 blocks: 65,536 blocks of 8 warps, each warp running 4,096 loop
     # iterations (~20 SASS instructions per 4 unrolled iterations) - ~1e10 in all, over the 1e9 refusal line.
     # Every block provably does the same work, so the exact run replicates a few blocks; executing all of them
-    # (all_blocks=True) is what would take hours, and is refused
+    # (execute_all=True) is what would take hours, and is refused
     from perfmodel.errors import SimulationError
 
     with pytest.raises(SimulationError, match="exact run would execute.*--timeout"):
-        analyze("matmul_naive", "h100", {"Width": 4096}, sample=0, all_blocks=True)
+        analyze("matmul_naive", "h100", {"Width": 4096}, sample=0, execute_all=True)

@@ -27,11 +27,12 @@ TimeoutOption = Annotated[
     float | None,
     typer.Option("--timeout", min=0.001, help="End the simulation after this many seconds (default: no limit)."),
 ]
-AllBlocksOption = Annotated[
+ExecuteAllOption = Annotated[
     bool,
-    typer.Option("--all-blocks", help="Simulate every block even where blocks are proved identical (an exact run "
-                                      "otherwise runs one block per class of identical blocks: the same counts, "
-                                      "outputs checked where those blocks wrote).")
+    typer.Option("--execute-all", help="Execute every block and every loop iteration. Otherwise an exact run of a "
+                                       "large grid runs one block per class of blocks proved identical, and a long "
+                                       "run counts uniform loops from a few iterations: the same counts, outputs "
+                                       "computed only where those ran."),
 ]
 SampleOption = Annotated[
     int | None,
@@ -63,7 +64,7 @@ def register(app: typer.Typer) -> None:
     def analyze_command(
         kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
         regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-        timeout: TimeoutOption = None, all_blocks: AllBlocksOption = False,
+        timeout: TimeoutOption = None, execute_all: ExecuteAllOption = False,
         entry: Annotated[str | None, typer.Option(
             "--kernel", "-k", help="FILE.cu: the kernel, a name or a template name expression "
                                    "('MatrixMulCUDA<32>'); optional when the file has one kernel.")] = None,
@@ -126,14 +127,14 @@ def register(app: typer.Typer) -> None:
 
                 Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
             analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
-                               timeout=timeout, all_blocks=all_blocks)
+                               timeout=timeout, execute_all=execute_all)
         else:
             given = [name for name, value in cuda_only.items() if value]
             if given:
                 raise PerfmodelError(f"{', '.join(given)}: only for a CUDA file (perfmodel analyze FILE.cu ...); "
                                      f"the spec {kernel!r} sets its own launch (override its params with -D)")
             analysis = analyze(kernel, device, params, regs=parse_regs(regs), sample=sample,
-                               max_steps=max_steps, timeout=timeout, all_blocks=all_blocks)
+                               max_steps=max_steps, timeout=timeout, execute_all=execute_all)
         doc = analysis.to_json()
         if json_out:
             from perfmodel.report.jsonout import print_json

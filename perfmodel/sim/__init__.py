@@ -32,7 +32,7 @@ def _dim3(v, what) -> tuple:
 
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
-             replicate: bool = False) -> SimResult:
+             replicate: bool | str = False, fast_loops: bool = False) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -61,6 +61,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         ids = np.asarray(block_ids, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= total_blocks):
             raise SimulationError(f"block_ids must lie in [0, {total_blocks})")
+    launch.fast_loops = fast_loops
     per_batch = launch.batch_blocks(max_lanes or DEFAULT_MAX_LANES)
     builder = launch.builder
     cf = builder.get(program.entry)
@@ -81,6 +82,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                                   sass_weights=getattr(program, "sass_weights", None),
                                   primary_file=getattr(program, "primary_file", None))
             result.replication = replication
+            result.skipped_iterations = launch.skipped_iterations
             return result
     counters = Counters(len(builder.instrs), len(ids))
     with np.errstate(all="ignore"):
@@ -96,6 +98,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                           sass_weights=getattr(program, "sass_weights", None),
                           primary_file=getattr(program, "primary_file", None))
     result.replication = replication
+    result.skipped_iterations = launch.skipped_iterations
     return result
 
 

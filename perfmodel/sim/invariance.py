@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.ptx.ir import Addr, Imm, PredPair, Reg, Special, Sym, Vec
+from perfmodel.ptx.ir import Addr, PredPair, Reg, Special, Vec
 
 UNIFORM, AFFINE, VARIANT = 0, 1, 2
 
@@ -83,14 +83,16 @@ def _all_int(ins) -> bool:
 
 
 class _Classes:
-    def __init__(self):
+    def __init__(self, block_index_class: int = AFFINE):
         self.cls: dict[str, int] = {}
+        self.block_index_class = block_index_class
 
     def of(self, op) -> int:
         if isinstance(op, Reg):
             return self.cls.get(op.name, UNIFORM)
         if isinstance(op, Special):
-            return _special_class(op.name)
+            c = _special_class(op.name)
+            return self.block_index_class if c == AFFINE else c
         if isinstance(op, Addr):
             return self.of(op.base)
         if isinstance(op, Vec):
@@ -151,9 +153,10 @@ def _result(ins, C: _Classes) -> int:
     return VARIANT
 
 
-def analyse(func) -> StaticProof:
-    """The static half of the proof for one PTX function (the kernel entry)."""
-    C = _Classes()
+def analyse(func, block_index_class: int = AFFINE, classes_out: dict | None = None) -> StaticProof:
+    """The static half of the proof for one PTX function (the kernel entry). ``block_index_class=UNIFORM`` asks
+    only whether data reaches control flow or addresses; ``classes_out`` receives every register's class."""
+    C = _Classes(block_index_class)
     for ins in func.instrs:
         if ins.opcode == "call":
             return StaticProof(False, "the kernel calls a function", frozenset(), frozenset())
@@ -171,6 +174,8 @@ def analyse(func) -> StaticProof:
                 changed |= C.raise_to(d, c)
         if rounds > 4 * len(func.regs) + 8:       # the lattice has height 3: cannot happen
             return StaticProof(False, "the register classes did not converge", frozenset(), frozenset())
+    if classes_out is not None:
+        classes_out.update(C.cls)
     checked, affine = set(), set()
     for k, ins in enumerate(func.instrs):
         where = f"line {ins.line}" if ins.line else f"instruction {k}"

@@ -33,6 +33,8 @@ class LaunchState:
         self.initial_mask = None if self.T == self.Tp else (np.arange(self.Tp) < self.T).reshape(1, -1)
         self.dynamic_shared_bytes = int(dynamic_shared_bytes)
         self.max_steps = max_steps
+        self.fast_loops = False
+        self.skipped_iterations = 0     # loop iterations counted from identical ones (sim.loops), not executed
         self.deadline = time.perf_counter() + timeout if timeout else float("inf")
         symbols = Symbols()
         self.symbols = symbols

@@ -77,6 +77,9 @@ class State(MemoryMixin):
         self._special: dict = {}
         self.probe = None       # perfmodel.sim.invariance.Probe on the pilot blocks of a replicated run
         self.replica = None     # perfmodel.sim.replicate._Replica on a class representative's run
+        self.fast_loops = launch.fast_loops   # count long uniform loops from a few iterations (sim.loops)
+        self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
+        self.skipped_iterations = 0
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))
@@ -273,6 +276,31 @@ def _and_not(m, done):
     return m & ~done
 
 
+def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
+    """Count one execution of basic block ``pc`` under ``st.mask`` (lanes and warps once, every instruction of
+    it) and run its instructions."""
+    c = st.counters
+    s = st.stats()
+    n, nw = s[0], s[1]
+    bbw[pc] += nw
+    bbt[pc] += n
+    if blk.flop_total:
+        for k, v in blk.flops.items():
+            c.fp[k] += n * v
+        c.flops += n * blk.flop_total
+        c.fp64 += n * blk.fp64
+        c.per_block["flops"][st.sl] += (s[2] * blk.flop_total) if s[2] is not None else (st.T * blk.flop_total)
+    if blk.int_ops:
+        c.int_ops += n * blk.int_ops
+    if blk.works:
+        st.mark_worked()
+    st.steps += 1
+    if st.steps > st.max_steps or (st.steps & 1023 == 0 and time.perf_counter() > st.deadline):
+        _runaway(st, cf, pc)
+    for fn in blk.body:
+        fn(st, fr)
+
+
 def run_function(st: State, cf, fr: Frame, mask) -> None:
     blocks = cf.blocks
     c = st.counters
@@ -280,8 +308,6 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
     bbw = c.bb_warps.setdefault(fname, [0] * len(blocks))
     bbt = c.bb_threads.setdefault(fname, [0] * len(blocks))
     divw = c.div_warps.setdefault(fname, [0] * len(blocks))
-    pb = c.per_block
-    sl = st.sl
     stack = [[0, -1, mask]]
     is_kernel = st.depth == 0
     while stack:
@@ -299,26 +325,18 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             top[2] = m
         st.mask = m
         blk = blocks[pc]
-        # count the block: lanes and warps once, every instruction of it
-        s = st.stats()
-        n, nw = s[0], s[1]
-        bbw[pc] += nw
-        bbt[pc] += n
-        if blk.flop_total:
-            for k, v in blk.flops.items():
-                c.fp[k] += n * v
-            c.flops += n * blk.flop_total
-            c.fp64 += n * blk.fp64
-            pb["flops"][sl] += (s[2] * blk.flop_total) if s[2] is not None else (st.T * blk.flop_total)
-        if blk.int_ops:
-            c.int_ops += n * blk.int_ops
-        if blk.works:
-            st.mark_worked()
-        st.steps += 1
-        if st.steps > st.max_steps or (st.steps & 1023 == 0 and time.perf_counter() > st.deadline):
-            _runaway(st, cf, pc)
-        for fn in blk.body:
-            fn(st, fr)
+        if blk.term == "cbra" and blk.target == pc and st.fast_loops and st.probe is None and st.replica is None:
+            from perfmodel.sim.loops import fast_forward
+
+            how = fast_forward(st, cf, fr, pc, m, bbw, bbt)
+            if how == "done":
+                st.mask = m
+                top[0] = blk.fall
+                continue
+            if how != "resume":
+                execute_block(st, cf, fr, pc, blk, bbw, bbt)
+        else:
+            execute_block(st, cf, fr, pc, blk, bbw, bbt)
         st.mask = m
         term = blk.term
         if term == "fall":

@@ -30,6 +30,8 @@ class MemoryMixin:
             return [np.zeros((1, 1), dt)] * vec if values is None else None
         if self.probe is not None:
             self.probe.address(self, gid, a, space, values is not None)
+        if self.loop_trace is not None:
+            self.loop_trace[gid] = (a - GLOBAL_BASE if space == "global" else a, space, nbytes, values is not None)
         c.threads[gid] += n
         c.requests[gid] += nw
         c.bytes[gid] += n * nbytes
@@ -293,6 +295,8 @@ class MemoryMixin:
                 a = a - SHARED_BASE
         if self.probe is not None:
             self.probe.address(self, gid, a, f"atom.{space}", True)
+        if self.loop_trace is not None:
+            self.loop_trace[gid] = (a, f"atom.{space}", size, True)
         c = self.counters
         c.threads[gid] += n
         c.requests[gid] += nw

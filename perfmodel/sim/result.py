@@ -62,6 +62,8 @@ class SimResult:
     instructions: list = field(repr=False, default_factory=list)   # per executed PTX instruction rows
     args: list = field(repr=False, default_factory=list)
     replication: object = None     # perfmodel.sim.replicate.Replication when the run tried to replicate blocks
+    skipped_iterations: int = 0    # loop iterations counted from identical executed ones (sim.loops): their
+                                   # values were not computed, so neither were the outputs
 
     @property
     def sampled(self) -> bool:
