@@ -243,6 +243,7 @@ class Probe:
         self.shifts: dict[int, list] = {}       # memory instruction -> [[k, executions], ...] in order
         self.shared_writes = False              # a global store or atomic that several blocks aim at one address
         self.global_gids: set = set()
+        self.widest = 0                         # bytes of the widest global access seen
 
     def fail(self, why: str) -> None:
         if self.failed is None:
@@ -296,7 +297,7 @@ class Probe:
             if not (sign == sign[:1]).all():
                 self.fail(f"an equality test involving the block index (instruction {gid}) differs between blocks")
 
-    def address(self, st, gid: int, a: np.ndarray, space: str, store: bool) -> None:
+    def address(self, st, gid: int, a: np.ndarray, space: str, store: bool, nbytes: int = 4) -> None:
         """One execution of a memory instruction by the pilot blocks: the address must be ``base + k . block``
         with one ``k`` for every lane; the ``k`` of each execution is kept, in order (run-length encoded)."""
         if self.failed:
@@ -330,10 +331,16 @@ class Probe:
             if not (lanes == predicted).all():
                 self.fail(f"an address (instruction {gid}) is not linear in the block index")
                 return
+        if space.startswith("atom.") and "shared" not in space and k != (0, 0, 0):
+            # the busiest 128-byte line's atomic work (sim/atomic_count.py) is a maximum over lines, not a sum
+            # over blocks, when blocks aim at different lines
+            self.fail(f"global atomics (instruction {gid}) move from block to block")
+            return
         if store and "shared" not in space and any(kd == 0 and ext > 1 for kd, ext in zip(k, self._extent)):
             self.shared_writes = True
         if space == "global":
             self.global_gids.add(gid)
+            self.widest = max(self.widest, nbytes)
         runs = self.shifts.setdefault(gid, [])
         if runs and runs[-1][0] == k:
             runs[-1][1] += 1

@@ -34,7 +34,8 @@ from perfmodel.sim.invariance import AFFINE, UNIFORM, VARIANT, _dests, _result, 
 _INT = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 MIN_ITERATIONS = 16        # shorter loops are simply executed
 _COUNTED = {"ld", "ldu", "st", "atom", "red", "bar", "barrier", "shfl", "vote", "match", "redux", "activemask"}
-GRANULE = 128
+GRANULE = 128              # bytes: the period of every count (a line, 32 banks x 4 bytes) ...
+WIDE_GRANULE = 256         # ... with accesses wider than 8 bytes, CC 1.x segments (sim/coalesce.py)
 
 
 @dataclass
@@ -81,7 +82,7 @@ def plan_loop(cf, pc: int, kernel_ok: bool) -> LoopPlan:
         return LoopPlan(False, "not a conditional back branch")
     defined_in_body: dict[str, list] = {}
     for ins in body:
-        if ins.opcode in ("call", "ret", "exit", "trap"):
+        if ins.opcode in ("call", "ret", "exit", "trap", "atom", "red"):
             return LoopPlan(False, f"'{ins.opcode}' in the loop")
         for d in _dests(ins):
             defined_in_body.setdefault(d.name, []).append(ins)
@@ -398,6 +399,7 @@ def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
         return "resume"
     T = int(trips[0])
     steps, period = {}, 1
+    granule = WIDE_GRANULE if any(e[2] > 8 for e in traces[0].values()) else GRANULE
     for gid, entry in traces[0].items():
         if gid not in traces[1]:
             return "resume"
@@ -405,10 +407,10 @@ def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
         if k.size == 0 or not (k == k[0]).all():
             return "resume"
         steps[gid] = int(k[0])
-        r = steps[gid] % GRANULE
+        r = steps[gid] % granule
         if r and _shift_invariant(_lanes(_ints(entry[0]), m, rows, lanes), entry[1], entry[2], steps[gid]):
             r = 0
-        period = math.lcm(period, GRANULE // math.gcd(r, GRANULE) if r else 1)
+        period = math.lcm(period, granule // math.gcd(r, granule) if r else 1)
     executed = max(period, 2)
     if T < max(MIN_ITERATIONS, 2 * executed):
         return "resume"

@@ -29,7 +29,7 @@ class MemoryMixin:
         if n == 0:
             return [np.zeros((1, 1), dt)] * vec if values is None else None
         if self.probe is not None:
-            self.probe.address(self, gid, a, space, values is not None)
+            self.probe.address(self, gid, a, space, values is not None, nbytes)
         if self.loop_trace is not None:
             self.loop_trace[gid] = (a - GLOBAL_BASE if space == "global" else a, space, nbytes, values is not None)
         c.threads[gid] += n

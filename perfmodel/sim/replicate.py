@@ -19,7 +19,8 @@ import numpy as np
 
 from perfmodel.sim.invariance import Probe, analyse, pilot_blocks
 
-GRANULE = 128           # bytes: the largest granule a count depends on (a 128-byte line; 32 banks x 4 bytes)
+GRANULE = 128           # bytes: the period of every count: a 128-byte line, 32 banks x 4 bytes ...
+WIDE_GRANULE = 256      # ... and with accesses wider than 8 bytes, CC 1.x half-warp segments (sim/coalesce.py)
 MAX_CLASSES = 64        # more classes than this: simulating every block is about as cheap
 
 
@@ -167,11 +168,12 @@ def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_bloc
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
 
-    residues = sorted({tuple(kd % GRANULE for kd in k) for runs in probe.shifts.values() for k, _n in runs}
+    granule = WIDE_GRANULE if probe.widest > 8 else GRANULE
+    residues = sorted({tuple(kd % granule for kd in k) for runs in probe.shifts.values() for k, _n in runs}
                       - {(0, 0, 0)})
     box_coords = coords[box_ids]
     if residues:
-        sig = (box_coords @ np.asarray(residues, np.int64).T) % GRANULE
+        sig = (box_coords @ np.asarray(residues, np.int64).T) % granule
         _, first, inverse = np.unique(sig, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
     else:
