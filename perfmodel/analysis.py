@@ -338,7 +338,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     rep = _representative_block(launch.grid)
     fast = not (execute_all or keep_args)
     pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast)
-    if pilot.skipped_iterations and \
+    if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, [rep], limits)     # short enough to execute: outputs too
     pilot_counts = _counts_json(pilot.counts)
@@ -357,10 +357,11 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         sample = DEFAULT_SAMPLE_BLOCKS
         sample_reason = (f"the exact run would take ~{estimated_work:.2g} warp instructions over "
                          f"{launch.total_threads:,} threads, over the time budget of the exact mode")
-    fast = fast and estimated_work > FAST_LOOPS_MIN_WARP_INSTRUCTIONS
+    # outputs that nobody checks need not be computed: then the shortcuts apply at any size
+    fast = fast and (estimated_work > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check)
     replicated = None
     if wants_exact and not (execute_all or keep_args) and total > 1 and \
-            estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS:
+            (estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS or not check):
         from perfmodel.sim.replicate import proof_for
 
         if proof_for(program).ok:
