@@ -73,6 +73,14 @@ LOOPS = {
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
             out[i] = 2 * a[i];
     }""", lambda n: [np.ones(n, np.float32), np.zeros(n, np.float32), n]),
+    # a value computed non-linearly from the iteration and used after the loop: its skipped values matter
+    "nonlinear_after": ("""
+    __global__ void k(const float *a, float *out, int n) {
+        int idx = 0;
+        float s = 0;
+        for (int j = 0; j < n; ++j) { idx = (j * j) & 511; s += a[j]; }
+        out[idx + threadIdx.x] = s;
+    }""", lambda n: [np.ones(n, np.float32), np.zeros(1024, np.float32), n]),
     # the trip count is data: never fast-forwarded
     "data_bound": ("""
     __global__ void k(const float *a, float *out, int n) {

@@ -162,6 +162,11 @@ def plan_loop(cf, pc: int, kernel_ok: bool) -> LoopPlan:
             if kernel_classes.get(r, VARIANT) != VARIANT:
                 return LoopPlan(False, f"{r} changes from iteration to iteration other than by a fixed step")
             cls[r] = VARIANT
+    for r in defined_in_body:
+        if cls.get(r, UNIFORM) == VARIANT and kernel_classes.get(r, VARIANT) != VARIANT:
+            # neither data (whose skipped values cannot matter) nor linear in the iteration (which is moved on):
+            # its value after a skipped run would be stale, and it may reach an address after the loop
+            return LoopPlan(False, f"{r} is computed in the loop non-linearly from the iteration")
     for ins in body:
         if ins.opcode in ("setp", "set") and ins.index != (defined_in_body.get(term.guard.name, [None])[-1] or
                                                              ins).index and cls.get(_dests(ins)[0].name) == AFFINE:
