@@ -21,3 +21,18 @@ def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
 def cli(monkeypatch, capsys):
     """``cli("analyze", "matmul_tiled", ...)`` -> (exit code, stdout, stderr)."""
     return lambda *args: run_cli(monkeypatch, capsys, *args)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_result_cache(tmp_path_factory):
+    """Every test uses a fresh result cache of its own session (never the user's ~/.cache/perfmodel)."""
+    import os
+
+    folder = tmp_path_factory.mktemp("perfmodel-cache")
+    old = os.environ.get("PERFMODEL_CACHE_DIR")
+    os.environ["PERFMODEL_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PERFMODEL_CACHE_DIR", None)
+    else:
+        os.environ["PERFMODEL_CACHE_DIR"] = old

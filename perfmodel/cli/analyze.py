@@ -1,6 +1,7 @@
 """perfmodel CLI: ``analyze``."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -49,13 +50,26 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_command(kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
                         regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-                        timeout: TimeoutOption = None, json_out: JsonOption = False) -> None:
+                        timeout: TimeoutOption = None, json_out: JsonOption = False,
+                        plot: Annotated[Path | None, typer.Option(
+                            "--plot", help="Export the roofline with the kernel's point: FILE.png or FILE.svg; "
+                                           "FILE.html writes the whole report as one self-contained page.")] = None,
+                        ) -> None:
         """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice."""
         from perfmodel.analyze import analyze
+
+        if plot is not None:
+            from perfmodel.report.plots import check_plot_path
+
+            check_plot_path(plot)
 
         analysis = analyze(kernel, device, parse_defines(define), regs=parse_regs(regs), sample=sample,
                            max_steps=max_steps, timeout=timeout)
         doc = analysis.to_json()
+        if plot is not None:
+            from perfmodel.report.plots import roofline_export
+
+            roofline_export(doc, plot)
         if json_out:
             from perfmodel.report.jsonout import print_json
 
@@ -64,3 +78,5 @@ def register(app: typer.Typer) -> None:
         from perfmodel.report.analyze_view import render_analysis
 
         render_analysis(doc, console)
+        if plot is not None:
+            console.print(f"wrote {plot}", style="dim")
