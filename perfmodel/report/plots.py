@@ -41,7 +41,7 @@ def figure_bytes(fig, fmt: str) -> bytes:
     if fmt == "svg":
         import matplotlib
 
-        with matplotlib.rc_context({"svg.hashsalt": "perfmodel", "svg.fonttype": "path"}):
+        with matplotlib.rc_context({"svg.hashsalt": "perfmodel", "svg.fonttype": "none"}):
             fig.savefig(buffer, format="svg", metadata={"Date": None})
     else:
         fig.savefig(buffer, format="png", dpi=100, metadata={"Software": "perfmodel (matplotlib)"})
