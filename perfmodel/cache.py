@@ -157,3 +157,31 @@ class ResultCache:
         state = dict(self.__dict__)
         state["_cache"] = None
         return state
+
+
+def cached_analyze(cache: ResultCache, analyze_fn=None):
+    """An ``analyze(kernel, device, params=..., regs=..., sample=...)`` for ``perfmodel check`` that returns the
+    analysis document, served from ``cache`` when the point is unchanged. Errors are raised as by ``analyze``
+    and never cached. Any other ``analyze_fn`` than perfmodel's own (a test's stand-in) is returned unchanged:
+    the cache only ever holds perfmodel's numbers."""
+    from perfmodel.analyze import analyze as real_analyze
+
+    if analyze_fn is not None and analyze_fn is not real_analyze:
+        return analyze_fn
+    if not cache.enabled:
+        return real_analyze
+
+    def analyze_doc(kernel, device, params=None, regs=None, sample=None) -> dict:
+        from perfmodel.analyze import _spec, analyze
+        from perfmodel.devices import Device, load_device
+
+        spec = _spec(kernel)
+        dev = device if isinstance(device, Device) else load_device(device)
+        key = point_key(spec, dev, dict(params or {}), regs, sample, None) if cache.enabled else ""
+        doc = cache.get(key) if cache.enabled else None
+        if doc is not None:
+            return doc
+        doc = normalise(analyze(spec, dev, params, regs=regs, sample=sample).to_json())
+        cache.put(key, doc)
+        return doc
+    return analyze_doc
