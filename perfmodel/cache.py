@@ -13,7 +13,8 @@ that can change the numbers:
 The value is the analysis document (``Analysis.to_json()``) as JSON text; a point computed now goes through the
 same JSON round trip before it is used, so a cached re-run and an uncached run give identical numbers.
 
-Where: ``$PERFMODEL_CACHE_DIR``, else the user cache folder (``platformdirs``: ``~/.cache/perfmodel`` on Linux).
+Where: ``$PERFMODEL_RESULT_CACHE_DIR``, else ``results/`` in perfmodel's cache folder (``$PERFMODEL_CACHE_DIR``,
+else the user cache folder from ``platformdirs``: ``~/.cache/perfmodel/results`` on Linux).
 ``PERFMODEL_NO_CACHE=1`` or ``--no-cache`` turns it off. Storage is ``diskcache`` (SQLite; safe to share between
 processes, so parallel and Dask workers on one machine share it).
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_ENV = "PERFMODEL_CACHE_DIR"
+RESULT_CACHE_ENV = "PERFMODEL_RESULT_CACHE_DIR"
 NO_CACHE_ENV = "PERFMODEL_NO_CACHE"
 #: bump when the layout of a cached value changes
 SCHEMA = 1
@@ -37,9 +39,14 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
 def cache_dir() -> Path:
-    configured = os.environ.get(CACHE_ENV, "").strip()
+    """``$PERFMODEL_RESULT_CACHE_DIR``, else ``results/`` in perfmodel's cache folder (``$PERFMODEL_CACHE_DIR``,
+    else the user cache folder), beside the compile cache's ``compile/``."""
+    configured = os.environ.get(RESULT_CACHE_ENV, "").strip()
     if configured:
         return Path(configured).expanduser()
+    root = os.environ.get(CACHE_ENV, "").strip()
+    if root:
+        return Path(root).expanduser() / "results"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("perfmodel")) / "results"

@@ -25,14 +25,15 @@ def cli(monkeypatch, capsys):
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_result_cache(tmp_path_factory):
-    """Every test uses a fresh result cache of its own session (never the user's ~/.cache/perfmodel)."""
+    """Every test session uses a fresh result cache of its own (never the user's ~/.cache/perfmodel/results);
+    the compile cache is left where it is."""
     import os
 
-    folder = tmp_path_factory.mktemp("perfmodel-cache")
-    old = os.environ.get("PERFMODEL_CACHE_DIR")
-    os.environ["PERFMODEL_CACHE_DIR"] = str(folder)
+    folder = tmp_path_factory.mktemp("perfmodel-result-cache")
+    old = os.environ.get("PERFMODEL_RESULT_CACHE_DIR")
+    os.environ["PERFMODEL_RESULT_CACHE_DIR"] = str(folder)
     yield folder
     if old is None:
-        os.environ.pop("PERFMODEL_CACHE_DIR", None)
+        os.environ.pop("PERFMODEL_RESULT_CACHE_DIR", None)
     else:
-        os.environ["PERFMODEL_CACHE_DIR"] = old
+        os.environ["PERFMODEL_RESULT_CACHE_DIR"] = old

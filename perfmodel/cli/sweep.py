@@ -25,7 +25,7 @@ SchedulerOption = Annotated[
                                      "(tcp://host:8786; needs perfmodel[distributed]; docs/sweep.md)."),
 ]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the on-disk result cache "
-                                                                "($PERFMODEL_CACHE_DIR).")]
+                                                                "($PERFMODEL_RESULT_CACHE_DIR, docs/sweep.md).")]
 PlotOption = Annotated[
     Path | None,
     typer.Option("--plot", help="Export the metric against the varied parameter, one series per device: "
