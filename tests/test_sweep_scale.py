@@ -192,3 +192,12 @@ def test_cli_plot_export_png_svg_html(cli, tmp_path):
     code, out, err = cli("sweep", "matmul_tiled", "--device", "g80", "--vary", "TILE_WIDTH=8",
                          "--plot", tmp_path / "x.jpg", "--json")
     assert code == 2 and ".png, .svg or .html" in json.loads(out)["error"]["message"]
+
+
+def test_unreachable_scheduler_is_an_input_error(cli, monkeypatch):
+    pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+    monkeypatch.setenv("PERFMODEL_DASK_TIMEOUT", "1s")
+    code, out, err = cli("sweep", "matmul_tiled", "--device", "h100", "--vary", "TILE_WIDTH=8", "-D", "Width=32",
+                         "--no-cache", "--scheduler", "tcp://127.0.0.1:9", "--json")
+    assert code == 2, (out, err)
+    assert "cannot connect to a Dask scheduler" in json.loads(out)["error"]["message"]

@@ -102,9 +102,9 @@ def export(fig, path, title: str = "perfmodel") -> Path:
 # ---------------------------------------------------------------------------------------------------------
 # sweep / compare: the metric against the varied parameter, one series per device
 
-def plot_series(doc: dict, metric: str = "gflops") -> list[tuple[str, str, list[tuple[str, list, list]]]]:
-    """Panels of (label of the problem size, x parameter, [(device, xs, ys)]): x is the first varied tunable
-    (else the first varied param); one panel per combination of the other varied params."""
+def plot_series(doc: dict, metric: str = "gflops") -> list[tuple[str, str, list[tuple[str, list, list, list]]]]:
+    """Panels of (label of the problem size, x parameter, [(device, xs, ys, best flags)]): x is the first varied
+    tunable (else the first varied param); one panel per combination of the other varied params."""
     varied = [v for v in doc["varied"] if v != "device"]
     if not varied:
         return []
@@ -122,7 +122,7 @@ def plot_series(doc: dict, metric: str = "gflops") -> list[tuple[str, str, list[
             rows = [r for r in doc["points"] if r.get("device") == device and r["valid"]
                     and tuple(r.get(o) for o in others) == combo]
             rows.sort(key=lambda r: r[x_name])
-            series.append((device, [r[x_name] for r in rows], [r[key] for r in rows]))
+            series.append((device, [r[x_name] for r in rows], [r[key] for r in rows], [r["best"] for r in rows]))
         panels.append((label, x_name, series))
     return panels
 
@@ -137,21 +137,16 @@ def sweep_figure(doc: dict, metric: str = "gflops"):
     fig = _figure(4.6 * cols + 0.6, 3.4 * rows + 0.4)
     axes = fig.subplots(rows, cols, squeeze=False)
     ylabel = "predicted GFLOPS" if metric == "gflops" else "predicted time (s)"
-    best = {(r.get("device"), tuple(r.get(o) for o in doc["varied"] if o != "device")): r
-            for r in doc["points"] if r["best"]}
     for i, (label, x_name, series) in enumerate(panels):
         ax = axes[i // cols][i % cols]
-        xs_all = sorted({x for _, xs, _ in series for x in xs})
-        for j, (device, xs, ys) in enumerate(series):
+        xs_all = sorted({x for _, xs, _, _ in series for x in xs})
+        for j, (device, xs, ys, best) in enumerate(series):
             if not xs:
                 continue
             color = COLORS[j % len(COLORS)]
             ax.plot(xs, ys, marker="o", color=color, label=device)
-            for x, y in zip(xs, ys):
-                hit = [r for (d, _), r in best.items() if d == device and r[x_name] == x
-                       and (not label or label == ", ".join(f"{o}={r.get(o)}" for o in doc["varied"]
-                                                            if o not in ("device", x_name)))]
-                if hit:
+            for x, y, is_best in zip(xs, ys, best):
+                if is_best:
                     ax.plot([x], [y], marker="*", markersize=15, color=color, markeredgecolor="black")
         if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 8:
             ax.set_xscale("log", base=2)

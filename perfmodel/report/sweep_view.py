@@ -153,7 +153,7 @@ def terminal_plot(doc: dict, width: int = 100, height: int = 18, metric: str = "
     if not panels:
         return None
     label, x_name, series = panels[-1]
-    if not any(len(xs) > 1 for _, xs, _ in series):
+    if not any(len(xs) > 1 for _, xs, _, _ in series):
         return None
     import plotext as plt
 
@@ -161,8 +161,8 @@ def terminal_plot(doc: dict, width: int = 100, height: int = 18, metric: str = "
     plt.plotsize(max(40, min(width, 120)), height)
     plt.theme("clear")
     colors = ["cyan", "green", "red", "blue", "magenta", "orange", "yellow", "gray"]
-    all_x = sorted({x for _, xs, _ in series for x in xs})
-    for i, (name, xs, ys) in enumerate(series):
+    all_x = sorted({x for _, xs, _, _ in series for x in xs})
+    for i, (name, xs, ys, _) in enumerate(series):
         if xs:
             plt.plot(xs, ys, label=name, marker="braille", color=colors[i % len(colors)])
     if all_x and min(all_x) > 0 and max(all_x) / min(all_x) >= 8:
