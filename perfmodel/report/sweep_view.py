@@ -128,8 +128,8 @@ def best_summary(doc: dict) -> Table | None:
     if not best or not tunables or (len(devices) < 2 and not problem):
         return None
     sizes = list(dict.fromkeys(tuple(r.get(p) for p in problem) for r in doc["points"]))
-    table = Table(title="Best " + ", ".join(tunables) + " per device" + (" and " + ", ".join(problem)
-                                                                          if problem else ""),
+    table = Table(title="Best " + ", ".join(tunables) + " (predicted GFLOPS) per device"
+                  + (" and " + ", ".join(problem) if problem else ""),
                   title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1))
     table.add_column("device", no_wrap=True)
     for size in sizes:
@@ -139,8 +139,11 @@ def best_summary(doc: dict) -> Table | None:
         for size in sizes:
             match = next((r for r in best if r.get("device") == device
                           and tuple(r.get(p) for p in problem) == size), None)
-            cells.append("-" if match is None else ", ".join(f"{t}={match[t]}" for t in tunables)
-                         + f" ({match['predicted_gflops']:,.0f} GF)")
+            if match is None:
+                cells.append("-")
+                continue
+            what = str(match[tunables[0]]) if len(tunables) == 1 else ", ".join(f"{t}={match[t]}" for t in tunables)
+            cells.append(f"{what} ({match['predicted_gflops']:,.0f})")
         table.add_row(device, *cells)
     return table
 
@@ -168,6 +171,9 @@ def terminal_plot(doc: dict, width: int = 100, height: int = 18, metric: str = "
     if all_x and min(all_x) > 0 and max(all_x) / min(all_x) >= 8:
         plt.xscale("log")
     plt.xticks(all_x, [str(x) for x in all_x])
+    all_y = [y for _, _, ys, _ in series for y in ys if y and y > 0]
+    if metric == "time" or (all_y and max(all_y) / min(all_y) > 20):
+        plt.yscale("log")
     what = "predicted GFLOPS" if metric == "gflops" else "predicted time (s)"
     plt.title(f"{what} vs {x_name}" + (f" at {label}" if label else ""))
     plt.xlabel(x_name)
