@@ -116,6 +116,13 @@ def normalise(doc: dict) -> dict:
     return json.loads(json.dumps(doc, allow_nan=True))
 
 
+def is_entry(value) -> bool:
+    """A cache entry: ``{"valid", "reason", "doc"}`` (the analysis document, or None with the reason a point
+    cannot run). The same entries serve ``sweep``, ``compare`` and ``check``."""
+    return (isinstance(value, dict) and isinstance(value.get("valid"), bool) and "reason" in value
+            and (isinstance(value.get("doc"), dict) if value["valid"] else True))
+
+
 class ResultCache:
     """A ``diskcache.Cache`` of analysis documents; ``enabled=False`` makes every call a miss and stores nothing."""
 
@@ -185,10 +192,10 @@ def cached_analyze(cache: ResultCache, analyze_fn=None):
         spec = _spec(kernel)
         dev = device if isinstance(device, Device) else load_device(device)
         key = point_key(spec, dev, dict(params or {}), regs, sample, None) if cache.enabled else ""
-        doc = cache.get(key) if cache.enabled else None
-        if doc is not None:
-            return doc
+        cached = cache.get(key)
+        if is_entry(cached) and cached["valid"]:
+            return cached["doc"]
         doc = normalise(analyze(spec, dev, params, regs=regs, sample=sample).to_json())
-        cache.put(key, doc)
+        cache.put(key, {"valid": True, "reason": "", "doc": doc})
         return doc
     return analyze_doc

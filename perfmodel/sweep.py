@@ -239,7 +239,7 @@ def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None =
     a Dask cluster; ``cache`` (a :class:`perfmodel.cache.ResultCache`) serves unchanged points from disk;
     ``progress(done, total)`` is called as points finish."""
     from perfmodel.analyze import _spec
-    from perfmodel.cache import point_key
+    from perfmodel.cache import is_entry, point_key
     from perfmodel.parallel import Task, run_tasks
 
     vary = _parse_varies(vary or {})
@@ -277,7 +277,7 @@ def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None =
                 continue
             key = point_key(spec, dev, full, regs, sample, exact_budget) if cache is not None else ""
             cached = cache.get(key) if cache is not None else None
-            if cached is not None:
+            if is_entry(cached):
                 point.valid, point.reason, point.doc, point.cached = cached["valid"], cached["reason"], \
                     cached["doc"], True
                 result.cache_hits += 1

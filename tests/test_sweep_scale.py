@@ -201,3 +201,18 @@ def test_unreachable_scheduler_is_an_input_error(cli, monkeypatch):
                          "--no-cache", "--scheduler", "tcp://127.0.0.1:9", "--json")
     assert code == 2, (out, err)
     assert "cannot connect to a Dask scheduler" in json.loads(out)["error"]["message"]
+
+
+def test_check_and_sweep_share_cache_entries(tmp_path):
+    """A point analysed by `check` is served to `sweep`/`compare` and the other way round (one entry format)."""
+    from perfmodel.cache import cached_analyze
+
+    cache = ResultCache(tmp_path / "c")
+    doc = cached_analyze(cache)("vec_add", "g80", params={"N": 512})
+    result = run_points("vec_add", ["g80"], None, params={"N": 512}, cache=cache)
+    assert result.cache_hits == 1 and result.points[0].doc == doc
+    other = run_points("vec_add", ["h100"], None, params={"N": 512}, cache=cache)
+    assert other.cache_hits == 0
+    assert cached_analyze(cache)("vec_add", "h100", params={"N": 512}) == other.points[0].doc
+    assert cache.hits == 2
+    cache.close()
