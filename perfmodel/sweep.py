@@ -1,20 +1,28 @@
-"""What-if analyses: ``sweep`` one kernel over parameter values on one device, ``compare`` it across devices.
+"""What-if analyses: ``sweep`` one kernel over parameter values on one or more devices, ``compare`` it across
+devices (optionally over ``--vary`` values too). Points run serially, in parallel processes or on a Dask cluster
+(``perfmodel.parallel``), and unchanged points come from the on-disk cache (``perfmodel.cache``).
+
+The best point is marked per device and per problem size: tunables (params that are ``#define``\\ s of the
+source, such as ``TILE_WIDTH``) compete, problem sizes (``Width``) and devices do not.
 
 A point that cannot run (a block of 1,024 threads on G80, a tile that overflows shared memory, a size the
 kernel rejects) is a row with ``valid: false`` and the reason - never a crash. The simulation of a parameter
-point is shared by every device (``perfmodel.analysis.simulate_launch`` caches it).
+point is shared by every device (``perfmodel.analyze.simulate_launch`` caches it).
 """
 from __future__ import annotations
 
 import itertools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from perfmodel.errors import PerfmodelError
 
 _RANGE = re.compile(r"^\s*(?P<start>[-+0-9.eE]+)\s*:\s*(?P<stop>[-+0-9.eE]+)\s*(?::\s*(?P<step>[x*+]?)\s*"
                     r"(?P<by>[-+0-9.eE]+))?\s*$")
+_LOG_RANGE = re.compile(r"^\s*(?P<start>[-+0-9.eE]+)\s*[:-]\s*(?P<stop>[-+0-9.eE]+)\s*:\s*(?P<count>[0-9]+)\s*log\s*$")
 
 
 def _number(text: str) -> int | float:
@@ -33,13 +41,17 @@ def _number(text: str) -> int | float:
 
 
 def parse_vary(item: str) -> tuple[str, list[int | float]]:
-    """``NAME=v1,v2,...`` or ``NAME=start:stop[:step]`` (``:x2`` multiplies, ``:+16`` or ``:16`` adds);
-    ``stop`` is included when the steps reach it exactly."""
+    """``NAME=v1,v2,...``, ``NAME=start:stop[:step]`` (``:x2`` multiplies, ``:+16`` or ``:16`` adds; ``stop`` is
+    included when the steps reach it exactly) or ``NAME=start:stop:Nlog`` (N values evenly spaced on a log scale
+    from start to stop, rounded to integers when both ends are integers, as Kerncraft's ``-D N 100-10000:10log``)."""
     name, sep, spec = item.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier() or not spec.strip():
         raise PerfmodelError(f"--vary {item!r}: expected NAME=v1,v2,... or NAME=start:stop[:x2|:+step], "
                              "e.g. --vary TILE_WIDTH=4,8,16,32 or --vary Width=256:4096:x2")
+    log = _LOG_RANGE.match(spec)
+    if log:
+        return name, _log_values(item, _number(log["start"]), _number(log["stop"]), int(log["count"]))
     match = _RANGE.match(spec)
     if match:
         start, stop = _number(match["start"]), _number(match["stop"])
@@ -69,41 +81,55 @@ def parse_vary(item: str) -> tuple[str, list[int | float]]:
     return name, values
 
 
+def _log_values(item: str, start, stop, count: int) -> list[int | float]:
+    if start <= 0 or stop <= start:
+        raise PerfmodelError(f"--vary {item!r}: a log range needs 0 < start < stop")
+    if not 2 <= count <= 1000:
+        raise PerfmodelError(f"--vary {item!r}: a log range needs 2 to 1,000 values")
+    ratio = (stop / start) ** (1 / (count - 1))
+    values = [start * ratio ** i for i in range(count)]
+    values[-1] = stop
+    if isinstance(start, int) and isinstance(stop, int):
+        values = list(dict.fromkeys(int(round(v)) for v in values))
+    return values
+
+
 @dataclass
 class Point:
-    params: dict                      # the varied params of this point (plus the device for compare)
+    params: dict                      # the varied params of this point
     valid: bool
     reason: str = ""
-    analysis: object | None = None     # perfmodel.analysis.Analysis when valid
+    doc: dict | None = None           # the analysis document (Analysis.to_json()) when valid
     device: str = ""
-    best: bool = False
+    best: bool = False                # the best point of its device and problem size
+    cached: bool = False
 
     def row(self) -> dict:
-        """The flat row of the sweep table / CSV."""
-        row = {**self.params}
-        if self.device:
-            row["device"] = self.device
-        row.update({"valid": self.valid, "reason": self.reason, "best": self.best})
-        if self.analysis is None:
+        """The flat row of the sweep table / CSV / JSON."""
+        row = {**self.params, "device": self.device, "valid": self.valid, "reason": self.reason,
+               "best": self.best}
+        if self.doc is None:
             return row
-        doc = self.analysis
-        occ = doc.occupancy
+        doc = self.doc
+        occ = doc["occupancy"]
         row.update({
-            "threads_per_block": doc.launch.threads_per_block,
-            "shared_memory_per_block": doc.shared_memory_per_block,
-            "registers_per_thread": doc.registers.per_thread,
-            "registers_source": doc.registers.source,
-            "blocks_per_sm": occ.blocks_per_sm,
-            "warps_per_sm": occ.warps_per_sm,
-            "occupancy": occ.occupancy,
-            "limiter": ",".join(occ.limiters),
-            "cgma": doc.cgma,
-            "achievable_gflops": doc.achievable_gflops,
-            "predicted_gflops": doc.predicted_gflops,
-            "predicted_time_s": doc.predicted_time_s,
-            "bound": doc.bound,
-            "correct": doc.sim.correct,
-            "sampled": doc.sim.sampled,
+            "threads_per_block": doc["launch"]["threads_per_block"],
+            "total_blocks": doc["launch"]["total_blocks"],
+            "shared_memory_per_block": doc["shared_memory_per_block"],
+            "registers_per_thread": doc["registers_per_thread"],
+            "registers_source": doc["registers_source"],
+            "blocks_per_sm": occ["blocks_per_sm"],
+            "warps_per_sm": occ["warps_per_sm"],
+            "occupancy": occ["occupancy"],
+            "limiter": ",".join(occ["limiters"]),
+            "flops": doc["counts"].get("flops", 0),
+            "cgma": doc["cgma"],
+            "achievable_gflops": doc["achievable_gflops"],
+            "predicted_gflops": doc["predicted_gflops"],
+            "predicted_time_s": doc["predicted_time_s"],
+            "bound": doc["bound"],
+            "correct": doc["correct"],
+            "sampled": doc["sampled"],
         })
         return row
 
@@ -114,49 +140,84 @@ class Point:
 @dataclass
 class SweepResult:
     kernel: str
-    device: str | list[str]
+    devices: list[str]
     varied: list[str]
     points: list[Point] = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    problem_params: list[str] = field(default_factory=list)   # varied params that are not tunable #defines
+    cache_hits: int = 0
+
+    @property
+    def device(self) -> str | list[str]:
+        return self.devices[0] if len(self.devices) == 1 else list(self.devices)
+
+    @property
+    def best_points(self) -> list[Point]:
+        return [p for p in self.points if p.best]
 
     @property
     def best(self) -> Point | None:
-        return next((p for p in self.points if p.best), None)
+        """The best point when there is one group (one device, one problem size); else the first best."""
+        best = self.best_points
+        return best[0] if best else None
 
     def to_json(self) -> dict:
-        best = self.best
-        return {"kernel": self.kernel, "device": self.device, "varied": self.varied, "params": self.params,
+        return {"kernel": self.kernel, "device": self.device, "devices": list(self.devices), "varied": self.varied,
+                "problem_params": self.problem_params, "params": self.params,
+                "best_per": best_groups(self.varied, self.problem_params),
                 "points": [p.row() for p in self.points],
-                "best": None if best is None else best.row()}
+                "best": [p.row() for p in self.best_points]}
 
 
-def _mark_best(points: list[Point]) -> None:
-    valid = [p for p in points if p.valid and p.analysis is not None]
-    if not valid:
-        return
-    if any(p.analysis.flops > 0 for p in valid):
-        best = max(valid, key=lambda p: p.analysis.predicted_gflops)
-    else:
-        best = min(valid, key=lambda p: p.analysis.predicted_time_s)
-    best.best = True
+def best_groups(varied: list[str], problem_params: list[str]) -> list[str]:
+    """What the best point is chosen within: each device and problem size when a tunable varies (tiles
+    compete, devices and problem sizes do not); each problem size when nothing tunable varies (``compare``:
+    the devices compete)."""
+    tunables = [v for v in varied if v not in problem_params]
+    return (["device"] if tunables else []) + list(problem_params)
 
 
-def _analyze_point(kernel, device, params, regs, sample, exact_budget) -> Point:
-    from perfmodel.analysis import EXACT_BUDGET_WARP_INSTRUCTIONS, analyze
+def mark_best(points: list[Point], varied: list[str], problem_params: list[str]) -> None:
+    """Mark the best valid point of each group (:func:`best_groups`): the highest predicted GFLOPS, or the
+    shortest predicted time for a kernel without flops."""
+    groups: dict[tuple, list[Point]] = {}
+    by = best_groups(varied, problem_params)
+    for p in points:
+        p.best = False
+        if p.valid and p.doc is not None:
+            key = tuple(p.device if n == "device" else p.params.get(n) for n in by)
+            groups.setdefault(key, []).append(p)
+    for group in groups.values():
+        if any(float(p.doc["counts"].get("flops", 0) or 0) > 0 for p in group):
+            best = max(group, key=lambda p: p.doc["predicted_gflops"])
+        else:
+            best = min(group, key=lambda p: p.doc["predicted_time_s"])
+        best.best = True
 
-    budget = EXACT_BUDGET_WARP_INSTRUCTIONS if exact_budget is None else exact_budget
-    try:
-        analysis = analyze(kernel, device, params, regs=regs, sample=sample, exact_budget=budget)
-    except PerfmodelError as err:
-        return Point(params={}, valid=False, reason=str(err))
-    return Point(params={}, valid=True, analysis=analysis)
+
+def _load_devices(devices) -> list[tuple[str, object | None, str]]:
+    """(id, Device or None, reason) for each device: an unknown one becomes invalid rows, not an exception."""
+    from perfmodel.devices import Device, load_device
+
+    out = []
+    for device in devices:
+        if isinstance(device, Device):
+            out.append((device.id, device, ""))
+            continue
+        try:
+            dev = load_device(device)
+            out.append((str(device) if str(device) == dev.id else dev.id, dev, ""))
+        except PerfmodelError as err:
+            out.append((str(device), None, str(err)))
+    return out
 
 
-def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None = None, regs=None,
-          sample: int | None = None, exact_budget: float | None = None) -> SweepResult:
-    """Analyse every point of the Cartesian product of ``vary`` (name -> values, or ``NAME=...`` strings)."""
-    from perfmodel.analysis import _spec
+def _combos(vary: dict[str, list]) -> list[dict]:
+    names = list(vary)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(vary[n] for n in names))]
 
+
+def _parse_varies(vary: dict[str, list] | list[str]) -> dict[str, list]:
     if isinstance(vary, list):
         parsed = [parse_vary(v) for v in vary]
         names = [name for name, _ in parsed]
@@ -165,39 +226,108 @@ def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None
             raise PerfmodelError(f"--vary {', '.join(repeated)}: given more than once; list all the values in "
                                  "one --vary NAME=v1,v2,...")
         vary = dict(parsed)
-    if not vary:
-        raise PerfmodelError("sweep: give at least one --vary NAME=values")
+    return dict(vary)
+
+
+def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None = None, params: dict | None = None,
+               regs=None, sample: int | None = None, exact_budget: float | None = None, *, jobs: int = 1,
+               scheduler: str | None = None, cache=None,
+               progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    """Analyse every (combination of ``vary``) x ``devices`` point: the engine of ``sweep`` and ``compare``.
+
+    ``jobs`` > 1 runs combinations in parallel processes; ``scheduler`` (a Dask scheduler address) sends them to
+    a Dask cluster; ``cache`` (a :class:`perfmodel.cache.ResultCache`) serves unchanged points from disk;
+    ``progress(done, total)`` is called as points finish."""
+    from perfmodel.analysis import _spec
+    from perfmodel.cache import is_entry, point_key
+    from perfmodel.parallel import Task, run_tasks
+
+    vary = _parse_varies(vary or {})
     spec = _spec(kernel)
     known = set(spec.params)
     for name in vary:
         if name not in known:
             raise PerfmodelError(f"--vary {name}: {spec.name} has no param {name!r} "
                                  f"(params: {', '.join(spec.params)})")
+        if params and name in params:
+            raise PerfmodelError(f"--vary {name} and -D {name}: give the param once")
+    if not devices:
+        raise PerfmodelError("give at least one device, e.g. --devices g80,h100")
     names = list(vary)
-    device_id = getattr(device, "id", device)
-    result = SweepResult(kernel=spec.name, device=str(device_id), varied=names, params=dict(params or {}))
-    for combo in itertools.product(*(vary[n] for n in names)):
-        point_params = {**(params or {}), **dict(zip(names, combo))}
-        point = _analyze_point(spec, device, point_params, regs, sample, exact_budget)
-        point.params = dict(zip(names, combo))
-        result.points.append(point)
-    _mark_best(result.points)
+    loaded = _load_devices(devices)
+    combos = _combos(vary) if vary else [{}]
+    defines = set(getattr(spec, "source_defines", ()))
+    result = SweepResult(kernel=spec.name, devices=[d for d, _, _ in loaded], varied=names,
+                         params=dict(params or {}), problem_params=[n for n in names if n not in defines])
+    total = len(combos) * len(loaded)
+    grid: list[list[Point]] = []
+    tasks: list[Task] = []
+    where: list[tuple[int, list[int], list[str]]] = []   # task -> (combo index, device columns, cache keys)
+    kernel_ref = str(spec.path) if (jobs > 1 or scheduler) and spec.path and Path(spec.path).is_file() else spec
+    done = 0
+    for ci, combo in enumerate(combos):
+        full = {**(params or {}), **combo}
+        row: list[Point] = []
+        missing, keys = [], []
+        for di, (dev_id, dev, reason) in enumerate(loaded):
+            point = Point(params=dict(combo), device=dev_id, valid=False, reason=reason)
+            row.append(point)
+            if dev is None:
+                done += 1
+                continue
+            key = point_key(spec, dev, full, regs, sample, exact_budget) if cache is not None else ""
+            cached = cache.get(key) if cache is not None else None
+            if is_entry(cached):
+                point.valid, point.reason, point.doc, point.cached = cached["valid"], cached["reason"], \
+                    cached["doc"], True
+                result.cache_hits += 1
+                done += 1
+                continue
+            missing.append(di)
+            keys.append(key)
+        grid.append(row)
+        if missing:
+            tasks.append(Task(kernel=kernel_ref, params=full, devices=[loaded[di][1] for di in missing], regs=regs,
+                              sample=sample, exact_budget=exact_budget))
+            where.append((ci, missing, keys))
+    if progress is not None:
+        progress(done, total)
+
+    def finished(index: int, outcomes) -> None:
+        nonlocal done
+        ci, columns, keys = where[index]
+        for di, key, outcome in zip(columns, keys, outcomes):
+            point = grid[ci][di]
+            point.valid, point.reason, point.doc = outcome.valid, outcome.reason, outcome.doc
+            if cache is not None and outcome.cacheable:
+                cache.put(key, {"valid": outcome.valid, "reason": outcome.reason, "doc": outcome.doc})
+        done += len(columns)
+        if progress is not None:
+            progress(done, total)
+
+    run_tasks(tasks, jobs=jobs, scheduler=scheduler, on_done=finished)
+    # rows: device-major (each device's sweep together), combinations in --vary order within a device
+    for di in range(len(loaded)):
+        for ci in range(len(combos)):
+            result.points.append(grid[ci][di])
+    mark_best(result.points, result.varied, result.problem_params)
     return result
+
+
+def sweep(kernel, device, vary: dict[str, list] | list[str], params: dict | None = None, regs=None,
+          sample: int | None = None, exact_budget: float | None = None, **options) -> SweepResult:
+    """Analyse every point of the Cartesian product of ``vary`` (name -> values, or ``NAME=...`` strings) on
+    ``device`` (one device, or a list of devices)."""
+    if not _parse_varies(vary):
+        raise PerfmodelError("sweep: give at least one --vary NAME=values")
+    devices = list(device) if isinstance(device, (list, tuple)) else [device]
+    return run_points(kernel, devices, vary, params, regs, sample, exact_budget, **options)
 
 
 def compare(kernel, devices: list, params: dict | None = None, regs=None, sample: int | None = None,
-            exact_budget: float | None = None) -> SweepResult:
-    """The same launch on each device, side by side (one simulation, one model per device)."""
-    from perfmodel.analysis import _spec
-
-    spec = _spec(kernel)
+            exact_budget: float | None = None, vary: dict[str, list] | list[str] | None = None,
+            **options) -> SweepResult:
+    """The same launch (or each ``vary`` combination) on each device, side by side."""
     if not devices:
         raise PerfmodelError("compare: give at least one device, e.g. --devices g80,h100")
-    result = SweepResult(kernel=spec.name, device=[str(getattr(d, "id", d)) for d in devices], varied=["device"],
-                         params=dict(params or {}))
-    for device in devices:
-        point = _analyze_point(spec, device, dict(params or {}), regs, sample, exact_budget)
-        point.device = str(getattr(device, "id", device))
-        result.points.append(point)
-    _mark_best(result.points)
-    return result
+    return run_points(kernel, list(devices), vary, params, regs, sample, exact_budget, **options)

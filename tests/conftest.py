@@ -21,3 +21,19 @@ def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
 def cli(monkeypatch, capsys):
     """``cli("analyze", "matmul_tiled", ...)`` -> (exit code, stdout, stderr)."""
     return lambda *args: run_cli(monkeypatch, capsys, *args)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_result_cache(tmp_path_factory):
+    """Every test session uses a fresh result cache of its own (never the user's ~/.cache/perfmodel/results);
+    the compile cache is left where it is."""
+    import os
+
+    folder = tmp_path_factory.mktemp("perfmodel-result-cache")
+    old = os.environ.get("PERFMODEL_RESULT_CACHE_DIR")
+    os.environ["PERFMODEL_RESULT_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PERFMODEL_RESULT_CACHE_DIR", None)
+    else:
+        os.environ["PERFMODEL_RESULT_CACHE_DIR"] = old

@@ -342,7 +342,12 @@ def test_junit_and_markdown_carry_the_failure_text(tmp_path):
 
     text = check_markdown(result)
     assert text.startswith("### :x: perfmodel check failed: 2 of 2 cases")
-    assert "- **tiled on g80**: predicted_gflops fell from 345.6 to 172.8 (-172.8, -50.0%)" in text
+    # grouped by entry: the entry once, then each device's failures
+    assert text.count("#### tiled (`matmul_tiled`, TILE_WIDTH=8, Width=64)") == 1
+    assert "- **g80**: predicted_gflops fell from 345.6 to 172.8 (-172.8, -50.0%)" in text
+    assert failure.get("type") == ("threshold: predicted_gflops; regression: achievable_gflops, cgma, "
+                                   "counts.global.load_sectors, occupancy.occupancy, predicted_gflops, "
+                                   "predicted_time_s")
     assert "| tiled | g80 | TILE_WIDTH=8, Width=64 | 14 | 7 | :x: fail |" in text  # the per-case table
 
 

@@ -67,7 +67,7 @@ def test_junit_parses_and_carries_the_failure_text(tmp_path, cli):
     assert suite.get("tests") == "2" and suite.get("failures") == "2"
     case = suite.find("testcase[@name='tiled on g80']")
     failure = case.find("failure")
-    assert failure.get("type") == "threshold"
+    assert failure.get("type") == "threshold: predicted_gflops"   # says what failed
     assert "predicted_gflops =" in failure.get("message") and "is below the minimum 1,000,000" in failure.text
     assert "pass: correct = true" in case.find("system-out").text
     assert "### :x: perfmodel check failed: 2 of 2 cases" in (tmp_path / "summary.md").read_text()

@@ -34,6 +34,7 @@ def test_tile_sweep_on_g80_marks_32_invalid_and_a_best_point():
     assert by_tile[16]["blocks_per_sm"] == 3
     best = result.best.row()
     assert best["predicted_gflops"] == max(r["predicted_gflops"] for r in rows[:3])
+    assert result.to_json()["best"] == [best]
 
 
 def test_cartesian_product_of_two_varies():
@@ -70,7 +71,7 @@ def test_sweep_cli_table_chart_csv_and_json(cli, tmp_path):
                          "TILE_WIDTH=8,16", "-D", "Width=64", "--json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["best"]["TILE_WIDTH"] in (8, 16) and len(doc["points"]) == 2
+    assert len(doc["best"]) == 1 and doc["best"][0]["TILE_WIDTH"] in (8, 16) and len(doc["points"]) == 2
 
 
 def test_compare_cli(cli):

@@ -89,6 +89,9 @@ def register(app: typer.Typer) -> None:
                                                                          "(default 1e-6).")] = None,
         save_spec: Annotated[str | None, typer.Option(
             "--save-spec", help="FILE.cu: also write this launch as a spec .yaml to keep it.")] = None,
+        plot: Annotated[Path | None, typer.Option(
+            "--plot", help="Export the roofline with the kernel's point: FILE.png or FILE.svg; FILE.html writes "
+                           "the whole report as one self-contained page.")] = None,
         json_out: JsonOption = False,
     ) -> None:
         """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice.
@@ -102,6 +105,10 @@ def register(app: typer.Typer) -> None:
         cuda_only = {"--kernel": entry, "--grid": grid, "--block": block, "--smem": smem, "--arg": args,
                      "-I": include_dirs, "--check": checks, "--rtol": rtol, "--atol": atol, "--save-spec": save_spec}
         params = parse_defines(define)
+        if plot is not None:
+            from perfmodel.report.plots import check_plot_path
+
+            check_plot_path(plot)
         if is_cuda_file(kernel):
             from perfmodel.adhoc import LaunchArgumentError, command_line_spec
 
@@ -136,6 +143,10 @@ def register(app: typer.Typer) -> None:
             analysis = analyze(kernel, device, params, regs=parse_regs(regs), sample=sample,
                                max_steps=max_steps, timeout=timeout, execute_all=execute_all)
         doc = analysis.to_json()
+        if plot is not None:
+            from perfmodel.report.plots import roofline_export
+
+            roofline_export(doc, plot)
         if json_out:
             from perfmodel.report.jsonout import print_json
 
@@ -144,3 +155,5 @@ def register(app: typer.Typer) -> None:
         from perfmodel.report.analyze_view import render_analysis
 
         render_analysis(doc, console)
+        if plot is not None:
+            console.print(f"wrote {plot}", style="dim")

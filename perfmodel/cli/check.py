@@ -31,6 +31,10 @@ def check(
     defines: Annotated[list[str] | None, typer.Option(
         "-D", "--define", help="Set a param in every entry whose kernel declares it: -D NAME=VALUE "
                                "(repeatable), e.g. -D TILE_WIDTH=8 to try a change against the baseline.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every check (the whole table and each "
+                                                            "case's notes), not only the failures.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Analyze every entry anew: neither read nor write "
+                                                              "the on-disk result cache.")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Analyze every budget entry on its devices; fail (exit 1) on a broken threshold or a regression
@@ -70,13 +74,24 @@ def check(
             notes.append(f"no baseline at {display_path(baseline_path)}: thresholds only "
                          "(record one with --update-baseline)")
 
-    show_progress = not json_output and err_console.is_terminal
-    if show_progress:
-        with err_console.status("analyzing") as status:
-            result = run_check(plan, baseline=reference,
-                               progress=lambda what: status.update(f"analyzing {what}"))
-    else:
-        result = run_check(plan, baseline=reference)
+    from perfmodel.cache import ResultCache, cached_analyze
+    from perfmodel.report.progress import progress_bar, wants_progress
+
+    cache = ResultCache(enabled=not no_cache)
+    total = sum(len(entry.targets()) for entry in plan.entries)
+    started = [0]
+    try:
+        with progress_bar("check", err_console, wants_progress(err_console, json_output)) as update:
+            def progress(what: str) -> None:
+                update(started[0], total, what)
+                started[0] += 1
+
+            from perfmodel.check import runner
+
+            result = run_check(plan, baseline=reference, analyze=cached_analyze(cache, runner._default_analyze()),
+                               progress=progress)
+    finally:
+        cache.close()
     result.notes.extend(notes)
     if reference is not None:
         result.baseline = display_path(baseline_path)
@@ -105,7 +120,7 @@ def check(
         out = console
         if not console.is_terminal and "COLUMNS" not in os.environ:
             out = Console(width=160)  # a CI log is wide enough for the table; rich would assume 80 columns
-        render_check(result, out)
+        render_check(result, out, verbose=verbose)
     raise typer.Exit(result.exit_code)
 
 

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.common import DefineOption, JsonOption, check_output_path, console, parse_defines, require_devices
+from perfmodel.cli.common import (DefineOption, JsonOption, check_output_path, console, err_console, parse_defines,
+                                  require_devices)
 
 
 def validate(
@@ -70,7 +71,21 @@ def accuracy(
     check_output_path(markdown, "--markdown")
     if device is not None:
         require_devices([device])
-    report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None)
+    from perfmodel.gpu.accuracy import default_analyze, load_dataset
+    from perfmodel.report.progress import progress_bar, wants_progress
+
+    total = len([c for c in load_dataset(dataset)["cases"] if not kernel or c["kernel"] in kernel])
+    base, done = default_analyze(), [0]
+    with progress_bar("accuracy", err_console, wants_progress(err_console, json_out)) as update:
+        def analyze_with_progress(*args, **kwargs):
+            update(done[0], total, str(args[0]) if args else "")
+            try:
+                return base(*args, **kwargs)
+            finally:
+                done[0] += 1
+                update(done[0], total)
+
+        report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None, analyze=analyze_with_progress)
     if markdown is not None:
         markdown.write_text(to_markdown(report))
     if json_out:

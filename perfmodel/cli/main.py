@@ -28,8 +28,23 @@ app = typer.Typer(
          "from the kernel's CUDA C source, with no GPU.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,   # --install-completion / --show-completion for bash, zsh, fish and PowerShell
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from perfmodel import __version__
+
+        typer.echo(f"perfmodel {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print perfmodel's version and exit.")) -> None:
+    """Predict how fast a CUDA kernel runs on a GPU, what limits it, and which tile size to pick - from the
+    kernel's CUDA C source, with no GPU. Colour follows NO_COLOR / FORCE_COLOR (no-color.org)."""
 
 
 def _register_all() -> None:

@@ -23,27 +23,31 @@ def change_text(item: CheckItem) -> str:
     return text
 
 
-def render_check(result: CheckResult, console: Console) -> None:
-    table = Table(title=f"perfmodel check {result.budget}", title_justify="left", show_lines=False)
-    for column, justify in (("entry", "left"), ("device", "left"), ("metric", "left"), ("value", "right"),
-                            ("limit or baseline", "left"), ("change", "right"), ("result", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
-    for case, item in result.rows():
-        label, style = STATUS_STYLE[item.status]
-        value = "-" if item.kind == "launch" else format_value(item.value)
-        limit = item.expected if item.kind != "baseline" else f"baseline {item.expected}"
-        table.add_row(case.entry, case.device, item.metric, value, limit, change_text(item),
-                      Text(label, style=style))
-    console.print(table)
+def render_check(result: CheckResult, console: Console, verbose: bool = False) -> None:
+    """By default the failures (what moved, by how much, against what) and a one-line summary; ``verbose``:
+    the whole table of checks and every case's notes first."""
+    if verbose:
+        table = Table(title=f"perfmodel check {result.budget}", title_justify="left", show_lines=False)
+        for column, justify in (("entry", "left"), ("device", "left"), ("metric", "left"), ("value", "right"),
+                                ("limit or baseline", "left"), ("change", "right"), ("result", "left")):
+            table.add_column(column, justify=justify, overflow="fold")
+        for case, item in result.rows():
+            label, style = STATUS_STYLE[item.status]
+            value = "-" if item.kind == "launch" else format_value(item.value)
+            limit = item.expected if item.kind != "baseline" else f"baseline {item.expected}"
+            table.add_row(case.entry, case.device, item.metric, value, limit, change_text(item),
+                          Text(label, style=style))
+        console.print(table)
 
     failed = [(case, item) for case, item in result.rows() if item.status == "fail"]
     if failed:
         console.print(Text("Failures:", style="bold red"))
         for case, item in failed:
             console.print(Text.assemble("  ", (case.name, "bold"), ": ", item.message), soft_wrap=True)
-    for case in result.cases:
-        for note in case.notes:
-            console.print(Text.assemble(("note: ", "yellow"), f"{case.name}: {note}"), soft_wrap=True)
+    if verbose:
+        for case in result.cases:
+            for note in case.notes:
+                console.print(Text.assemble(("note: ", "yellow"), f"{case.name}: {note}"), soft_wrap=True)
     for note in result.notes:
         console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
 
@@ -56,4 +60,6 @@ def render_check(result: CheckResult, console: Console) -> None:
     extras = [f"{summary[k]} {k}" for k in ("improved", "new") if summary[k]]
     if extras:
         line.append(f"; {', '.join(extras)}", style="default")
+    if not verbose:
+        line.append("  (-v for every check)", style="dim")
     console.print(line)

@@ -16,6 +16,21 @@ def _classname(case: CaseResult) -> str:
     return "perfmodel.check." + "".join(c if c.isalnum() or c in "_-" else "_" for c in case.entry)
 
 
+def failure_type(case: CaseResult) -> str:
+    """What failed, for the CI page's failure type: ``launch: does not fit the device``, ``threshold:
+    predicted_gflops``, ``regression: cgma, predicted_gflops`` (joined with ``; `` when several kinds failed)."""
+    parts = []
+    launch = [f for f in case.failures if f.kind == "launch"]
+    if launch:
+        reason = "does not fit the device" if "does not fit" in (case.error or "") else "fails to run"
+        parts.append(f"launch: {reason}")
+    for kind, word in (("threshold", "threshold"), ("baseline", "regression")):
+        metrics = sorted(dict.fromkeys(f.metric for f in case.failures if f.kind == kind))
+        if metrics:
+            parts.append(f"{word}: {', '.join(metrics)}")
+    return "; ".join(parts)
+
+
 def junit_tree(result: CheckResult) -> ET.ElementTree:
     summary = result.summary()
     seconds = f"{sum(case.seconds for case in result.cases):.3f}"
@@ -29,9 +44,7 @@ def junit_tree(result: CheckResult) -> ET.ElementTree:
                                 time=f"{case.seconds:.3f}")
         failures = case.failures
         if failures:
-            kind = "launch" if any(f.kind == "launch" for f in failures) else (
-                "threshold" if all(f.kind == "threshold" for f in failures) else "baseline")
-            failure = ET.SubElement(element, "failure", type=kind, message=failures[0].message)
+            failure = ET.SubElement(element, "failure", type=failure_type(case), message=failures[0].message)
             lines = [f"{item.kind} {item.metric}: {item.message}" for item in failures]
             lines += [f"note: {note}" for note in case.notes]
             failure.text = "\n".join(lines)

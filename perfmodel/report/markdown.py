@@ -36,6 +36,14 @@ def _table(rows, header: bool = True) -> list[str]:
     return lines
 
 
+def _by_entry(cases) -> list[tuple[str, list]]:
+    """The cases grouped by budget entry, entries in budget order."""
+    groups: dict[str, list] = {}
+    for case in cases:
+        groups.setdefault(case.entry, []).append(case)
+    return list(groups.items())
+
+
 def check_markdown(result: CheckResult) -> str:
     summary = result.summary()
     lines: list[str] = []
@@ -54,9 +62,20 @@ def check_markdown(result: CheckResult) -> str:
 
     failed = [(case, item) for case, item in result.rows() if item.status == "fail"]
     if failed:
-        lines += ["**What moved:**", ""]
-        lines += [f"- **{_cell(case.name)}**: {_cell(item.message)}" for case, item in failed[:MAX_ROWS]]
-        lines += _more(len(failed)) + [""]
+        lines += ["**What moved**, by entry:", ""]
+        shown = 0
+        for entry, cases in _by_entry(result.cases):
+            items = [(case, item) for case in cases for item in case.items if item.status == "fail"]
+            if not items or shown >= MAX_ROWS:
+                continue
+            first = cases[0]
+            params = ", ".join(f"{k}={v}" for k, v in first.params.items()) or "defaults"
+            lines += [f"#### {_cell(entry)} (`{_cell(first.kernel)}`, {_cell(params)})", ""]
+            for case, item in items[:MAX_ROWS - shown]:
+                lines.append(f"- **{_cell(case.device)}**: {_cell(item.message)}")
+            shown += len(items)
+            lines.append("")
+        lines += _more(len(failed))[1:] + ([""] if len(failed) > MAX_ROWS else [])
     notable = [(case, item) for case, item in result.rows() if item.status in ("improved", "new")]
     if notable:
         lines += [f"{summary['improved']} improved and {summary['new']} new metrics "
@@ -65,10 +84,10 @@ def check_markdown(result: CheckResult) -> str:
     notes = [f"{case.name}: {note}" for case in result.cases for note in case.notes] + result.notes
     if notes:
         lines += ["Notes:", ""] + [f"- {_cell(note)}" for note in notes] + [""]
-    # one row per case, not per check, for the same reason as MAX_ROWS
+    # one row per case, not per check, for the same reason as MAX_ROWS; an entry's devices together
     lines += ["<details><summary>All cases</summary>", "", "| entry | device | params | checks | failed | result |",
               "|---|---|---|---:|---:|---|"]
-    for case in result.cases:
+    for case in [case for _, cases in _by_entry(result.cases) for case in cases]:
         params = ", ".join(f"{k}={v}" for k, v in case.params.items()) or "defaults"
         lines.append("| " + " | ".join(_cell(c) for c in (
             case.entry, case.device, params, str(len(case.items)), str(len(case.failures)),

@@ -138,3 +138,32 @@ def render_occupancy(occ: Occupancy, device: Device, sweeps: dict[str, list[Swee
         spaced.extend([view, Text("")])
     console.print(Panel(Group(*spaced[:-1]), title="impact of varying (bar height = occupancy, x = cannot launch)",
                         title_align="left", expand=False))
+
+
+def render_best_block(result, device: Device, kernel: dict | None, console: Console) -> None:
+    """The block size with the highest occupancy, and every size tried (as cudaOccMaxPotentialOccupancyBlockSize
+    tries them: from the largest down, one warp at a time, stopping at full occupancy)."""
+    text = Text()
+    if kernel is not None:
+        params = ", ".join(f"{k}={v}" for k, v in kernel["params"].items())
+        text.append(f"{kernel['name']} ({params}): {kernel['registers_per_thread']} registers/thread "
+                    f"({kernel['registers_source']}), {kernel['shared_memory_per_block']} B static shared memory "
+                    "per block\n", style="dim")
+    text.append(f"Best block size on {device.name} ({device.id}): ", style="bold")
+    text.append(f"{result.block_size} threads", style="bold green")
+    text.append(f" -> {_plural(result.blocks_per_sm, 'block')}/SM, {result.threads_per_sm} threads/SM, "
+                f"occupancy {result.occupancy:.0%}; minimum grid for a full machine: {result.min_grid_size} blocks "
+                f"({result.blocks_per_sm} x {device.sm_count} SMs)")
+    console.print(text)
+    table = Table(title="block sizes tried (largest first; the search stops at full occupancy)",
+                  title_justify="left", title_style="dim")
+    for column, justify in (("threads", "right"), ("regs", "right"), ("smem B", "right"), ("blocks/SM", "right"),
+                            ("threads/SM", "right"), ("occupancy", "right"), ("limited by", "left")):
+        table.add_column(column, justify=justify)
+    for t in result.trials:
+        style = "bold green" if t.threads == result.block_size else ("red" if t.error else None)
+        table.add_row(str(t.threads), str(t.registers_per_thread), f"{t.shared_memory_per_block:,}",
+                      str(t.blocks_per_sm), str(t.threads * t.blocks_per_sm), f"{t.occupancy:.0%}",
+                      "cannot launch" if t.error else ", ".join(k.replace("_", " ") for k in t.limiters),
+                      style=style)
+    console.print(table)
