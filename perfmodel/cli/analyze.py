@@ -1,6 +1,7 @@
 """perfmodel CLI: ``analyze``."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
