@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perfmodel.model import calibration
-from perfmodel.model.traffic import SECTOR_BYTES, Traffic
+from perfmodel.model.traffic import SECTOR_BYTES, Traffic, cc1_traffic
 
 # Fallback for a rate a profile cannot give (the calibrated ones are calibration.py's constants)
 DEFAULT_L1_BYTES_PER_CLOCK = 128.0             # one 128-byte wavefront per clock per SM (4 sectors)
@@ -86,6 +86,7 @@ class DeviceRates:
     block_launch_cycles: float           # cycles between two block launches on one SM
     overlap_exponent: float              # p of the resource combination (inf = pure max)
     l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
+    global_memory_rule: str = "sectors"  # the device's coalescing rule (perfmodel/sim/coalesce.py)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,6 +135,7 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
         block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
+        global_memory_rule=str(getattr(device, "global_memory_rule", "sectors") or "sectors"),
     )
 
 
@@ -354,6 +356,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout)."""
     g = counts.get("global", {})
+    traffic = cc1_traffic(traffic, g, rates.global_memory_rule)
     s = counts.get("shared", {})
     c = counts.get("constant", {})
     local = counts.get("local", {})

@@ -21,7 +21,7 @@ On G80 (no L1 or L2 for global memory) every sector goes to DRAM.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 SECTOR_BYTES = 32
 
@@ -108,3 +108,17 @@ def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_s
         footprint_bytes=footprint,
     )
 
+
+
+def cc1_traffic(traffic: Traffic, g: dict, rule: str) -> Traffic:
+    """On compute capability 1.x (``rule`` ``cc1.0`` or ``cc1.2``) nothing caches global memory and every memory
+    transaction goes to DRAM whole: the DRAM bytes are the simulator's transaction bytes under the device's rule
+    (``global.cc10_load_bytes`` ..., perfmodel/sim/coalesce.py) instead of the 32-byte sectors. Other rules, or
+    counts without the CC 1.x figures (hand-written, older simulator), leave ``traffic`` as it is."""
+    prefix = {"cc1.0": "cc10", "cc1.2": "cc12"}.get(rule)
+    if prefix is None or f"{prefix}_load_bytes" not in g and f"{prefix}_store_bytes" not in g:
+        return traffic
+    read = float(g.get(f"{prefix}_load_bytes", 0) or 0)
+    write = float(g.get(f"{prefix}_store_bytes", 0) or 0)
+    return replace(traffic, l1_hit_rate=0.0, l2_hit_rate=0.0, dram_read_bytes=read, dram_write_bytes=write,
+                   l2_load_sectors=0.0, l2_store_sectors=0.0)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfmodel.sim import coalesce as COAL
 from perfmodel.sim.alu import FP_KIND
 from perfmodel.sim.issue import ptx_class
 
@@ -153,6 +154,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         g["load_sectors" if load else "store_sectors"] += un
                         g["load_bytes" if load else "store_bytes"] += by
                         g["load_lines" if load else "store_lines"] += li
+                        COAL.add_to_global(g, load, cnt.cc1.get(gid))
                         row.update(sectors=un, lines=li, bytes=by)
                         if ln is not None:
                             ln["global_loads" if load else "global_stores"] += th
