@@ -4,7 +4,7 @@
 # SETS: validation/measure.py --set value (seed, fidelity, corpus, all, or a comma list); "micro" adds the
 # microbenchmarks (roofs, latencies). Needs the pydantic wheels in .whl/ (docs/validation.md). Writes $OUT/.
 set -u
-test -f validation/kernels/histogram.cu || { echo "not the fidelity tree"; exit 3; }
+test -f validation/kernels/histogram_global.cu || { echo "not the fidelity tree"; exit 3; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || exit 4
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1

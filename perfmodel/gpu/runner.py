@@ -206,8 +206,22 @@ def _compile_with_perfmodel(cupy, spec, launch):
     """Compile with :func:`perfmodel.compile.compile_cuda` for this GPU's architecture and load its cubin."""
     import tempfile
 
-    from perfmodel.compile import compile_cuda
+    import os
 
+    from perfmodel.compile import compile_cuda
+    from perfmodel.compile import nvrtc as _nvrtc
+
+    # a machine with the CUDA toolkit but without the nvidia-cuda-cccl wheel: add the toolkit's headers
+    toolkit = Path(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda") / "include"
+    extra = [str(d) for d in (toolkit / "cccl", toolkit) if d.is_dir()]
+    if extra and not getattr(_nvrtc.sdk_include_dirs, "_with_toolkit", False):
+        wheel_dirs = _nvrtc.sdk_include_dirs
+
+        def with_toolkit() -> list[str]:
+            return wheel_dirs() + [d for d in extra if d not in wheel_dirs()]
+
+        with_toolkit._with_toolkit = True
+        _nvrtc.sdk_include_dirs = with_toolkit
     major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
     compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}", name_expressions=[spec.entry],
                             defines=dict(launch.defines), cache=False)

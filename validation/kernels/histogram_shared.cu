@@ -4,20 +4,6 @@
 // in shared memory first (NBINS <= 4096) and then add each block's non-zero bins to global memory.
 #define NBINS 256
 
-__global__ void hist_global_u32(const int* in, unsigned int* bins, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        atomicAdd(&bins[in[i] % NBINS], 1u);
-}
-
-__global__ void hist_global_f32(const int* in, float* bins, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        atomicAdd(&bins[in[i] % NBINS], 1.0f);
-}
-
 __global__ void hist_shared_u32(const int* in, unsigned int* bins, int n)
 {
     __shared__ unsigned int local[NBINS];
