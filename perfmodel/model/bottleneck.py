@@ -311,6 +311,7 @@ RESOURCE_LABELS = {
     "blocks": "block launch rate",
     "latency": "latency chain (per-warp critical path)",
     "launch": "launch overhead",
+    "atomics": "atomics (same-line serialisation, atomic rate)",
 }
 
 
@@ -334,7 +335,8 @@ def combine(times: dict[str, float], overlap_exponent: float) -> float:
 # instruction queue, shared-memory wavefronts and L1 tag lookups all go through the SM's L1/shared-memory
 # pipeline; FP32, SFU and issue are the SM's instruction issue.
 RESOURCE_GROUPS = {"fp32": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
-                   "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency"}
+                   "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency",
+                   "atomics": "atomics"}
 
 
 def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves: float,
@@ -345,6 +347,20 @@ def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves:
     per_warp = (sass_per_warp * rates.dependent_issue_latency_cycles
                 + dram_rounds_per_warp * rates.global_latency_cycles)
     return per_warp * max(1, math.ceil(waves - 1e-9)) / rates.clock_hz
+
+
+def atomics_time(g: dict, s: dict, active_sms: int, rates: DeviceRates) -> float:
+    """Atomics beyond their requests (perfmodel/sim/atomic_count.py): the busiest 128-byte line's work one after
+    another at its L2 slice (distinct sectors per warp request, same-address repeats, warp-aggregated integer
+    additions), or every global atomic operation at the device's atomic rate, whichever is longer; plus the
+    busiest SM's same-address shared-memory atomics. Constants: calibration.py (measured on an H100)."""
+    hot = (float(g.get("atomic_hot_line_sectors", 0) or 0) * calibration.GLOBAL_ATOMIC_SECTOR_S
+           + float(g.get("atomic_hot_line_repeats", 0) or 0) * calibration.GLOBAL_ATOMIC_REPEAT_S
+           + float(g.get("atomic_hot_line_aggregated_ops", 0) or 0) * calibration.GLOBAL_ATOMIC_AGGREGATED_OP_S)
+    spread = float(g.get("atomic_ops", 0) or 0) / calibration.GLOBAL_ATOMIC_OPS_PER_S
+    same = min(float(s.get("atomic_same_address", 0) or 0), float(s.get("atomic_ops", 0) or 0))
+    shared = same / max(1, active_sms) * calibration.SHARED_ATOMIC_CYCLES / rates.clock_hz
+    return max(hot, spread) + shared
 
 
 def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
@@ -384,6 +400,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         "l2": (l2_time(traffic, rates), traffic.l2_bytes, "B"),
         "dram": (dram_time(traffic, rates), traffic.dram_bytes, "B"),
         "blocks": (block_launch_time(total_blocks, rates), float(total_blocks), "block"),
+        "atomics": (atomics_time(g, s, active_sms, rates),
+                    float(g.get("atomic_ops", 0) or 0) + float(s.get("atomic_ops", 0) or 0), "op"),
     }
     sm_local = {"fp32", "sfu", "issue", "lsu", "shared", "l1"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel.errors import SimulationError
+from perfmodel.sim import atomic_count as ATOM
 from perfmodel.sim import coalesce as COAL
 from perfmodel.sim import memops as M
 from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
@@ -307,6 +308,7 @@ class MemoryMixin:
             conf, f = M.max_same_address(off + np.arange(self.nB).reshape(-1, 1) * (1 << 32), m, self.nB, self.Tp)
         c.units[gid] += int(conf.sum()) * f
         c.conflicts[gid] += int(conf.sum()) * f
+        ATOM.tally(c.atomic_ops, space, off, mb, dt, op, len(self.heap.bytes))   # atomic_count.py
         idx = flat[mb]
         bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
