@@ -31,6 +31,23 @@ SampleOption = Annotated[
 ]
 
 
+L2Option = Annotated[
+    str,
+    typer.Option("--l2", help="L2 state at launch: 'cold' (default: nothing resident, as an L2-flushed or first "
+                              "launch) or 'warm' (a previous identical launch left what fits in L2, as back-to-back "
+                              "launches in a timing loop)."),
+]
+
+
+def parse_l2(value: str) -> str:
+    text = (value or "cold").strip().lower()
+    if text not in ("cold", "warm"):
+        from perfmodel.errors import PerfmodelError
+
+        raise PerfmodelError(f"--l2 {value!r}: expected 'cold' or 'warm'")
+    return text
+
+
 def parse_regs(value: str | None) -> int | str | None:
     if value is None:
         return None
@@ -49,12 +66,12 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_command(kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
                         regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-                        timeout: TimeoutOption = None, json_out: JsonOption = False) -> None:
+                        timeout: TimeoutOption = None, l2: L2Option = "cold", json_out: JsonOption = False) -> None:
         """Predict a kernel's time on a device: counts, CGMA, occupancy, per-resource bounds and advice."""
         from perfmodel.analyze import analyze
 
         analysis = analyze(kernel, device, parse_defines(define), regs=parse_regs(regs), sample=sample,
-                           max_steps=max_steps, timeout=timeout)
+                           max_steps=max_steps, timeout=timeout, l2=parse_l2(l2))
         doc = analysis.to_json()
         if json_out:
             from perfmodel.report.jsonout import print_json

@@ -291,7 +291,7 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         kwargs: dict[str, Any] = {"params": params, "regs": registers}
         if sample is not None:
             kwargs["sample"] = sample
-        if l2 != "cold" and _accepts(analyze, "l2"):
+        if _accepts(analyze, "l2"):
             kwargs["l2"] = l2
         if _accepts(analyze, "check"):
             # the simulated outputs' correctness is the kernel tests' business; checking a large sampled run
