@@ -46,11 +46,11 @@ MAX_LOADS_IN_FLIGHT_PER_WARP = 8.0
 # by tests/test_heldout.py. Times below are the measured cold medians minus LAUNCH_OVERHEAD_S.
 #
 # The busiest 128-byte line's atomic work is serialised at its L2 slice (perfmodel/sim/atomic_count.py counts it):
-# seconds per distinct sector of a warp request on the line - hist_global_f32 NBINS=256 (8 lines, ~3 random
-# sectors per warp and line): 1,081.6 us / 379,330 sector units = 2.85 ns;
-GLOBAL_ATOMIC_SECTOR_S = 2.85e-9
-# per further operation on the same address in one warp request - hist_global_f32 NBINS=1 (every add on one
-# word): (7,379.0 us - 131,072 sectors x 2.85 ns) / 4,063,232 repeats = 1.72 ns;
+# seconds per distinct sector of a warp request on the line, and per further operation on one address in a
+# request. Both from two cases solved together (the simulator's busiest-line sectors S and repeats R):
+# hist_global_f32 NBINS=256 (8 lines): S = 345,137, R = 34,193, 1,081.6 us;
+# hist_global_f32 NBINS=1 (one word): S = 131,072, R = 4,063,232, 7,379.0 us -> 2.96 ns and 1.72 ns.
+GLOBAL_ATOMIC_SECTOR_S = 2.96e-9
 GLOBAL_ATOMIC_REPEAT_S = 1.72e-9
 # per warp-aggregated integer addition (lanes of a warp on one address merged into one operation) -
 # hist_global_u32 NBINS=1: 95.7 us / 131,072 = 0.73 ns.
