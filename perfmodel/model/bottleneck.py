@@ -217,6 +217,17 @@ def l2_time(traffic: Traffic, rates: DeviceRates) -> float:
     return traffic.l2_bytes / rates.l2_bandwidth_bytes_per_s
 
 
+def partial_store_time(g: dict, rates: DeviceRates) -> float:
+    """Extra L2 time of stores that fill only part of their 32-byte sectors (a scattered store: 4 of 32 bytes):
+    each such sector costs ``PARTIAL_STORE_SECTOR_COST`` more sector transfers at the L2 bandwidth, in proportion
+    to the unwritten share of the store sectors (``1 - store_bytes / (32 x store_sectors)``)."""
+    sectors = float(g.get("store_sectors", 0) or 0)
+    if rates.l2_bytes <= 0 or sectors <= 0:
+        return 0.0
+    unused = min(1.0, max(0.0, 1.0 - float(g.get("store_bytes", 0) or 0) / (SECTOR_BYTES * sectors)))
+    return sectors * unused * calibration.PARTIAL_STORE_SECTOR_COST * SECTOR_BYTES / rates.l2_bandwidth_bytes_per_s
+
+
 def dram_time(traffic: Traffic, rates: DeviceRates) -> float:
     return traffic.dram_bytes / rates.dram_bandwidth_bytes_per_s
 
@@ -397,7 +408,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         "shared": (shared_time(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0), active_sms, rates),
                    float(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0)), "wavefront"),
         "l1": (l1_time(l1_work, active_sms, rates), l1_work, "line"),
-        "l2": (l2_time(traffic, rates), traffic.l2_bytes, "B"),
+        "l2": (l2_time(traffic, rates) + partial_store_time(g, rates), traffic.l2_bytes, "B"),
         "dram": (dram_time(traffic, rates), traffic.dram_bytes, "B"),
         "blocks": (block_launch_time(total_blocks, rates), float(total_blocks), "block"),
         "atomics": (atomics_time(g, s, active_sms, rates),

@@ -62,3 +62,10 @@ GLOBAL_ATOMIC_OPS_PER_S = 68.6e9
 # ``shared.atomic_same_address``, at most one per operation after warp aggregation). hist_shared_f32 NBINS=1:
 # 31,775 same-address lanes per SM in 194.4 us at 1.98 GHz = 12.1 cycles.
 SHARED_ATOMIC_CYCLES = 12.1
+
+# Stores that write only part of a 32-byte sector cost the L2 more than a full sector: extra sector transfers per
+# partially written store sector (scaled by the unwritten share). Fitted on the split's fit case for it,
+# transpose_naive 8192 x 8192 on the H100 (validation/h100_fidelity.json: 1,151 us cold, ncu L2 throughput 88%,
+# 67.1 M store sectors of 4 bytes each): the L2 term is 402.7 us + 313.2 us per unit of this cost, and 2.36 makes the
+# prediction 1,151 us; see docs/model.md.
+PARTIAL_STORE_SECTOR_COST = 2.36
