@@ -524,14 +524,15 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
 def analyze(kernel, device, params: dict | None = None, regs: int | str | None = None,
             sample: int | None = None, *, exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS,
             check: bool = True, max_steps: int | None = None, timeout: float | None = None,
-            execute_all: bool = False) -> Analysis:
+            execute_all: bool = False, l2: str = "cold") -> Analysis:
     """Analyse ``kernel`` (a shipped spec name, a spec path or a KernelSpec) on ``device`` (name, path or Device).
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
     (an int) or ``"auto"`` (local ptxas); ``sample`` is the number of blocks to simulate (None: automatic,
     0: exact); ``check=False`` skips checking a sampled run's outputs; ``max_steps`` (basic-block executions of
     one batch of blocks) and ``timeout`` (seconds of simulation) end a runaway kernel. Raises OccupancyError when
-    the launch cannot run on the device."""
+    the launch cannot run on the device. ``l2``: ``cold`` (nothing resident) or ``warm`` (a previous identical
+    launch left what fits in L2), see perfmodel.model.traffic.resident_fraction."""
     from perfmodel.devices import Device, load_device
 
     dev = device if isinstance(device, Device) else load_device(device)
@@ -541,7 +542,7 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
     limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
     launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
                                   arch=device_arch(dev), limits=limits, execute_all=execute_all)
-    return model_launch(spec, launch, sim, dev, regs=regs)
+    return model_launch(spec, launch, sim, dev, regs=regs, l2=l2)
 
 
 def device_arch(dev) -> str:
@@ -573,7 +574,7 @@ def _check_launch_fits(dev, launch) -> None:
                              f"{dev.max_threads_per_block:,} (CC {dev.compute_capability})")
 
 
-def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None) -> Analysis:
+def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None, l2: str = "cold") -> Analysis:
     """The device-dependent half of :func:`analyze`: registers, occupancy, the seed and bottleneck models."""
     from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
 
@@ -594,7 +595,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
         unique_store_sectors=float(g.get("unique_store_sectors", g.get("store_sectors", 0))),
         block_load_sectors=sim.block_load_sectors, block_footprint_sectors=sim.block_footprint_sectors,
         wave_blocks=occ.blocks_per_sm * dev.sm_count,
-        total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes)
+        total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes, l2_state=l2)
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,

@@ -215,6 +215,10 @@ class Device(BaseModel):
     constant_cache_bytes: Bytes
     l1_cache_bytes: Bytes
     l2_cache_bytes: Bytes
+    # How a warp's global accesses become memory transactions (perfmodel/sim/coalesce.py, docs/model.md):
+    # cc1.0 (CC 1.0/1.1 half-warps), cc1.2 (CC 1.2/1.3 segments), fermi (128-byte L1 lines), kepler (L2-only
+    # 32-byte segments), sectors (Maxwell and later: 32-byte sectors, the default).
+    global_memory_rule: Literal["cc1.0", "cc1.2", "fermi", "kepler", "sectors"] = "sectors"
 
     dram_bandwidth_bytes_per_s: Bandwidth
     # The memory interface, where known: cudaDeviceProp.memoryClockRate (the clock the driver reports; the data

@@ -1,7 +1,8 @@
 """Measure every shipped kernel over a grid of sizes and tile/block widths on the GPU at hand, with Nsight
 Compute counters; write one JSON document (merged into ``validation/h100.json`` by ``validation/merge.py``).
 
-    python validation/measure.py OUT_DIR [--only KERNEL[,KERNEL...]] [--no-ncu] [--list]
+    python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|all[,...]] [--only KERNEL[,KERNEL...]]
+        [--no-ncu] [--list]
 
 Each case: one spec instance (``kernel`` + param overrides). Timed by :func:`perfmodel.gpu.runner.run_kernel`
 (cold = L2 flushed before each launch, the headline; warm; median of repeats after warm-up), then all cases are
@@ -79,11 +80,64 @@ def cases() -> list[dict]:
     return result
 
 
+def fidelity_cases() -> list[dict]:
+    """Issue 13's kernels (validation/kernels/): atomics contended and spread (int and float, global and shared),
+    few-block reductions, scattered-store transposes."""
+    result = []
+    for kernel in ("hist_global_u32", "hist_global_f32"):
+        result += _grid(kernel, n=[1 << 22], NBINS=[1, 256, 65536])
+        result += _grid(kernel, n=[1 << 20], NBINS=[1])
+    for kernel in ("hist_shared_u32", "hist_shared_f32"):
+        result += _grid(kernel, n=[1 << 22], NBINS=[1, 256, 4096])
+    for kernel in ("reduce_sequential", "reduce_interleaved_mod"):
+        result += _grid(kernel, n=[1 << 22], blocks=[8, 64, 132, 1024])
+        result += _grid(kernel, n=[1 << 24], blocks=[64, 528])
+    for kernel in ("transpose_naive", "transpose_read_scattered", "transpose_shared"):
+        result += _grid(kernel, rows=[1024, 4096, 8192], cols=[1024, 4096, 8192])[::4]
+    result += _grid("transpose_naive", rows=[4096], cols=[1024])
+    return result
+
+
+CORPUS_DIR = Path(__file__).resolve().parent / "kernels" / "cuda-samples"
+
+
+def corpus_cases() -> list[dict]:
+    """The cuda-samples kernels (vendored unchanged in validation/kernels/cuda-samples, BSD-3-Clause) whose
+    bench/corpus_specs spec the simulator runs correctly, each at its spec's own launch."""
+    names = (Path(__file__).resolve().parent / "corpus_kernels.txt").read_text().split()
+    return [{"kernel": name, "overrides": {}} for name in names]
+
+
+def _kernel_path(sets: set[str]) -> None:
+    """Put validation/kernels (and the corpus specs, {CORPUS} resolved) on the spec search path."""
+    import os
+    import tempfile
+
+    folders = [str(Path(__file__).resolve().parent / "kernels")]
+    if "corpus" in sets:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+        from corpus_run import resolve_specs
+
+        out = Path(tempfile.mkdtemp(prefix="corpus_specs_"))
+        resolve_specs(CORPUS_DIR, out)
+        folders.append(str(out))
+    old = os.environ.get("PERFMODEL_KERNEL_PATH", "")
+    os.environ["PERFMODEL_KERNEL_PATH"] = os.pathsep.join(folders + ([old] if old else []))
+
+
+SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases}
+
+
 def main(argv: list[str]) -> int:
+    sets = set((argv[argv.index("--set") + 1] if "--set" in argv else "seed").split(","))
+    if sets == {"all"}:
+        sets = set(SETS)
+    chosen = [c for name in ("seed", "fidelity", "corpus") if name in sets for c in SETS[name]()]
+    _kernel_path(sets)
     if "--list" in argv:
-        for case in cases():
+        for case in chosen:
             print(case)
-        print(len(cases()), "cases")
+        print(len(chosen), "cases")
         return 0
     out_dir = Path(argv[0])
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +156,7 @@ def main(argv: list[str]) -> int:
     cp = require_cupy()
     from perfmodel.gpu.accuracy import case_id as _case_id
 
-    todo = [c for c in cases() if (only is None or c["kernel"] in only) and _case_id(c) not in existing]
+    todo = [c for c in chosen if (only is None or c["kernel"] in only) and _case_id(c) not in existing]
     document = {"device": device_properties(cp, 0), "versions": versions(cp), "clocks_before": clocks(0),
                 "measured_at_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": [],
                 "skipped": []}

@@ -35,6 +35,23 @@ ExecuteAllOption = Annotated[
                                        "run counts uniform loops from a few iterations: the same counts, outputs "
                                        "computed only where those ran."),
 ]
+L2Option = Annotated[
+    str,
+    typer.Option("--l2", help="L2 state at launch: 'cold' (default: nothing resident, as an L2-flushed or first "
+                              "launch) or 'warm' (a previous identical launch left what fits in L2, as back-to-back "
+                              "launches in a timing loop)."),
+]
+
+
+def parse_l2(value: str) -> str:
+    text = (value or "cold").strip().lower()
+    if text not in ("cold", "warm"):
+        from perfmodel.errors import PerfmodelError
+
+        raise PerfmodelError(f"--l2 {value!r}: expected 'cold' or 'warm'")
+    return text
+
+
 SampleOption = Annotated[
     int | None,
     typer.Option("--sample", min=0, help="Simulate a stratified sample of about N blocks and extrapolate "
@@ -65,7 +82,7 @@ def register(app: typer.Typer) -> None:
     def analyze_command(
         kernel: KernelArg, device: DeviceOption, define: DefineOption = None,
         regs: RegsOption = None, sample: SampleOption = None, max_steps: MaxStepsOption = None,
-        timeout: TimeoutOption = None, execute_all: ExecuteAllOption = False,
+        timeout: TimeoutOption = None, execute_all: ExecuteAllOption = False, l2: L2Option = "cold",
         entry: Annotated[str | None, typer.Option(
             "--kernel", "-k", help="FILE.cu: the kernel, a name or a template name expression "
                                    "('MatrixMulCUDA<32>'); optional when the file has one kernel.")] = None,
@@ -135,14 +152,14 @@ def register(app: typer.Typer) -> None:
 
                 Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
             analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
-                               timeout=timeout, execute_all=execute_all)
+                               timeout=timeout, execute_all=execute_all, l2=parse_l2(l2))
         else:
             given = [name for name, value in cuda_only.items() if value]
             if given:
                 raise PerfmodelError(f"{', '.join(given)}: only for a CUDA file (perfmodel analyze FILE.cu ...); "
                                      f"the spec {kernel!r} sets its own launch (override its params with -D)")
             analysis = analyze(kernel, device, params, regs=parse_regs(regs), sample=sample,
-                               max_steps=max_steps, timeout=timeout, execute_all=execute_all)
+                               max_steps=max_steps, timeout=timeout, execute_all=execute_all, l2=parse_l2(l2))
         doc = analysis.to_json()
         if plot is not None:
             from perfmodel.report.plots import roofline_export

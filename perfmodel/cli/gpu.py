@@ -60,6 +60,8 @@ def accuracy(
     sample: Annotated[int | None, typer.Option("--sample", min=0, help="Analyse large grids from N sampled blocks.")] = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", "-k", help="Only these kernels (repeatable).")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a markdown table to FILE.")] = None,
+    l2: Annotated[str, typer.Option("--l2", help="Compare with the cold (L2 flushed, default) or warm "
+                                                 "(back-to-back) measured times, predicting with the same L2 state.")] = "cold",
     json_out: JsonOption = False,
 ) -> None:
     """Model against measurement for every case of DATASET: predicted vs measured time with the error, our
@@ -71,6 +73,7 @@ def accuracy(
     check_output_path(markdown, "--markdown")
     if device is not None:
         require_devices([device])
+    from perfmodel.cli.analyze import parse_l2
     from perfmodel.gpu.accuracy import default_analyze, load_dataset
     from perfmodel.report.progress import progress_bar, wants_progress
 
@@ -85,7 +88,8 @@ def accuracy(
                 done[0] += 1
                 update(done[0], total)
 
-        report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None, analyze=analyze_with_progress)
+        report = run_accuracy(dataset, device, sample=sample, kernels=kernel or None, analyze=analyze_with_progress,
+                              l2=parse_l2(l2))
     if markdown is not None:
         markdown.write_text(to_markdown(report))
     if json_out:

@@ -265,18 +265,34 @@ def _accepts(function: Callable[..., Any], name: str) -> bool:
     return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
+L2_STATES = ("cold", "warm")
+
+
+def measured_time(case: dict[str, Any], l2: str = "cold") -> float | None:
+    """The case's measured median time: ``cold`` (L2 flushed before each launch; the dataset's ``time_s``) or
+    ``warm`` (back-to-back launches: what fits in L2 stays there)."""
+    if l2 not in L2_STATES:
+        raise PerfmodelError(f"--l2 {l2!r}: expected one of {', '.join(L2_STATES)}")
+    if l2 == "cold":
+        return case.get("time_s")
+    warm = ((case.get("time") or {}).get("warm") or {})
+    return warm.get("median_s")
+
+
 def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
-                 sample: int | None = None) -> CaseAccuracy:
+                 sample: int | None = None, l2: str = "cold") -> CaseAccuracy:
     params = dict(case.get("overrides") or {})
     registers = (case.get("function") or {}).get("num_regs")
     ncu = case.get("ncu") or {}
-    base = dict(id=case_id(case), kernel=case["kernel"], params=params, measured_time_s=case.get("time_s"),
+    base = dict(id=case_id(case), kernel=case["kernel"], params=params, measured_time_s=measured_time(case, l2),
                 registers=registers, blocks_per_sm_api=(case.get("occupancy_api") or {}).get("blocks_per_sm"),
                 hardware=_hardware(case))
     try:
         kwargs: dict[str, Any] = {"params": params, "regs": registers}
         if sample is not None:
             kwargs["sample"] = sample
+        if _accepts(analyze, "l2"):
+            kwargs["l2"] = l2
         if _accepts(analyze, "check"):
             # the simulated outputs' correctness is the kernel tests' business; checking a large sampled run
             # against a whole-output reference (a 4096^3 float64 matmul) would dominate the run time
@@ -296,10 +312,19 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
 
 
 def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *, sample: int | None = None,
-             analyze: Callable[..., Any] | None = None, kernels: list[str] | None = None) -> AccuracyReport:
+             analyze: Callable[..., Any] | None = None, kernels: list[str] | None = None,
+             l2: str = "cold", ids: set[str] | None = None) -> AccuracyReport:
     """Compare the model with every case of ``dataset`` (a path or the loaded JSON).
 
-    ``device`` defaults to the dataset's ``profile`` (the device profile the measurement machine matches)."""
+    ``device`` defaults to the dataset's ``profile`` (the device profile the measurement machine matches).
+    ``l2``: compare with the cold (L2 flushed) or warm (back-to-back) measured time. ``ids``: only these cases.
+    Specs of kernels that are not shipped are found in a ``kernels/`` folder beside the dataset
+    (``validation/kernels``)."""
+    if not isinstance(dataset, dict):
+        with _kernels_beside(Path(dataset)):
+            return accuracy(load_dataset(dataset) | {"name": str(dataset)}, device, sample=sample,
+                            analyze=analyze, kernels=kernels, l2=l2, ids=ids)
+    measured_time({}, l2)
     data = dataset if isinstance(dataset, dict) else load_dataset(dataset)
     name = str(dataset) if not isinstance(dataset, dict) else data.get("name", "<dataset>")
     device = device or data.get("profile") or "h100"
@@ -308,14 +333,42 @@ def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *,
 
         load_device(device)  # an unknown device is an error, not a table of failed rows
         analyze = default_analyze()
-    cases = [c for c in data["cases"] if not kernels or c["kernel"] in kernels]
+    cases = [c for c in data["cases"] if (not kernels or c["kernel"] in kernels) and (ids is None or case_id(c) in ids)]
     if kernels and not cases:
         known = sorted({c["kernel"] for c in data["cases"]})
         raise PerfmodelError(f"{name}: no case of kernel {', '.join(kernels)} (the dataset has: "
                              f"{', '.join(known) or 'no cases'})")
-    compared = [compare_case(case, device, analyze, sample=sample) for case in cases]
+    compared = [compare_case(case, device, analyze, sample=sample, l2=l2) for case in cases]
     measured_on = (data.get("device") or {}).get("name")
     return AccuracyReport(dataset=name, device=device, measured_on=measured_on, cases=compared)
+
+
+class _kernels_beside:
+    """Put ``<dataset folder>/kernels`` on the spec search path while the dataset is analysed."""
+
+    def __init__(self, dataset: Path):
+        self.folder = dataset.resolve().parent / "kernels"
+
+    def __enter__(self):
+        import os
+
+        from perfmodel.spec import SPEC_PATH_ENV
+
+        self.old = os.environ.get(SPEC_PATH_ENV)
+        if self.folder.is_dir():
+            os.environ[SPEC_PATH_ENV] = os.pathsep.join([p for p in (self.old, str(self.folder)) if p])
+        return self
+
+    def __exit__(self, *exc):
+        import os
+
+        from perfmodel.spec import SPEC_PATH_ENV
+
+        if self.old is None:
+            os.environ.pop(SPEC_PATH_ENV, None)
+        else:
+            os.environ[SPEC_PATH_ENV] = self.old
+        return False
 
 
 def fmt_error(value: float | None) -> str:

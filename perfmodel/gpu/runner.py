@@ -192,8 +192,46 @@ def compile_launch(cupy, spec, launch):
         module = cupy.RawModule(code=source, options=tuple(options), name_expressions=[entry])
         kernel = module.get_function(entry)
     except Exception as err:  # noqa: BLE001 - NVRTC and driver errors come in many types
-        raise GpuError(f"{source_path}: compiling/loading entry {entry!r} with NVRTC failed: {err}") from None
+        # a real-world file (host code, local headers, templates): load the cubin perfmodel's own compile
+        # makes of it (host code set aside - the same cubin the simulator's PTX and SASS weights come from)
+        try:
+            return _compile_with_perfmodel(cupy, spec, launch)
+        except Exception as err2:  # noqa: BLE001
+            raise GpuError(f"{source_path}: compiling/loading entry {entry!r} with NVRTC failed: {err}; "
+                           f"perfmodel's compile failed too: {err2}") from None
     return module, kernel, options
+
+
+def _compile_with_perfmodel(cupy, spec, launch):
+    """Compile with :func:`perfmodel.compile.compile_cuda` for this GPU's architecture and load its cubin."""
+    import tempfile
+
+    import os
+
+    from perfmodel.compile import compile_cuda
+    from perfmodel.compile import nvrtc as _nvrtc
+
+    # a machine with the CUDA toolkit but without the nvidia-cuda-cccl wheel: add the toolkit's headers
+    toolkit = Path(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda") / "include"
+    extra = [str(d) for d in (toolkit / "cccl", toolkit) if d.is_dir()]
+    if extra and not getattr(_nvrtc.sdk_include_dirs, "_with_toolkit", False):
+        wheel_dirs = _nvrtc.sdk_include_dirs
+
+        def with_toolkit() -> list[str]:
+            return wheel_dirs() + [d for d in extra if d not in wheel_dirs()]
+
+        with_toolkit._with_toolkit = True
+        _nvrtc.sdk_include_dirs = with_toolkit
+    major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
+    compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}", name_expressions=[spec.entry],
+                            defines=dict(launch.defines), cache=False)
+    info = compiled.kernel(spec.entry)
+    if not compiled.cubin:
+        raise GpuError(f"{spec.source_path}: perfmodel's compile made no cubin")
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
+        handle.write(compiled.cubin)
+    module = cupy.RawModule(path=handle.name)
+    return module, module.get_function(info.mangled), [*compiled.options, "(perfmodel compile_cuda cubin)"]
 
 
 def _set_constants(module, launch) -> None:

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perfmodel.model import calibration
-from perfmodel.model.traffic import SECTOR_BYTES, Traffic
+from perfmodel.model.traffic import SECTOR_BYTES, Traffic, cc1_traffic
 
 # Fallback for a rate a profile cannot give (the calibrated ones are calibration.py's constants)
 DEFAULT_L1_BYTES_PER_CLOCK = 128.0             # one 128-byte wavefront per clock per SM (4 sectors)
@@ -86,6 +86,7 @@ class DeviceRates:
     block_launch_cycles: float           # cycles between two block launches on one SM
     overlap_exponent: float              # p of the resource combination (inf = pure max)
     l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
+    global_memory_rule: str = "sectors"  # the device's coalescing rule (perfmodel/sim/coalesce.py)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,6 +135,7 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
         block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
+        global_memory_rule=str(getattr(device, "global_memory_rule", "sectors") or "sectors"),
     )
 
 
@@ -213,6 +215,17 @@ def l2_time(traffic: Traffic, rates: DeviceRates) -> float:
     if rates.l2_bytes <= 0:
         return 0.0
     return traffic.l2_bytes / rates.l2_bandwidth_bytes_per_s
+
+
+def partial_store_time(g: dict, rates: DeviceRates) -> float:
+    """Extra L2 time of stores that fill only part of their 32-byte sectors (a scattered store: 4 of 32 bytes):
+    each such sector costs ``PARTIAL_STORE_SECTOR_COST`` more sector transfers at the L2 bandwidth, in proportion
+    to the unwritten share of the store sectors (``1 - store_bytes / (32 x store_sectors)``)."""
+    sectors = float(g.get("store_sectors", 0) or 0)
+    if rates.l2_bytes <= 0 or sectors <= 0:
+        return 0.0
+    unused = min(1.0, max(0.0, 1.0 - float(g.get("store_bytes", 0) or 0) / (SECTOR_BYTES * sectors)))
+    return sectors * unused * calibration.PARTIAL_STORE_SECTOR_COST * SECTOR_BYTES / rates.l2_bandwidth_bytes_per_s
 
 
 def dram_time(traffic: Traffic, rates: DeviceRates) -> float:
@@ -309,6 +322,7 @@ RESOURCE_LABELS = {
     "blocks": "block launch rate",
     "latency": "latency chain (per-warp critical path)",
     "launch": "launch overhead",
+    "atomics": "atomics (same-line serialisation, atomic rate)",
 }
 
 
@@ -332,7 +346,8 @@ def combine(times: dict[str, float], overlap_exponent: float) -> float:
 # instruction queue, shared-memory wavefronts and L1 tag lookups all go through the SM's L1/shared-memory
 # pipeline; FP32, SFU and issue are the SM's instruction issue.
 RESOURCE_GROUPS = {"fp32": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
-                   "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency"}
+                   "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency",
+                   "atomics": "atomics"}
 
 
 def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves: float,
@@ -345,6 +360,20 @@ def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves:
     return per_warp * max(1, math.ceil(waves - 1e-9)) / rates.clock_hz
 
 
+def atomics_time(g: dict, s: dict, active_sms: int, rates: DeviceRates) -> float:
+    """Atomics beyond their requests (perfmodel/sim/atomic_count.py): the busiest 128-byte line's work one after
+    another at its L2 slice (distinct sectors per warp request, same-address repeats, warp-aggregated integer
+    additions), or every global atomic operation at the device's atomic rate, whichever is longer; plus the
+    busiest SM's same-address shared-memory atomics. Constants: calibration.py (measured on an H100)."""
+    hot = (float(g.get("atomic_hot_line_sectors", 0) or 0) * calibration.GLOBAL_ATOMIC_SECTOR_S
+           + float(g.get("atomic_hot_line_repeats", 0) or 0) * calibration.GLOBAL_ATOMIC_REPEAT_S
+           + float(g.get("atomic_hot_line_aggregated_ops", 0) or 0) * calibration.GLOBAL_ATOMIC_AGGREGATED_OP_S)
+    spread = float(g.get("atomic_ops", 0) or 0) / calibration.GLOBAL_ATOMIC_OPS_PER_S
+    same = min(float(s.get("atomic_same_address", 0) or 0), float(s.get("atomic_ops", 0) or 0))
+    shared = same / max(1, active_sms) * calibration.SHARED_ATOMIC_CYCLES / rates.clock_hz
+    return max(hot, spread) + shared
+
+
 def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
     """The block scheduler starts one block per ``block_launch_cycles`` on each SM."""
     return math.ceil(total_blocks / rates.sm_count) * rates.block_launch_cycles / rates.clock_hz
@@ -354,6 +383,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout)."""
     g = counts.get("global", {})
+    traffic = cc1_traffic(traffic, g, rates.global_memory_rule)
     s = counts.get("shared", {})
     c = counts.get("constant", {})
     local = counts.get("local", {})
@@ -378,9 +408,11 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         "shared": (shared_time(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0), active_sms, rates),
                    float(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0)), "wavefront"),
         "l1": (l1_time(l1_work, active_sms, rates), l1_work, "line"),
-        "l2": (l2_time(traffic, rates), traffic.l2_bytes, "B"),
+        "l2": (l2_time(traffic, rates) + partial_store_time(g, rates), traffic.l2_bytes, "B"),
         "dram": (dram_time(traffic, rates), traffic.dram_bytes, "B"),
         "blocks": (block_launch_time(total_blocks, rates), float(total_blocks), "block"),
+        "atomics": (atomics_time(g, s, active_sms, rates),
+                    float(g.get("atomic_ops", 0) or 0) + float(s.get("atomic_ops", 0) or 0), "op"),
     }
     sm_local = {"fp32", "sfu", "issue", "lsu", "shared", "l1"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}

@@ -28,6 +28,8 @@ class Counters:
         self.conflicts = [0] * n_instr    # atomics: largest same-address lane count per warp, summed
         self.block_execs = [0] * n_instr  # barriers: (block, barrier) pairs
         self.array_threads: dict = {}     # (instruction, global array) -> lanes that accessed it
+        self.atomic_ops: dict = {}        # atomic operations and per-line counts (atomic_count.py)
+        self.cc1: dict = {}               # global instruction -> CC 1.0 / 1.2 transactions and bytes (coalesce.py)
         self.generic_split: dict = {}     # generic instruction -> {space: [threads, requests, units, lines, bytes]}
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}

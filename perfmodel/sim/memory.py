@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel.errors import SimulationError
+from perfmodel.sim import atomic_count as ATOM
+from perfmodel.sim import coalesce as COAL
 from perfmodel.sim import memops as M
 from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
 
@@ -119,6 +121,8 @@ class MemoryMixin:
             c.units[gid] += int((sec_r * weights).sum())
             c.lines[gid] += int((lines_r * weights).sum())
             per_block_sec = sec_r[_residue_rows(off)] if len(reps) > 1 else int(sec_r[0])
+            # CC 1.x transactions (coalesce.py); 16-byte words need the shift modulo 256, so count every row
+            COAL.tally(c.cc1, gid, *((off, m, 1) if nbytes > 8 else (reps, m0, weights)), nbytes, self.Tp)
         else:
             if size > 1 and off.size > 1 and (sel & (size - 1)).any() or (lo_v % size):
                 self.fault_where(self.mask_full(), "misaligned global access", gid)
@@ -126,6 +130,7 @@ class MemoryMixin:
             c.units[gid] += int(sec.sum()) * f
             c.lines[gid] += int(lines.sum()) * f
             per_block_sec = sec if f == 1 else int(sec[0])
+            COAL.tally(c.cc1, gid, off, m, f, nbytes, self.Tp)   # CC 1.x transactions (coalesce.py)
         pb = c.per_block
         pb["global_stores" if store else "global_loads"][self.sl] += (self.T if st[2] is None else st[2])
         pb["global_store_sectors" if store else "global_load_sectors"][self.sl] += per_block_sec
@@ -318,6 +323,7 @@ class MemoryMixin:
             conf, f = M.max_same_address(off + np.arange(self.nB).reshape(-1, 1) * (1 << 32), m, self.nB, self.Tp)
         c.units[gid] += int(conf.sum()) * f
         c.conflicts[gid] += int(conf.sum()) * f
+        ATOM.tally(c.atomic_ops, space, off, mb, dt, op, len(self.heap.bytes))   # atomic_count.py
         idx = flat[mb]
         bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfmodel.sim import atomic_count as ATOM
+from perfmodel.sim import coalesce as COAL
 from perfmodel.sim.alu import FP_KIND
 from perfmodel.sim.issue import ptx_class
 
@@ -156,6 +158,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         g["load_sectors" if load else "store_sectors"] += un
                         g["load_bytes" if load else "store_bytes"] += by
                         g["load_lines" if load else "store_lines"] += li
+                        COAL.add_to_global(g, load, cnt.cc1.get(gid))
                         row.update(sectors=un, lines=li, bytes=by)
                         if ln is not None:
                             ln["global_loads" if load else "global_stores"] += th
@@ -210,6 +213,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.thread_instructions = thread_insts
     c.simt_efficiency = thread_insts / (32.0 * c.ptx_warp_instructions) if c.ptx_warp_instructions else 1.0
     heap = launch.heap
+    ATOM.add_counts(c.global_, c.shared, counters.atomic_ops)
     c.global_["unique_load_sectors"] = int(np.count_nonzero(heap.loaded))
     c.global_["unique_store_sectors"] = int(np.count_nonzero(heap.stored))
     nb = len(block_ids)

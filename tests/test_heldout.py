@@ -1,0 +1,127 @@
+"""Held-out accuracy (issue 18 item 3, issue 13): the atomics constants are refitted here from the "fit" cases of
+validation/split.yaml - measured times and the simulator's counts, with the arithmetic of each constant's comment
+in perfmodel/model/calibration.py - and must equal the committed ones; then the model is checked on the held-out
+cases, which no constant saw (other sizes, the variants not in the fit, and the H200)."""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfmodel.gpu.accuracy import _kernels_beside, accuracy, case_id
+from perfmodel.model import calibration
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLIT = yaml.safe_load((ROOT / "validation" / "split.yaml").read_text())
+
+
+def _cases(dataset: str) -> dict[str, dict]:
+    data = json.loads((ROOT / dataset).read_text())
+    return {case_id(c): c for c in data["cases"] if c["kernel"] in SPLIT["kernels"]}
+
+
+@pytest.fixture(scope="module")
+def fit_counts():
+    from perfmodel.analyze import analyze
+
+    cases = _cases(SPLIT["fit"]["dataset"])
+    out = {}
+    with _kernels_beside(ROOT / SPLIT["fit"]["dataset"]):
+        for cid in SPLIT["fit"]["cases"]:
+            case = cases[cid]
+            a = analyze(case["kernel"], "h100", case["overrides"], check=False)
+            out[cid] = (case["time_s"] - calibration.LAUNCH_OVERHEAD_S, a.sim.counts)
+    return out
+
+
+def test_split_is_disjoint_and_covers_the_kernels():
+    """Cases are (dataset, id) pairs: the H200's cases share the H100's ids but are other measurements."""
+    fit = {(SPLIT["fit"]["dataset"], cid) for cid in SPLIT["fit"]["cases"]}
+    assert all(cid in _cases(SPLIT["fit"]["dataset"]) for _, cid in fit)
+    for part in SPLIT["heldout"]:
+        held = {(part["dataset"], cid) for cid in _cases(part["dataset"])} - fit
+        assert held and not (held & fit)
+        assert {cid.split("/")[0] for _, cid in held} == set(SPLIT["kernels"])
+
+
+def test_constants_are_the_fit_parts(fit_counts):
+    import numpy as np
+
+    rows, times = [], []
+    for cid in ("hist_global_f32/n=4194304,NBINS=256", "hist_global_f32/n=4194304,NBINS=1"):
+        t, c = fit_counts[cid]
+        rows.append([c["global"]["atomic_hot_line_sectors"], c["global"]["atomic_hot_line_repeats"]])
+        times.append(t)
+    sector, repeat = np.linalg.solve(np.array(rows, float), np.array(times))
+    t, c = fit_counts["hist_global_u32/n=4194304,NBINS=1"]
+    aggregated = t / c["global"]["atomic_hot_line_aggregated_ops"]
+    t, c = fit_counts["hist_global_f32/n=4194304,NBINS=65536"]
+    rate = c["global"]["atomic_ops"] / t
+    t, c = fit_counts["hist_shared_f32/n=4194304,NBINS=1"]
+    shared = t * 1.98e9 / (c["shared"]["atomic_same_address"] / 132)   # 132 SMs at the measured 1.98 GHz
+    for fitted, committed in ((sector, calibration.GLOBAL_ATOMIC_SECTOR_S),
+                              (repeat, calibration.GLOBAL_ATOMIC_REPEAT_S),
+                              (aggregated, calibration.GLOBAL_ATOMIC_AGGREGATED_OP_S),
+                              (rate, calibration.GLOBAL_ATOMIC_OPS_PER_S),
+                              (shared, calibration.SHARED_ATOMIC_CYCLES)):
+        assert committed == pytest.approx(fitted, rel=0.02)
+
+
+@pytest.fixture(scope="module")
+def heldout_errors():
+    fit = set(SPLIT["fit"]["cases"])
+    errors = {}
+    for part in SPLIT["heldout"]:
+        ids = set(_cases(part["dataset"])) - (fit if part["dataset"] == SPLIT["fit"]["dataset"] else set())
+        report = accuracy(ROOT / part["dataset"], ids=ids)
+        for case in report.cases:
+            assert case.error is None, case.error
+            errors[f"{part['dataset']}:{case.id}"] = case.time_error
+    return errors
+
+
+def test_heldout_atomics_accuracy(heldout_errors):
+    """Before the atomics term the H100 atomics cases were off by a median 84%, up to 356x too fast."""
+    errors = list(heldout_errors.values())
+    assert len(errors) >= 20
+    assert statistics.median(abs(e) for e in errors) <= 0.15
+    assert sum(abs(e) <= 0.35 for e in errors) >= 0.8 * len(errors)
+    factors = [max(1 + e, 1 / (1 + e)) for e in errors]
+    assert max(factors) <= 4.0      # hist_shared_u32 NBINS=1: 3.7x (docs/model.md, "Atomics")
+
+
+def test_partial_store_cost_fit_and_heldout(monkeypatch):
+    """calibration.PARTIAL_STORE_SECTOR_COST: the value whose prediction of the fit case matches its measured time
+    (secant steps from 0 and 1); then every held-out transpose_naive case (other sizes on the H100, all sizes on
+    the H200) is within 25%."""
+    from perfmodel.analyze import analyze
+
+    part = SPLIT["partial_stores"]
+    dataset = SPLIT["fit"]["dataset"]
+    data = json.loads((ROOT / dataset).read_text())
+    case = next(c for c in data["cases"] if case_id(c) == part["fit"])
+    committed = calibration.PARTIAL_STORE_SECTOR_COST
+    def predicted(cost):
+        monkeypatch.setattr(calibration, "PARTIAL_STORE_SECTOR_COST", cost)
+        return analyze(case["kernel"], "h100", case["overrides"], check=False,
+                       regs=case["function"]["num_regs"]).model.predicted_time_s - case["time_s"]
+
+    with _kernels_beside(ROOT / dataset):
+        a, b = 0.0, 1.0
+        fa, fb = predicted(a), predicted(b)
+        for _ in range(4):
+            a, fa, b = b, fb, b - fb * (b - a) / (fb - fa)
+            fb = predicted(b)
+    monkeypatch.setattr(calibration, "PARTIAL_STORE_SECTOR_COST", committed)
+    fitted = b
+    assert committed == pytest.approx(fitted, rel=0.03)
+    errors = []
+    for held in SPLIT["heldout"]:
+        ids = {case_id(c) for c in json.loads((ROOT / held["dataset"]).read_text())["cases"]
+               if c["kernel"] == part["kernel"]} - ({part["fit"]} if held["dataset"] == dataset else set())
+        errors += [c.time_error for c in accuracy(ROOT / held["dataset"], ids=ids).cases]
+    assert len(errors) == 7
+    assert all(abs(e) <= 0.25 for e in errors), errors
