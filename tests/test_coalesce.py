@@ -106,7 +106,7 @@ def test_simulated_naive_matmul_transactions():
     """matmul_naive, Width 32, 16 x 16 blocks, by hand: 64 half-warps (one row of a block each) x 32 iterations.
     d_M[Row*Width+k]: the 16 lanes read one word -> CC 1.0: 16 x 32 B, CC 1.2: 1 x 32 B; d_N[k*Width+Col]: 16
     consecutive words on a 64-byte boundary -> 1 x 64 B under both; the store d_P[Row*Width+Col]: 1 x 64 B."""
-    from perfmodel.analyze import simulate_launch
+    from perfmodel.analysis import simulate_launch
     from perfmodel.spec import load_spec
 
     _launch, sim = simulate_launch(load_spec("matmul_naive"), {"Width": 32, "BLOCK_WIDTH": 16}, 0)
@@ -123,7 +123,7 @@ def test_g80_naive_matmul_dram_traffic_and_bound():
     """On G80 (rule cc1.0, no cache) the model's DRAM bytes are the CC 1.0 transactions: Width 256 with 16 x 16
     blocks is 4,096 half-warps x 256 iterations x (16 x 32 + 64) bytes of loads plus 4,096 x 64 bytes of stores,
     and the prediction stays under the slides' bandwidth bound, 86.4 GB/s / 4 B per flop = 21.6 GFLOPS."""
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     a = analyze("matmul_naive", "g80", {"Width": 256})
     traffic = a.model.traffic

@@ -25,7 +25,7 @@ def _cases(dataset: str) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def fit_counts():
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     cases = _cases(SPLIT["fit"]["dataset"])
     out = {}
@@ -97,7 +97,7 @@ def test_partial_store_cost_fit_and_heldout(monkeypatch):
     """calibration.PARTIAL_STORE_SECTOR_COST: the value whose prediction of the fit case matches its measured time
     (secant steps from 0 and 1); then every held-out transpose_naive case (other sizes on the H100, all sizes on
     the H200) is within 25%."""
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     part = SPLIT["partial_stores"]
     dataset = SPLIT["fit"]["dataset"]

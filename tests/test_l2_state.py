@@ -2,7 +2,7 @@
 out by hand for vec_add (C = A + B: 12 bytes per element, every byte touched once)."""
 import pytest
 
-from perfmodel.analyze import analyze
+from perfmodel.analysis import analyze
 
 
 def test_vec_add_cold_and_warm():

@@ -232,7 +232,8 @@ def _snapshot(st, gids, fname, pc):
             {g: {s: list(v) for s, v in c.generic_split.get(g, {}).items()} for g in gids},
             (c.bb_warps[fname][pc], c.bb_threads[fname][pc], c.div_warps[fname][pc]),
             dict(c.fp), c.fp64, c.flops, c.int_ops,
-            {k: v[st.sl].copy() for k, v in c.per_block.items()})
+            {k: v[st.sl].copy() for k, v in c.per_block.items()},
+            {g: list(c.cc1[g]) for g in gids if g in c.cc1})
 
 
 def _delta(a, b):
@@ -242,8 +243,9 @@ def _delta(a, b):
                for s, v in sp.items()} for g, sp in b[2].items()}
     bb = tuple(y - x for x, y in zip(a[3], b[3]))
     fp = {k: b[4][k] - a[4].get(k, 0) for k in b[4]}
+    cc1 = {g: [y - x for x, y in zip(a[9].get(g, [0] * len(v)), v)] for g, v in b[9].items()}
     return (lists, arr, gen, bb, fp, b[5] - a[5], b[6] - a[6], b[7] - a[7],
-            {k: b[8][k] - a[8][k] for k in b[8]})
+            {k: b[8][k] - a[8][k] for k in b[8]}, cc1)
 
 
 def _add(st, gids, fname, pc, d, times: int):
@@ -272,6 +274,10 @@ def _add(st, gids, fname, pc, d, times: int):
     c.int_ops += d[7] * times
     for k, v in d[8].items():
         c.per_block[k][st.sl] += v * times
+    for g, vals in d[9].items():
+        acc = c.cc1.setdefault(g, [0] * len(vals))
+        for i, v in enumerate(vals):
+            acc[i] += v * times
 
 
 def _lanes(v, m, rows, lanes):

@@ -268,6 +268,13 @@ def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
             acc = dst_d.setdefault(fname, [0] * len(vals))
             for i, v in enumerate(vals):
                 acc[i] += v * w
+    for gid, vals in c.cc1.items():          # CC 1.x transactions and bytes per instruction (sim/coalesce.py)
+        acc = total.cc1.setdefault(gid, [0] * len(vals))
+        for i, v in enumerate(vals):
+            acc[i] += v * w
+    for key, v in c.atomic_ops.items():      # atomic operations and per-line work (sim/atomic_count.py): every
+        # block aims at the same lines (the probe refuses global atomics that move), so they scale
+        total.atomic_ops[key] = total.atomic_ops[key] + v * w if key in total.atomic_ops else v * w
     for k, v in c.fp.items():
         total.fp[k] = total.fp.get(k, 0) + v * w
     total.fp64 += c.fp64 * w
