@@ -6,6 +6,7 @@
     python bench/mutation.py --summary [--json]    # the summary of what has been run so far (no run)
     python bench/mutation.py --survivors models    # the surviving mutants of an area, with their diffs
     python bench/mutation.py --sample 120 --seed 18 models   # a random sample of 120 of the area's mutants
+    python bench/mutation.py --recheck tests/test_x.py models   # the area's survivors against tests/test_x.py
 
 A full run of every area is ~5,500 mutants (docs/testing.md); ``--sample N`` tests a uniform random sample of N
 mutants per area (fixed ``--seed``), which estimates the kill rate when a full run does not fit, and the summary
@@ -159,12 +160,36 @@ def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> 
             print(f"### {name} ({status})\n{diff}")
 
 
+def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None) -> int:
+    """Run ``tests`` (files of this checkout's tests/) against each surviving mutant of ``areas`` in mutants/,
+    the way mutmut's workers do (``MUTANT_UNDER_TEST``): shows a new test killing survivors before the next full
+    run records it."""
+    results = load_results()
+    chosen = {n for names in samples.values() for n in names} if samples else None
+    names = [n for n, (_, status, _) in sorted(results.items()) if status in ("survived", "no tests")
+             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)]
+    killed = 0
+    for name in names:
+        env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               *[str(ROOT / t) for t in tests]], cwd=MUTANTS, env=env, capture_output=True,
+                              text=True)
+        status = "killed" if proc.returncode == 1 else ("survived" if proc.returncode == 0 else
+                                                        f"pytest exit {proc.returncode}")
+        killed += status == "killed"
+        print(f"{status:9s} {name}", flush=True)
+    print(f"{killed} of {len(names)} surviving mutants killed by {' '.join(tests)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("areas", nargs="*", help=f"areas: {', '.join(AREAS)} (default: all)")
     parser.add_argument("--summary", action="store_true", help="print the summary of the results so far, run nothing")
     parser.add_argument("--survivors", action="store_true", help="show the surviving mutants' diffs, run nothing")
     parser.add_argument("--json", action="store_true", help="the summary as one JSON document")
+    parser.add_argument("--recheck", action="append", default=[], metavar="TEST_FILE",
+                        help="run this test file against the area's survivors (repeatable), run nothing else")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--nice", type=int, default=19, help="niceness of the run (default 19)")
     parser.add_argument("--sample", type=int, default=0, help="test a random sample of N mutants per area")
@@ -174,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in areas if a not in AREAS]
     if unknown:
         parser.error(f"unknown area(s) {unknown}; known: {list(AREAS)}")
+    if args.recheck:
+        return recheck(areas, args.recheck,
+                       {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
     if args.survivors:
         survivors(areas, {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
         return 0
