@@ -67,10 +67,60 @@ def test_the_model_uses_the_throughput_figures_of_the_users_profile(own_profile)
 def test_measured_figures_beat_the_datasheet_and_the_throughput_section(tmp_path):
     doc = yaml.safe_load((shipped_dir("devices") / "h100.yaml").read_text())
     measured = doc["measured"]["dram_bandwidth_bytes_per_s"]["value"]
-    a = analyze("vec_add", _profile(tmp_path, measured=True, name="myh100m"), {"N": 4096})
+    path = _profile(tmp_path, measured=True, name="myh100m")
+    own = yaml.safe_load(open(path))
+    own["measured"]["launch_overhead_s"] = {"value": 5.5e-6, "source": "MEAS-H100-MICRO"}
+    own["measured"]["l2_bandwidth_bytes_per_s"] = {"value": 4.4e12, "source": "MEAS-H100-MICRO"}
+    open(path, "w").write(yaml.safe_dump(own, sort_keys=False))
+    a = analyze("vec_add", path, {"N": 4096})
     rates = a.to_json()["model"]["rates"]
     assert rates["dram_bandwidth_bytes_per_s"] == pytest.approx(float(measured))
     assert rates["dram_bandwidth_source"] == "measured"
+    assert rates["launch_overhead_s"] == pytest.approx(5.5e-6)          # not the throughput section's 4.4 us
+    assert rates["l2_bandwidth_bytes_per_s"] == pytest.approx(4.4e12)   # not the throughput section's 5.5 TB/s
+
+
+LOCAL_KERNEL = """
+__global__ void LocalSum(const int* idx, float* out, int N)
+{
+    float buf[32];                       // indexed by data: the array lives in local memory
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < 32; k++) buf[(k * 7 + idx[i]) & 31] = (float)k;
+    float s = 0.0f;
+    for (int k = 0; k < 32; k++) s += buf[(k * 5 + idx[i]) & 31];
+    out[i] = s;
+}
+"""
+
+LOCAL_SPEC = """
+name: local_sum
+description: "a per-thread array in local memory"
+source: local.cu
+entry: LocalSum
+params:
+  N: {default: 1024}
+grid: ["N / 128"]
+block: [128]
+args:
+  - {name: idx, dtype: int32, length: N, init: zeros}
+  - {name: out, dtype: float32, length: N, init: zeros}
+  - {name: N, dtype: int32, value: N}
+"""
+
+
+def test_local_memory_instructions_are_load_store_unit_work(tmp_path):
+    # docs/model.md: the lsu resource is the warp-level memory instructions. 1,024 threads = 32 full warps; each
+    # warp stores its 32-float local array element by element (32 x 32 = 1,024 warp-level local stores), reads it
+    # back, and does one global load (idx[i]) and one global store (out[i]).
+    (tmp_path / "local.cu").write_text(LOCAL_KERNEL)
+    (tmp_path / "local_sum.yaml").write_text(LOCAL_SPEC)
+    a = analyze(str(tmp_path / "local_sum.yaml"), "h100")
+    local, g = a.counts["local"], a.counts["global"]
+    assert local["store_requests"] == 32 * 32
+    assert 0 < local["load_requests"] <= 32 * 32
+    assert g["load_requests"] == 32 and g["store_requests"] == 32
+    expected = 32 + 32 + local["load_requests"] + local["store_requests"]
+    assert a.model.resource("lsu").work == pytest.approx(expected)
 
 
 def test_model_json_relations_small_grid(own_profile):
