@@ -162,13 +162,16 @@ def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> 
             print(f"### {name} ({status})\n{diff}")
 
 
-def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None) -> int:
-    """Run ``tests`` (files of this checkout's tests/) against each surviving mutant of ``areas`` in mutants/,
-    the way mutmut's workers do (``MUTANT_UNDER_TEST``): shows a new test killing survivors before the next full
-    run records it."""
+def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None,
+            statuses: tuple[str, ...] = ("survived", "no tests", "timeout")) -> int:
+    """Run ``tests`` (files of this checkout's tests/) against each surviving, untested or timed-out mutant of
+    ``areas`` in mutants/, the way mutmut's workers do (``MUTANT_UNDER_TEST``) but in a fresh process with no CPU
+    limit: shows a new test killing survivors before the next full run records it, tells a real timeout from a
+    worker whose tests simply outran mutmut's estimate, and exercises code that runs at import (a decorator's
+    registration), which a fork-server worker never re-runs."""
     results = load_results()
     chosen = {n for names in samples.values() for n in names} if samples else None
-    names = [n for n, (_, status, _) in sorted(results.items()) if status in ("survived", "no tests")
+    names = [n for n, (_, status, _) in sorted(results.items()) if status in statuses
              and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)]
     killed = 0
     for name in names:
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="print the summary of the results so far, run nothing")
     parser.add_argument("--survivors", action="store_true", help="show the surviving mutants' diffs, run nothing")
     parser.add_argument("--json", action="store_true", help="the summary as one JSON document")
+    parser.add_argument("--status", action="append", default=[],
+                        help="with --recheck: only the mutants of this mutmut status (repeatable)")
     parser.add_argument("--recheck", action="append", default=[], metavar="TEST_FILE",
                         help="run this test file against the area's survivors (repeatable), run nothing else")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown area(s) {unknown}; known: {list(AREAS)}")
     if args.recheck:
         return recheck(areas, args.recheck,
-                       {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
+                       {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None,
+                       tuple(args.status) or ("survived", "no tests", "timeout"))
     if args.survivors:
         survivors(areas, {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
         return 0
