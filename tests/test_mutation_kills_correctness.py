@@ -50,3 +50,26 @@ def test_idle_blocks_exact_and_sampled(pattern):
     # an estimate from 24 of the 64 blocks: within a quarter of the true 16
     assert 12 <= sampled["idle"]["partially_idle_blocks"] <= 20
     assert 12 <= sampled["idle"]["fully_idle_blocks"] <= 20
+
+
+def test_sampled_check_ignores_nan_outputs_the_sampled_blocks_did_not_write(tmp_path):
+    # vec_add with C initialised to NaN: the blocks a sampled run skips leave their NaNs (NaN != NaN, yet nothing
+    # was written there), so only the elements the simulated blocks wrote are compared, and A + B is correct
+    import shutil
+
+    import yaml
+
+    from perfmodel.paths import shipped_dir
+
+    spec = yaml.safe_load((shipped_dir("kernels_spec") / "vec_add.yaml").read_text())
+    n = 16 * 256
+    spec["name"] = "vec_add_nan"
+    spec["params"]["N"]["default"] = n
+    for arg in spec["args"]:
+        if arg["name"] == "C":
+            arg["init"] = {"values": [float("nan")] * n}
+    (tmp_path / "vec_add_nan.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    shutil.copy(shipped_dir("kernels_spec") / "vec_add.cu", tmp_path / "vec_add.cu")
+    a = analyze(str(tmp_path / "vec_add_nan.yaml"), "h100", sample=4)
+    assert a.sim.sampled and a.sim.blocks_simulated < 16
+    assert a.sim.correct is True, a.sim.correct_detail
