@@ -73,3 +73,41 @@ def test_sampled_check_ignores_nan_outputs_the_sampled_blocks_did_not_write(tmp_
     a = analyze(str(tmp_path / "vec_add_nan.yaml"), "h100", sample=4)
     assert a.sim.sampled and a.sim.blocks_simulated < 16
     assert a.sim.correct is True, a.sim.correct_detail
+
+
+def test_sampled_report_keeps_hot_lines_reason_and_zero_idle_figures():
+    # vec_add, 64 full blocks: a sampled run reports what the exact run does - no idle block, the source line of
+    # the add among the hot lines - and says why it sampled
+    exact = analyze("vec_add", "h100", {"N": 64 * 256}, sample=0).to_json()
+    sampled = analyze("vec_add", "h100", {"N": 64 * 256}, sample=4).to_json()
+    assert sampled["sampled"] and "--sample 4" in sampled["sample"]["reason"]
+    for doc in (exact, sampled):
+        assert doc["idle"]["partially_idle_blocks"] == 0 and doc["idle"]["fully_idle_blocks"] == 0
+    add_line = next(i for i, text in enumerate(Path_text("vec_add.cu"), 1) if "C[i] = A[i] + B[i];" in text)
+    assert add_line in {h["line"] for h in sampled["hot_lines"]}
+    assert {h["line"] for h in sampled["hot_lines"]} == {h["line"] for h in exact["hot_lines"]}
+
+
+def Path_text(name: str) -> list[str]:
+    from perfmodel.paths import shipped_dir
+
+    return (shipped_dir("kernels_spec") / name).read_text().splitlines()
+
+
+def test_a_kernel_that_writes_nothing_is_never_reported_correct(tmp_path):
+    # the vec_add spec pointed at a kernel whose store never runs: the exact run is wrong; a sampled run whose
+    # blocks wrote nothing has nothing to check (None), and must not claim the outputs are right
+    import shutil
+
+    from perfmodel.paths import shipped_dir
+
+    src = shipped_dir("kernels_spec")
+    (tmp_path / "nowrite.cu").write_text((src / "vec_add.cu").read_text().replace("if (i < N)", "if (i < 0)"))
+    (tmp_path / "nowrite.yaml").write_text((src / "vec_add.yaml").read_text()
+                                           .replace("name: vec_add", "name: nowrite")
+                                           .replace("source: vec_add.cu", "source: nowrite.cu"))
+    shutil.copy(src / "vec_add.cu", tmp_path / "unused.cu")
+    assert analyze(str(tmp_path / "nowrite.yaml"), "h100", {"N": 2048}, sample=0).sim.correct is False
+    sampled = analyze(str(tmp_path / "nowrite.yaml"), "h100", {"N": 64 * 256}, sample=4)
+    assert sampled.sim.sampled
+    assert sampled.sim.correct is not True

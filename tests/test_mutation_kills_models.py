@@ -136,3 +136,13 @@ def test_model_json_relations_small_grid(own_profile):
     assert t["dram_read_bytes"] == pytest.approx(2 * 4096 * 4)
     assert t["dram_write_bytes"] == pytest.approx(4096 * 4)
     assert json.loads(json.dumps(doc))["model"]["active_sms"] == 16
+
+
+def test_shared_memory_wavefronts_of_one_tiled_block_by_hand():
+    # matmul_tiled, Width = TILE_WIDTH = 16: one block of 8 warps, one phase. Each warp stores its two tile
+    # elements (2 conflict-free wavefronts) and reads Mds[ty][k] (one address per half-row: a broadcast) and
+    # Nds[k][tx] (16 consecutive words) 16 times each: 32 load wavefronts. 8 x 32 = 256 + 8 x 2 = 16 -> 272.
+    a = analyze("matmul_tiled", "h100", {"Width": 16, "TILE_WIDTH": 16})
+    assert a.counts["shared"]["load_wavefronts"] == 256
+    assert a.counts["shared"]["store_wavefronts"] == 16
+    assert a.model.resource("shared").work == pytest.approx(272)
