@@ -85,3 +85,19 @@ def test_out_of_bounds_global_atomic_names_its_line_thread_and_block():
     assert "out-of-bounds global atomic" in msg
     assert re.search(r"kernel\.cu:4:\d+: ", msg), msg
     assert "(thread (8, 0, 0), block (1, 0, 0))" in msg
+
+
+def test_vec_add_instruction_mix_by_hand():
+    # vec_add with N a multiple of the block: every one of the 64 warps runs the whole kernel once. Per warp, the
+    # PTX of `if (i < N) C[i] = A[i] + B[i];`: 4 parameter loads, 3 address adds in 64 bits (A, B, C + 4i), two
+    # global loads and a store, one float add, and one return.
+    from perfmodel.analyze import analyze
+
+    a = analyze("vec_add", "h100", {"N": 64 * 32, "BLOCK_SIZE": 256})
+    mix, warps = a.counts["ptx_classes"], a.counts["warps"]
+    assert warps == 64
+    assert mix["exit"] == warps
+    assert mix["param"] == 4 * warps
+    assert mix["int64"] == 3 * warps
+    assert mix["memory"] == 3 * warps
+    assert mix["fp"] == warps
