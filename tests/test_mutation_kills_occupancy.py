@@ -21,3 +21,17 @@ def test_occupancy_json_g80_eleven_registers_two_blocks(cli):
     assert doc["shared_memory_per_sm"] == 16 * 1024
     assert doc["shared_memory_per_block_allocated"] == 2048   # already a multiple of the 512-byte unit
     assert doc["warps_per_block"] == 8
+
+
+def test_waves_of_a_grid_one_and_a_half_waves_on_h100(cli):
+    # H100: 2,048 threads per SM -> 8 blocks of 256 threads (few registers, no shared memory) x 132 SMs = 1,056
+    # blocks a wave; 1,584 blocks = 1.5 waves, run as 2, so half of the second wave's SM slots are idle: 75%
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "256", "--regs", "16", "--grid-blocks",
+                         "1584", "--json")
+    assert code == 0, err
+    waves = json.loads(out)["waves"]
+    assert waves["blocks_per_wave"] == 1056
+    assert waves["waves"] == pytest.approx(1.5)
+    assert waves["wave_count"] == 2 and waves["full_waves"] == 1 and waves["tail_blocks"] == 528
+    assert waves["tail_fraction"] == pytest.approx(0.5)
+    assert waves["efficiency"] == pytest.approx(0.75)
