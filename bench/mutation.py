@@ -1,0 +1,241 @@
+"""Mutation testing of perfmodel's core with mutmut, one area at a time (issue 18; docs/testing.md).
+
+    pip install -e ".[test,mutation]"
+    python bench/mutation.py models                # run the area's mutants, then print its summary
+    python bench/mutation.py occupancy counters correctness --max-children 2
+    python bench/mutation.py --summary [--json]    # the summary of what has been run so far (no run)
+    python bench/mutation.py --survivors models    # the surviving mutants of an area, with their diffs
+    python bench/mutation.py --sample 120 --seed 18 models   # a random sample of 120 of the area's mutants
+    python bench/mutation.py --recheck tests/test_x.py models   # the area's survivors against tests/test_x.py
+
+A full run of every area is ~5,500 mutants (docs/testing.md); ``--sample N`` tests a uniform random sample of N
+mutants per area (fixed ``--seed``), which estimates the kill rate when a full run does not fit, and the summary
+then covers the sample only. mutmut must have generated ``mutants/`` once (any ``mutmut run`` does that).
+
+The configuration is ``[tool.mutmut]`` in pyproject.toml: the files to mutate (every area's), the fast test files
+mutmut records coverage with, and the fork server. mutmut copies ``perfmodel/`` into ``mutants/``, records which
+tests reach each function, and runs only those tests against each of that function's mutants (per-mutant test
+selection); a mutant runs under a CPU-time limit (mutmut: 15 x the tests' clean time + 1 s) and is a *timeout* past
+it. Results persist in ``mutants/``: a second run of an area only runs what is left unchecked (or what changed).
+
+An area is a set of mutant-name patterns (mutmut names a mutant ``module.x_function__mutmut_N`` and a method's
+``module.xǁClassǁmethod__mutmut_N``). Statuses: killed (a test failed), survived (every selected test passed),
+no tests (no selected test reaches the function), timeout, and mutmut's others (suspicious, segfault, skipped).
+The kill rate is killed / mutants (every other status counts against it), and killed / (killed + survived) is
+printed beside it.
+
+The run is niced (``nice -n 19``) by default: it is a background job, not part of the default CI.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTANTS = ROOT / "mutants"
+
+# area -> (description, the files it covers, mutmut name patterns)
+AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "occupancy": ("NVIDIA's occupancy rules", ("perfmodel/occupancy.py",), ("perfmodel.occupancy.*",)),
+    "counters": ("the simulator's counters: memory requests, sectors, wavefronts; the result; issue classes",
+                 ("perfmodel/sim/memory.py", "perfmodel/sim/result.py", "perfmodel/sim/issue.py"),
+                 ("perfmodel.sim.memory.*", "perfmodel.sim.result.*", "perfmodel.sim.issue.*")),
+    "models": ("the seed CGMA model, the traffic estimate and the bottleneck model",
+               ("perfmodel/model/seed.py", "perfmodel/model/traffic.py", "perfmodel/model/bottleneck.py"),
+               ("perfmodel.model.seed.*", "perfmodel.model.traffic.*", "perfmodel.model.bottleneck.*")),
+    "correctness": ("the output check: the references (those without a decorator; mutmut does not mutate "
+                    "decorated functions) and the sampled run's merge-and-check of the outputs",
+                    ("perfmodel/references.py", "perfmodel/analyze.py (_sampled)"),
+                    ("perfmodel.references.*", "perfmodel.analyze.x__sampled__mutmut_*")),
+}
+
+
+def _status(exit_code) -> str:
+    from mutmut.stats import status_by_exit_code   # the tool's own mapping of its worker exit codes
+
+    return status_by_exit_code[exit_code]
+
+
+def _module_of(meta: Path) -> str:
+    rel = meta.relative_to(MUTANTS).with_suffix("").with_suffix("")     # x/y.py.meta -> x/y
+    return ".".join(rel.parts)
+
+
+def load_results() -> dict[str, tuple[str, str, float | None]]:
+    """mutant name -> (source file, status, seconds) for every mutant mutmut generated."""
+    out = {}
+    for meta in sorted(MUTANTS.rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        durations = data.get("durations_by_key", {}) or {}
+        source = str(meta.relative_to(MUTANTS))[: -len(".meta")]
+        for name, code in (data.get("exit_code_by_key") or {}).items():
+            out[name] = (source, _status(code), durations.get(name))
+    return out
+
+
+def in_area(name: str, area: str) -> bool:
+    return any(fnmatch(name, pattern) for pattern in AREAS[area][2])
+
+
+def sample_names(area: str, n: int, seed: int) -> list[str]:
+    """A uniform random sample of ``n`` of the area's mutant names (all of them when it has at most ``n``)."""
+    names = sorted(name for name in load_results() if in_area(name, area))
+    if not names:
+        raise SystemExit(f"mutation.py: no mutants of area {area!r} in {MUTANTS}; run `mutmut run` once first")
+    return sorted(random.Random(f"{seed}:{area}").sample(names, min(n, len(names))))
+
+
+def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> dict:
+    results = load_results()
+    doc = {}
+    for area in areas:
+        per_file: dict[str, Counter] = defaultdict(Counter)
+        seconds = 0.0
+        chosen = set(samples[area]) if samples else None
+        for name, (source, status, dur) in results.items():
+            if in_area(name, area) and (chosen is None or name in chosen):
+                per_file[source][status] += 1
+                seconds += dur or 0.0
+        total = Counter()
+        for c in per_file.values():
+            total.update(c)
+        doc[area] = {"files": {f: dict(c) for f, c in sorted(per_file.items())}, "total": dict(total),
+                     "mutant_seconds": round(seconds),
+                     "population": sum(1 for name in results if in_area(name, area)),
+                     "sampled": chosen is not None}
+    return doc
+
+
+def _row(label: str, c: dict) -> str:
+    n = sum(c.values())
+    checked = n - c.get("not checked", 0)
+    killed, survived = c.get("killed", 0), c.get("survived", 0)
+    rate = f"{100 * killed / checked:5.1f}%" if checked else "   - "
+    decided = killed + survived
+    rate2 = f"{100 * killed / decided:5.1f}%" if decided else "   - "
+    return (f"  {label:34s} {n:6d} {checked:7d} {killed:6d} {survived:8d} {c.get('no tests', 0):8d} "
+            f"{c.get('timeout', 0):7d} {sum(v for k, v in c.items() if k not in ('killed', 'survived', 'no tests', 'timeout', 'not checked')):5d}"
+            f"  {rate} {rate2}")
+
+
+def print_summary(doc: dict) -> None:
+    head = (f"  {'file':34s} {'mutants':>6s} {'checked':>7s} {'killed':>6s} {'survived':>8s} {'no tests':>8s} "
+            f"{'timeout':>7s} {'other':>5s}  kill%  of k+s")
+    for area, d in doc.items():
+        if area not in AREAS:
+            continue
+        print(f"{area}: {AREAS[area][0]}")
+        print(head)
+        for f, c in d["files"].items():
+            print(_row(f, c))
+        print(_row("total", d["total"]))
+        what = f"a random sample of the area's {d['population']} mutants" if d["sampled"] else "every mutant"
+        print(f"  ({what}; time in the mutants' test runs, summed over workers: {d['mutant_seconds']} s)")
+
+
+def run(areas: list[str], max_children: int, nice: int, names: list[str] | None = None) -> float:
+    patterns = names if names is not None else [p for a in areas for p in AREAS[a][2]]
+    cmd = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children),
+           *patterns]
+    print("+", " ".join(cmd), flush=True)
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=False, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    return time.perf_counter() - started
+
+
+def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> None:
+    results = load_results()
+    chosen = {n for names in samples.values() for n in names} if samples else None
+    for name, (source, status, _) in sorted(results.items()):
+        if status in ("survived", "no tests", "timeout") and any(in_area(name, a) for a in areas) and (
+                chosen is None or name in chosen):
+            diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True,
+                                  text=True).stdout
+            print(f"### {name} ({status})\n{diff}")
+
+
+def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None,
+            statuses: tuple[str, ...] = ("survived", "no tests", "timeout")) -> int:
+    """Run ``tests`` (files of this checkout's tests/) against each surviving, untested or timed-out mutant of
+    ``areas`` in mutants/, the way mutmut's workers do (``MUTANT_UNDER_TEST``) but in a fresh process with no CPU
+    limit: shows a new test killing survivors before the next full run records it, tells a real timeout from a
+    worker whose tests simply outran mutmut's estimate, and exercises code that runs at import (a decorator's
+    registration), which a fork-server worker never re-runs."""
+    results = load_results()
+    chosen = {n for names in samples.values() for n in names} if samples else None
+    names = [n for n, (_, status, _) in sorted(results.items()) if status in statuses
+             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)]
+    killed = 0
+    for name in names:
+        env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               *[str(ROOT / t) for t in tests]], cwd=MUTANTS, env=env, capture_output=True,
+                              text=True)
+        status = "killed" if proc.returncode == 1 else ("survived" if proc.returncode == 0 else
+                                                        f"pytest exit {proc.returncode}")
+        killed += status == "killed"
+        print(f"{status:9s} {name}", flush=True)
+    print(f"{killed} of {len(names)} surviving mutants killed by {' '.join(tests)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("areas", nargs="*", help=f"areas: {', '.join(AREAS)} (default: all)")
+    parser.add_argument("--summary", action="store_true", help="print the summary of the results so far, run nothing")
+    parser.add_argument("--survivors", action="store_true", help="show the surviving mutants' diffs, run nothing")
+    parser.add_argument("--json", action="store_true", help="the summary as one JSON document")
+    parser.add_argument("--status", action="append", default=[],
+                        help="with --recheck: only the mutants of this mutmut status (repeatable)")
+    parser.add_argument("--recheck", action="append", default=[], metavar="TEST_FILE",
+                        help="run this test file against the area's survivors (repeatable), run nothing else")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")
+    parser.add_argument("--nice", type=int, default=19, help="niceness of the run (default 19)")
+    parser.add_argument("--together", action="store_true",
+                        help="one mutmut run for all the areas (one clean-test run instead of one per area)")
+    parser.add_argument("--sample", type=int, default=0, help="test a random sample of N mutants per area")
+    parser.add_argument("--seed", type=int, default=18, help="the sample's random seed (default 18)")
+    args = parser.parse_args(argv)
+    areas = args.areas or list(AREAS)
+    unknown = [a for a in areas if a not in AREAS]
+    if unknown:
+        parser.error(f"unknown area(s) {unknown}; known: {list(AREAS)}")
+    if args.recheck:
+        return recheck(areas, args.recheck,
+                       {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None,
+                       tuple(args.status) or ("survived", "no tests", "timeout"))
+    if args.survivors:
+        survivors(areas, {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
+        return 0
+    samples = {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None
+    walls = {}
+    if not args.summary and args.together:
+        names = [n for a in areas for n in samples[a]] if samples else None
+        wall = run(areas, args.max_children, args.nice, names)
+        walls = {"+".join(areas): wall}
+    elif not args.summary:
+        for area in areas:
+            walls[area] = run([area], args.max_children, args.nice, samples[area] if samples else None)
+            print_summary(summary([area], samples))
+    doc = summary(areas, samples)
+    for area, wall in walls.items():
+        doc.setdefault(area, {})["wall_seconds"] = round(wall)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print_summary(doc)
+        for area, wall in walls.items():
+            print(f"{area}: wall time {wall / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

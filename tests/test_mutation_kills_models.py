@@ -1,0 +1,148 @@
+"""Tests written against the mutants of the models (perfmodel/model/) that the suite let survive.
+
+Oracles: a user's own device profile (the figures written into it must be the ones the model uses: README
+"--device path/to/my.yaml loads your own profile"), and relations derived by hand from the documented JSON
+contract (a sector is 32 bytes; DRAM bytes are reads + writes; a grid of B < SM-count blocks keeps B SMs busy).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from perfmodel.analyze import analyze
+from perfmodel.paths import shipped_dir
+
+# profile key -> (value written into the profile, the model's rate key); every value differs from the H100's own
+# and from every default, so a rate that ignores the profile (or reads the wrong key) shows
+THROUGHPUT = {
+    "shared_bandwidth_bytes_per_clock": (96.0, "shared_bytes_per_clock"),
+    "l2_bandwidth_bytes_per_s": (5.5e12, "l2_bandwidth_bytes_per_s"),
+    "global_latency_cycles": (611.0, "global_latency_cycles"),
+    "l2_latency_cycles": (233.0, "l2_latency_cycles"),
+    "l1_hit_latency_cycles": (37.0, "l1_latency_cycles"),
+    "lsu_requests_per_clock": (1.5, "lsu_requests_per_clock"),
+    "warp_instructions_per_clock": (3.0, "warp_instructions_per_clock"),
+    "dependent_issue_latency_cycles": (21.0, "dependent_issue_latency_cycles"),
+    "l1_lines_per_clock": (1.25, "l1_lines_per_clock"),
+    "block_launch_cycles": (171.0, "block_launch_cycles"),
+    "launch_overhead_s": (4.4e-6, "launch_overhead_s"),
+    "overlap_exponent": (2.5, "overlap_exponent"),
+    "max_loads_in_flight_per_warp": (6.0, "max_loads_in_flight_per_warp"),
+}
+
+
+def _profile(tmp_path, *, measured: bool, name: str = "myh100") -> str:
+    doc = yaml.safe_load((shipped_dir("devices") / "h100.yaml").read_text())
+    doc["id"] = name
+    for key, (value, _) in THROUGHPUT.items():
+        doc["throughput"][key] = {"value": value, "source": "estimate"}
+    doc["throughput"].pop("shared_latency_cycles", None)
+    if not measured:
+        doc.pop("measured", None)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def own_profile(tmp_path_factory):
+    return _profile(tmp_path_factory.mktemp("profile"), measured=False)
+
+
+def test_the_model_uses_the_throughput_figures_of_the_users_profile(own_profile):
+    a = analyze("vec_add", own_profile, {"N": 4096})
+    rates = a.to_json()["model"]["rates"]
+    for key, (value, rate) in THROUGHPUT.items():
+        assert rates[rate] == pytest.approx(value), key
+    # the profile's datasheet DRAM figure (no measured section): 3352 GB/s
+    assert rates["dram_bandwidth_bytes_per_s"] == pytest.approx(3352e9)
+    assert rates["dram_bandwidth_source"] == "datasheet"
+    # the launch overhead in the prediction is the profile's
+    assert a.model.launch_overhead_s == pytest.approx(4.4e-6)
+    assert a.predicted_time_s >= 4.4e-6
+
+
+def test_measured_figures_beat_the_datasheet_and_the_throughput_section(tmp_path):
+    doc = yaml.safe_load((shipped_dir("devices") / "h100.yaml").read_text())
+    measured = doc["measured"]["dram_bandwidth_bytes_per_s"]["value"]
+    path = _profile(tmp_path, measured=True, name="myh100m")
+    own = yaml.safe_load(open(path))
+    own["measured"]["launch_overhead_s"] = {"value": 5.5e-6, "source": "MEAS-H100-MICRO"}
+    own["measured"]["l2_bandwidth_bytes_per_s"] = {"value": 4.4e12, "source": "MEAS-H100-MICRO"}
+    open(path, "w").write(yaml.safe_dump(own, sort_keys=False))
+    a = analyze("vec_add", path, {"N": 4096})
+    rates = a.to_json()["model"]["rates"]
+    assert rates["dram_bandwidth_bytes_per_s"] == pytest.approx(float(measured))
+    assert rates["dram_bandwidth_source"] == "measured"
+    assert rates["launch_overhead_s"] == pytest.approx(5.5e-6)          # not the throughput section's 4.4 us
+    assert rates["l2_bandwidth_bytes_per_s"] == pytest.approx(4.4e12)   # not the throughput section's 5.5 TB/s
+
+
+LOCAL_KERNEL = """
+__global__ void LocalSum(const int* idx, float* out, int N)
+{
+    float buf[32];                       // indexed by data: the array lives in local memory
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < 32; k++) buf[(k * 7 + idx[i]) & 31] = (float)k;
+    float s = 0.0f;
+    for (int k = 0; k < 32; k++) s += buf[(k * 5 + idx[i]) & 31];
+    out[i] = s;
+}
+"""
+
+LOCAL_SPEC = """
+name: local_sum
+description: "a per-thread array in local memory"
+source: local.cu
+entry: LocalSum
+params:
+  N: {default: 1024}
+grid: ["N / 128"]
+block: [128]
+args:
+  - {name: idx, dtype: int32, length: N, init: zeros}
+  - {name: out, dtype: float32, length: N, init: zeros}
+  - {name: N, dtype: int32, value: N}
+"""
+
+
+def test_local_memory_instructions_are_load_store_unit_work(tmp_path):
+    # docs/model.md: the lsu resource is the warp-level memory instructions. 1,024 threads = 32 full warps; each
+    # warp stores its 32-float local array element by element (32 x 32 = 1,024 warp-level local stores), reads it
+    # back, and does one global load (idx[i]) and one global store (out[i]).
+    (tmp_path / "local.cu").write_text(LOCAL_KERNEL)
+    (tmp_path / "local_sum.yaml").write_text(LOCAL_SPEC)
+    a = analyze(str(tmp_path / "local_sum.yaml"), "h100")
+    local, g = a.counts["local"], a.counts["global"]
+    assert local["store_requests"] == 32 * 32
+    assert 0 < local["load_requests"] <= 32 * 32
+    assert g["load_requests"] == 32 and g["store_requests"] == 32
+    expected = 32 + 32 + local["load_requests"] + local["store_requests"]
+    assert a.model.resource("lsu").work == pytest.approx(expected)
+
+
+def test_model_json_relations_small_grid(own_profile):
+    # vec_add, N = 4096 with 256-thread blocks: 16 blocks on a 132-SM device
+    doc = analyze("vec_add", own_profile, {"N": 4096, "BLOCK_SIZE": 256}).to_json()
+    model = doc["model"]
+    assert model["active_sms"] == 16
+    assert any("16 of 132 SMs" in note for note in model["notes"])
+    t = model["traffic"]
+    assert t["l2_bytes"] == pytest.approx((t["l2_load_sectors"] + t["l2_store_sectors"]) * 32)
+    assert t["dram_bytes"] == pytest.approx(t["dram_read_bytes"] + t["dram_write_bytes"])
+    # 4096 floats read from each of A and B, 4096 written: 2 x 16 KiB of compulsory reads, 16 KiB of writes
+    assert t["dram_read_bytes"] == pytest.approx(2 * 4096 * 4)
+    assert t["dram_write_bytes"] == pytest.approx(4096 * 4)
+    assert json.loads(json.dumps(doc))["model"]["active_sms"] == 16
+
+
+def test_shared_memory_wavefronts_of_one_tiled_block_by_hand():
+    # matmul_tiled, Width = TILE_WIDTH = 16: one block of 8 warps, one phase. Each warp stores its two tile
+    # elements (2 conflict-free wavefronts) and reads Mds[ty][k] (one address per half-row: a broadcast) and
+    # Nds[k][tx] (16 consecutive words) 16 times each: 32 load wavefronts. 8 x 32 = 256 + 8 x 2 = 16 -> 272.
+    a = analyze("matmul_tiled", "h100", {"Width": 16, "TILE_WIDTH": 16})
+    assert a.counts["shared"]["load_wavefronts"] == 256
+    assert a.counts["shared"]["store_wavefronts"] == 16
+    assert a.model.resource("shared").work == pytest.approx(272)

@@ -1,0 +1,37 @@
+"""Tests written against the occupancy mutants the suite let survive: the JSON of `perfmodel occupancy`, checked
+against the seed slides' G80 example (256 threads x 11 registers: 2,816 registers a block, 8,192 per SM, so 2
+blocks, 16 of 24 warps, occupancy 2/3; 16 KB of shared memory per SM)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_occupancy_json_g80_eleven_registers_two_blocks(cli):
+    code, out, err = cli("occupancy", "--device", "g80", "--threads", "256", "--regs", "11", "--smem", "2048",
+                         "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["registers_per_block"] == 256 * 11
+    assert doc["blocks_per_sm"] == 2                      # 8,192 // 2,816
+    assert doc["warps_per_sm"] == 16 and doc["threads_per_sm"] == 512
+    assert doc["max_warps_per_sm"] == 24                  # 768 threads per SM on CC 1.0
+    assert doc["occupancy"] == pytest.approx(2 / 3)
+    assert doc["shared_memory_per_sm"] == 16 * 1024
+    assert doc["shared_memory_per_block_allocated"] == 2048   # already a multiple of the 512-byte unit
+    assert doc["warps_per_block"] == 8
+
+
+def test_waves_of_a_grid_one_and_a_half_waves_on_h100(cli):
+    # H100: 2,048 threads per SM -> 8 blocks of 256 threads (few registers, no shared memory) x 132 SMs = 1,056
+    # blocks a wave; 1,584 blocks = 1.5 waves, run as 2, so half of the second wave's SM slots are idle: 75%
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "256", "--regs", "16", "--grid-blocks",
+                         "1584", "--json")
+    assert code == 0, err
+    waves = json.loads(out)["waves"]
+    assert waves["blocks_per_wave"] == 1056
+    assert waves["waves"] == pytest.approx(1.5)
+    assert waves["wave_count"] == 2 and waves["full_waves"] == 1 and waves["tail_blocks"] == 528
+    assert waves["tail_fraction"] == pytest.approx(0.5)
+    assert waves["efficiency"] == pytest.approx(0.75)
