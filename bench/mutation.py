@@ -53,8 +53,8 @@ AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                ("perfmodel.model.seed.*", "perfmodel.model.traffic.*", "perfmodel.model.bottleneck.*")),
     "correctness": ("the output check: the references (those without a decorator; mutmut does not mutate "
                     "decorated functions) and the sampled run's merge-and-check of the outputs",
-                    ("perfmodel/references.py", "perfmodel/analyze.py (_sampled)"),
-                    ("perfmodel.references.*", "perfmodel.analyze.x__sampled__mutmut_*")),
+                    ("perfmodel/references.py", "perfmodel/analysis.py (_sampled)"),
+                    ("perfmodel.references.*", "perfmodel.analysis.x__sampled__mutmut_*")),
 }
 
 

@@ -70,11 +70,12 @@ BUGS = (
         ("tests/test_model_bottleneck.py", "tests/test_mutation_kills_planted.py")),
     Bug("correct-always-exact",
         "analyze reports correct = True whatever the output check said (exact path)",
-        (("perfmodel/analyze.py", "correct=bool(output_check.correct),", "correct=True,"),),
+        (("perfmodel/analysis.py", "correct, detail = output_check.correct, output_check.message",
+          "correct, detail = True, output_check.message"),),
         ("tests/test_analyze.py", "tests/test_mutation_kills_planted.py")),
     Bug("correct-always-sampled",
         "analyze reports correct = True whatever the output check said (sampled path)",
-        (("perfmodel/analyze.py", "correct = bool(check.correct)", "correct = True"),),
+        (("perfmodel/analysis.py", "        correct = check.correct\n", "        correct = True\n"),),
         ("tests/test_analyze.py", "tests/test_sampling.py", "tests/test_mutation_kills_planted.py")),
 )
 

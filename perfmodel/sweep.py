@@ -7,7 +7,7 @@ source, such as ``TILE_WIDTH``) compete, problem sizes (``Width``) and devices d
 
 A point that cannot run (a block of 1,024 threads on G80, a tile that overflows shared memory, a size the
 kernel rejects) is a row with ``valid: false`` and the reason - never a crash. The simulation of a parameter
-point is shared by every device (``perfmodel.analyze.simulate_launch`` caches it).
+point is shared by every device (``perfmodel.analysis.simulate_launch`` caches it).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel.analyze import analyze
+from perfmodel.analysis import analyze
 
 PATTERN_CU = """
 __global__ void Pattern(float* out)

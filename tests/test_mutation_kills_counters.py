@@ -91,7 +91,7 @@ def test_vec_add_instruction_mix_by_hand():
     # vec_add with N a multiple of the block: every one of the 64 warps runs the whole kernel once. Per warp, the
     # PTX of `if (i < N) C[i] = A[i] + B[i];`: 4 parameter loads, 3 address adds in 64 bits (A, B, C + 4i), two
     # global loads and a store, one float add, and one return.
-    from perfmodel.analyze import analyze
+    from perfmodel.analysis import analyze
 
     a = analyze("vec_add", "h100", {"N": 64 * 32, "BLOCK_SIZE": 256})
     mix, warps = a.counts["ptx_classes"], a.counts["warps"]

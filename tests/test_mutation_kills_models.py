@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from perfmodel.analyze import analyze
+from perfmodel.analysis import analyze
 from perfmodel.paths import shipped_dir
 
 # profile key -> (value written into the profile, the model's rate key); every value differs from the H100's own

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.analyze import analyze
+from perfmodel.analysis import analyze
 from perfmodel.model.seed import seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
 from perfmodel.paths import shipped_dir
