@@ -51,7 +51,10 @@ def test_shell_completion_completes_commands_and_options(tmp_path):
     assert set(done.stdout.split()) == {"--device", "--devices"}
     home = tmp_path / "home"
     home.mkdir()
-    done = _run("--install-completion", "bash", env={"HOME": str(home), "SHELL": "/bin/bash"})
+    # typer detects the user's shell from the parent processes (shellingham), which depends on how the tests were
+    # started; its test switch makes --install-completion take the shell's name instead
+    done = _run("--install-completion", "bash", env={"HOME": str(home), "SHELL": "/bin/bash",
+                                                     "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert done.returncode == 0, done.stderr
     installed = home / ".bash_completions" / "perfmodel.sh"
     assert "_PERFMODEL_COMPLETE=complete_bash" in installed.read_text()
