@@ -6,7 +6,7 @@ is the median wall time of ``--repeats`` runs and the largest peak resident memo
 The baseline is another commit of this repository (``--baseline-ref``; default the engine before block
 replication), extracted with ``git archive`` and run with the same Python; cases marked ``old`` run there too.
 
-    python bench/bench_speed.py [--repeats 3] [--baseline-ref 50fa99c] [--no-baseline] [--only NAME ...]
+    python bench/bench_speed.py [--repeats 3] [--baseline-ref 50fa99c] [--no-baseline] [--no-rowwise] [--only NAME ...]
 """
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "perfmodel.cli.main"]
+# matmul_rowwise with ha = wa = wb = W, exact, on h100 (the old engine's module was perfmodel.analyze)
 ROWWISE = ("import sys\nfrom perfmodel.analysis import analyze\nw = int(sys.argv[1])\n"
            "a = analyze('matmul_rowwise', 'h100', {'ha': w, 'wa': w, 'wb': w}, sample=0)\n"
-           "assert a.sim.correct, a.sim.correct_detail\n")
+           "assert a.sim.correct is not False, a.sim.correct_detail\n")
+ROWWISE_OLD = ROWWISE.replace("perfmodel.analysis", "perfmodel.analyze")
 
 # name, argv (after the interpreter / CLI), run on the baseline too
 CASES = [
@@ -33,7 +35,8 @@ CASES = [
     ("headline_2048", ["analyze", "matmul_tiled", "--device", "g80", "-D", "Width=2048", "--sample", "0"], False),
     ("headline_4096", ["analyze", "matmul_tiled", "--device", "g80", "-D", "Width=4096", "--sample", "0"], False),
     ("sgemm_4096", ["analyze", "bench/kernels/sgemm_blocktiled.yaml", "--device", "h100", "-D", "S=4096"], False),
-    ("rowwise", None, True),
+    ("rowwise_512", 512, True),
+    ("rowwise_1024", 1024, False),
 ]
 
 
@@ -50,7 +53,7 @@ def _run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024.0
 
 
-def measure(tree: Path | None, repeats: int, only: set, rowwise_width: int, baseline: bool) -> dict:
+def measure(tree: Path | None, repeats: int, only: set, rowwise: bool, baseline: bool) -> dict:
     env = dict(os.environ, COLUMNS="120")
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
@@ -59,10 +62,10 @@ def measure(tree: Path | None, repeats: int, only: set, rowwise_width: int, base
     for name, argv, on_old in CASES:
         if (only and name not in only) or (baseline and not on_old):
             continue
-        if name == "rowwise":
-            if not rowwise_width:
+        if name.startswith("rowwise"):
+            if not rowwise:
                 continue
-            cmd = [sys.executable, "-c", ROWWISE, str(rowwise_width)]
+            cmd = [sys.executable, "-c", ROWWISE if not baseline else ROWWISE_OLD, str(argv)]
         else:
             cmd = CLI + argv
         runs = [_run(cmd, env, cwd) for _ in range(repeats)]
@@ -77,12 +80,13 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline-ref", default="50fa99c")
     ap.add_argument("--no-baseline", action="store_true")
-    ap.add_argument("--rowwise-width", type=int, default=256, help="matmul_rowwise ha=wa=wb (0 skips it)")
+    ap.add_argument("--no-rowwise", action="store_true", help="skip matmul_rowwise at 512 and 1024 (the slow "
+                                                            "baseline: ~20 s a run)")
     ap.add_argument("--only", nargs="*", default=[])
     args = ap.parse_args()
     only = set(args.only)
     print(f"medians of {args.repeats} runs; peak resident memory over the runs")
-    new = measure(None, args.repeats, only, args.rowwise_width, False)
+    new = measure(None, args.repeats, only, not args.no_rowwise, False)
     old = {}
     if not args.no_baseline:
         with tempfile.TemporaryDirectory(prefix="perfmodel-old-") as tmp:
@@ -90,14 +94,13 @@ def main() -> int:
             if archive.returncode != 0:
                 raise SystemExit(f"git archive {args.baseline_ref} failed: {archive.stderr.decode()[-500:]}")
             subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-            old = measure(Path(tmp), args.repeats, only, args.rowwise_width, True)
+            old = measure(Path(tmp), args.repeats, only, not args.no_rowwise, True)
     print()
     print(f"{'case':<16}{'new s':>10}{'new MiB':>10}{'old s':>10}{'old/new':>10}")
     for name, (t, mem) in new.items():
         o = old.get(name)
         print(f"{name:<16}{t:>10.3f}{mem:>10.0f}" + (f"{o[0]:>10.3f}{o[0] / t:>10.1f}x" if o else ""))
-    if "rowwise" in new:
-        print(f"(rowwise: matmul_rowwise with ha = wa = wb = {args.rowwise_width}, exact, h100)")
+    print("(rowwise_W: python -c \"analyze('matmul_rowwise', 'h100', ha = wa = wb = W, sample=0)\", the whole process)")
     return 0
 
 
