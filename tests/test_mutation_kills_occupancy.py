@@ -53,3 +53,13 @@ def test_shared_memory_over_48_kib_needs_the_opt_in(cli):
     doc = json.loads(out)
     assert doc["requires_shared_memory_optin"] is True
     assert any("opt in" in note and "cudaFuncAttributeMaxDynamicSharedMemorySize" in note for note in doc["notes"])
+
+
+def test_a_kernel_with_no_registers_is_not_register_limited(cli):
+    # 256 threads on H100: 2,048 threads per SM -> 8 blocks, limited by warps; zero registers limit nothing
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "256", "--regs", "0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["blocks_per_sm"] == 8
+    assert doc["limiters"] == ["warps"]
+    assert doc["limits"]["registers"] >= 32          # at least the 32-block limit
