@@ -138,3 +138,23 @@ def test_atomics_are_counted_on_their_source_line():
     assert hist.tolist() == [64] * 4
     per_line = {line: agg.get("atomics", 0) for line, agg in (r.lines or {}).items()}
     assert per_line.get(3) == 256, per_line
+
+
+def test_flops_and_divergent_branch_land_on_their_source_lines():
+    # 2,040 elements in 256-thread blocks: 2,040 float adds on the add's line; of the 64 warps only the last
+    # (24 of its 32 lanes in range) splits at `if (i < N)`
+    src = r"""
+    __global__ void k(float *A, float *B, float *C, int N) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < N)
+            C[i] = A[i] + B[i];
+    }"""
+    n = 2040
+    a, b, c = np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    r = run(src, 8, 256, [a, b, c, n])
+    assert np.array_equal(c, np.full(n, 2.0, np.float32))
+    lines = r.lines or {}
+    assert lines[5]["flops"] == n
+    assert sum(agg.get("flops", 0) for agg in lines.values()) == n
+    assert lines[4]["divergent_branches"] == 1
+    assert sum(agg.get("divergent_branches", 0) for agg in lines.values()) == 1
