@@ -5,12 +5,12 @@
     python bench/mutation.py occupancy counters correctness --max-children 2
     python bench/mutation.py --summary [--json]    # the summary of what has been run so far (no run)
     python bench/mutation.py --survivors models    # the surviving mutants of an area, with their diffs
-    python bench/mutation.py --sample 120 --seed 18 models   # a random sample of 120 of the area's mutants
+    python bench/mutation.py --together --sample 200   # the ~2-hour job: 200 random mutants of each area
     python bench/mutation.py --recheck tests/test_x.py models   # the area's survivors against tests/test_x.py
 
 A full run of every area is ~5,500 mutants (docs/testing.md); ``--sample N`` tests a uniform random sample of N
 mutants per area (fixed ``--seed``), which estimates the kill rate when a full run does not fit, and the summary
-then covers the sample only. mutmut must have generated ``mutants/`` once (any ``mutmut run`` does that).
+then covers the sample only (on a fresh checkout mutmut first generates ``mutants/``).
 
 The configuration is ``[tool.mutmut]`` in pyproject.toml: the files to mutate (every area's), the fast test files
 mutmut records coverage with, and the fork server. mutmut copies ``perfmodel/`` into ``mutants/``, records which
@@ -89,7 +89,11 @@ def sample_names(area: str, n: int, seed: int) -> list[str]:
     """A uniform random sample of ``n`` of the area's mutant names (all of them when it has at most ``n``)."""
     names = sorted(name for name in load_results() if in_area(name, area))
     if not names:
-        raise SystemExit(f"mutation.py: no mutants of area {area!r} in {MUTANTS}; run `mutmut run` once first")
+        # a fresh checkout: let mutmut generate mutants/ (and record the tests' coverage) with one tiny mutant
+        run([], 1, 19, ["perfmodel.occupancy.x__round_up__mutmut_1"])
+        names = sorted(name for name in load_results() if in_area(name, area))
+    if not names:
+        raise SystemExit(f"mutation.py: no mutants of area {area!r} in {MUTANTS}")
     return sorted(random.Random(f"{seed}:{area}").sample(names, min(n, len(names))))
 
 

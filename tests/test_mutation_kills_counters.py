@@ -101,3 +101,60 @@ def test_vec_add_instruction_mix_by_hand():
     assert mix["int64"] == 3 * warps
     assert mix["memory"] == 3 * warps
     assert mix["fp"] == warps
+
+
+def test_in_place_update_counts_its_sectors_once_as_loads_and_once_as_stores():
+    # x[i] = 2 * x[i] over 4,096 floats: 512 distinct 32-byte sectors read, and the same 512 written
+    src = r"""
+    __global__ void k(float *x) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        x[i] = 2.0f * x[i];
+    }"""
+    x = np.arange(4096, dtype=np.float32)
+    g = run(src, 16, 256, [x]).counts.to_json()["global"]
+    assert np.array_equal(x, 2 * np.arange(4096, dtype=np.float32))
+    assert g["unique_load_sectors"] == 4096 * 4 // 32
+    assert g["unique_store_sectors"] == 4096 * 4 // 32
+
+
+def test_out_of_bounds_global_store_is_named_a_store():
+    src = r"""
+    __global__ void k(float *C) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        C[i + 1] = 1.0f;
+    }"""
+    with pytest.raises(SimulationError) as exc:
+        run(src, 4, 32, [np.zeros(128, np.float32)])
+    assert re.search(r"out-of-bounds global store: C\[128\] but C has 128 elements", str(exc.value)), str(exc.value)
+
+
+def test_atomics_are_counted_on_their_source_line():
+    src = r"""
+    __global__ void k(int *hist) {
+        atomicAdd(&hist[threadIdx.x % 4], 1);
+    }"""
+    hist = np.zeros(4, np.int32)
+    r = run(src, 2, 128, [hist])
+    assert hist.tolist() == [64] * 4
+    per_line = {line: agg.get("atomics", 0) for line, agg in (r.lines or {}).items()}
+    assert per_line.get(3) == 256, per_line
+
+
+def test_flops_and_divergent_branch_land_on_their_source_lines():
+    # 2,040 elements in 256-thread blocks: 2,040 float adds on the add's line; of the 64 warps only the last
+    # (24 of its 32 lanes in range) splits at `if (i < N)`
+    src = r"""
+    __global__ void k(float *A, float *B, float *C, int N) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < N)
+            C[i] = A[i] + B[i];
+    }"""
+    n = 2040
+    a, b, c = np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    r = run(src, 8, 256, [a, b, c, n])
+    assert np.array_equal(c, np.full(n, 2.0, np.float32))
+    lines = r.lines or {}
+    assert lines[5]["flops"] == n
+    assert sum(agg.get("flops", 0) for agg in lines.values()) == n
+    assert lines[4]["divergent_branches"] == 1
+    assert sum(agg.get("divergent_branches", 0) for agg in lines.values()) == 1

@@ -146,3 +146,6 @@ def test_shared_memory_wavefronts_of_one_tiled_block_by_hand():
     assert a.counts["shared"]["load_wavefronts"] == 256
     assert a.counts["shared"]["store_wavefronts"] == 16
     assert a.model.resource("shared").work == pytest.approx(272)
+    # one block on one SM, a 128-byte wavefront a clock (32 banks x 4 B): 272 clocks
+    shared = a.model.resource("shared")
+    assert shared.time_s * a.model.rates.clock_hz == pytest.approx(272)

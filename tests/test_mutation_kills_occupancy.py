@@ -35,3 +35,31 @@ def test_waves_of_a_grid_one_and_a_half_waves_on_h100(cli):
     assert waves["wave_count"] == 2 and waves["full_waves"] == 1 and waves["tail_blocks"] == 528
     assert waves["tail_fraction"] == pytest.approx(0.5)
     assert waves["efficiency"] == pytest.approx(0.75)
+
+
+def test_too_many_registers_per_block_says_what_to_change(cli):
+    # 1,024 x 255 = 261,120 registers, rounded up per warp to 256-register units: 262,144 > 65,536 per block
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "1024", "--regs", "255", "--json")
+    assert code == 2
+    message = json.loads(out)["error"]["message"]
+    assert "65536 registers per block" in message
+    assert "fewer threads per block or fewer registers per thread" in message
+
+
+def test_shared_memory_over_48_kib_needs_the_opt_in(cli):
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "256", "--regs", "32", "--smem", "65536",
+                         "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["requires_shared_memory_optin"] is True
+    assert any("opt in" in note and "cudaFuncAttributeMaxDynamicSharedMemorySize" in note for note in doc["notes"])
+
+
+def test_a_kernel_with_no_registers_is_not_register_limited(cli):
+    # 256 threads on H100: 2,048 threads per SM -> 8 blocks, limited by warps; zero registers limit nothing
+    code, out, err = cli("occupancy", "--device", "h100", "--threads", "256", "--regs", "0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["blocks_per_sm"] == 8
+    assert doc["limiters"] == ["warps"]
+    assert doc["limits"]["registers"] >= 32          # at least the 32-block limit
