@@ -346,6 +346,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     block_load_sectors = float(pg.get("load_sectors", 0))
     block_footprint = float(pg.get("unique_load_sectors", block_load_sectors))
     estimated_work = float(pilot_counts.get("warp_instructions", 0)) * total
+    if total > 1:
+        pilot = pilot_args = None     # only the one-block grid reuses the pilot run: free its arrays
 
     sample_reason = ""
     wants_exact = sample is None or sample == 0 or sample >= total

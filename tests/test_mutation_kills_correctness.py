@@ -1,4 +1,4 @@
-"""Tests written against the mutants of the sampled run (perfmodel/analyze.py ``_sampled``) the suite let survive:
+"""Tests written against the mutants of the sampled run (perfmodel/analysis.py ``_sampled``) the suite let survive:
 its extrapolated idle blocks, against a kernel whose busy, half-idle and fully idle blocks are known by hand."""
 from __future__ import annotations
 
