@@ -39,8 +39,9 @@ EXACT_REFUSE_WARP_INSTRUCTIONS = 1e9
 # that all blocks do the same work (perfmodel.sim.replicate) and then simulates one block per class of identical
 # blocks: the same counts, a fraction of the time; outputs are checked on the blocks that ran.
 REPLICATE_MIN_WARP_INSTRUCTIONS = 1e6
-# Above this estimate (~2 s of full execution) an exact run also counts long uniform loops from a few iterations (perfmodel.sim.loops): the
-# same counts, but the values of the skipped iterations - so the outputs - are not computed.
+# Above this estimate (~2 s of full execution) an exact run also counts long uniform loops from a few iterations
+# (perfmodel.sim.loops): the same counts, but the values of the skipped iterations - so the outputs - are not
+# computed.
 FAST_LOOPS_MIN_WARP_INSTRUCTIONS = 2e6
 
 
