@@ -337,7 +337,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
     rep = _representative_block(launch.grid)
-    fast = not (execute_all or keep_args)
+    fast = allowed = not (execute_all or keep_args)
     pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
@@ -381,7 +381,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
             "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
     if replicated is None and sample_reason:
-        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args, fast)
+        # the sampled blocks' own work decides (their outputs are checked where they wrote)
+        per_block = estimated_work / max(total, 1)
+        outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args,
+                           allowed and (per_block * sample > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check))
     else:
         if replicated is not None:
             result, args = replicated
