@@ -30,6 +30,7 @@ import numpy as np
 
 from perfmodel.ptx.ir import Addr, PredPair, Reg, Vec
 from perfmodel.sim.invariance import AFFINE, UNIFORM, VARIANT, _dests, _result, analyse
+from perfmodel.sim.machine import Counters
 
 _INT = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 MIN_ITERATIONS = 16        # shorter loops are simply executed
@@ -222,12 +223,12 @@ def _plan(st, cf, pc):
 
 # ---- run time -------------------------------------------------------------------------------------------------
 
-_LISTS = ("threads", "requests", "units", "lines", "bytes", "conflicts", "block_execs")
+
 
 
 def _snapshot(st, gids, fname, pc):
     c = st.counters
-    return ([tuple(getattr(c, n)[g] for g in gids) for n in _LISTS],
+    return ([tuple(getattr(c, n)[g] for g in gids) for n in Counters.PER_INSTRUCTION],
             {k: v for k, v in c.array_threads.items() if k[0] in gids},
             {g: {s: list(v) for s, v in c.generic_split.get(g, {}).items()} for g in gids},
             (c.bb_warps[fname][pc], c.bb_threads[fname][pc], c.div_warps[fname][pc]),
@@ -252,7 +253,7 @@ def _add(st, gids, fname, pc, d, times: int):
     if times <= 0:
         return
     c = st.counters
-    for n, vals in zip(_LISTS, d[0]):
+    for n, vals in zip(Counters.PER_INSTRUCTION, d[0]):
         lst = getattr(c, n)
         for g, v in zip(gids, vals):
             lst[g] += v * times

@@ -19,6 +19,8 @@ from perfmodel.sim.values import Frame, as_type
 class Counters:
     """Totals over every simulated block."""
 
+    PER_INSTRUCTION = ("threads", "requests", "units", "lines", "bytes", "conflicts", "block_execs")
+
     def __init__(self, n_instr: int, n_blocks: int):
         self.threads = [0] * n_instr      # lanes that executed each memory/guarded instruction
         self.requests = [0] * n_instr     # warp-level requests (memory instructions)
@@ -43,7 +45,7 @@ class Counters:
             "shared_wavefronts", "idle_threads", "threads")}
 
     def grow(self, n_instr: int):
-        for name in ("threads", "requests", "units", "lines", "bytes", "conflicts", "block_execs"):
+        for name in self.PER_INSTRUCTION:
             lst = getattr(self, name)
             if len(lst) < n_instr:
                 lst.extend([0] * (n_instr - len(lst)))

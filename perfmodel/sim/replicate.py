@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.sim.invariance import Probe, analyse, pilot_blocks
+from perfmodel.sim.machine import Counters
 
 GRANULE = 128           # bytes: the period of every count: a 128-byte line, 32 banks x 4 bytes ...
 WIDE_GRANULE = 256      # ... and with accesses wider than 8 bytes, CC 1.x half-warp segments (sim/coalesce.py)
@@ -245,11 +246,11 @@ def _checked(fn, slots, gid, ga, gb, cmp, unsigned):
     return checked
 
 
-_LISTS = ("threads", "requests", "units", "lines", "bytes", "conflicts", "block_execs")
+
 
 
 def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
-    for name in _LISTS:
+    for name in Counters.PER_INSTRUCTION:
         dst, src = getattr(total, name), getattr(c, name)
         for i, v in enumerate(src):
             if v:
