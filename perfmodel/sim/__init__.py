@@ -77,13 +77,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         if counters is None and replicate == "required":
             return _unreplicated(program, launch, replication)
         if counters is not None:
-            launch.write_back()
-            result = build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
-                                  sass_weights=getattr(program, "sass_weights", None),
-                                  primary_file=getattr(program, "primary_file", None))
-            result.replication = replication
-            result.skipped_iterations = launch.skipped_iterations
-            return result
+            return _result(program, launch, counters, ids, total_blocks, args, replication)
     counters = Counters(len(builder.instrs), len(ids))
     with np.errstate(all="ignore"):
         for start in range(0, len(ids), per_batch):
@@ -93,6 +87,11 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
             run_function(st, cf, Frame(cf.nregs), st.mask)
             counters.grow(len(builder.instrs))
             _finish_batch(st, counters)
+    return _result(program, launch, counters, ids, total_blocks, args, replication)
+
+
+def _result(program, launch, counters, ids, total_blocks, args, replication) -> SimResult:
+    """Write the outputs back into the caller's arrays and total the counters."""
     launch.write_back()
     result = build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
                           sass_weights=getattr(program, "sass_weights", None),

@@ -30,7 +30,7 @@ import numpy as np
 
 from perfmodel.ptx.ir import Addr, PredPair, Reg, Vec
 from perfmodel.sim.invariance import AFFINE, UNIFORM, VARIANT, _dests, _result, analyse
-from perfmodel.sim.machine import Counters
+from perfmodel.sim.machine import Counters, execute_block
 
 _INT = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 MIN_ITERATIONS = 16        # shorter loops are simply executed
@@ -362,8 +362,6 @@ def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
     """Run the self-loop at ``pc`` to its end executing only a few iterations: ``"done"``; ``"resume"`` when
     iterations were executed but the rest must run as usual (the driver goes on from the branch); None when
     nothing was executed."""
-    from perfmodel.sim.machine import execute_block
-
     plan = _plan(st, cf, pc)
     if not plan.ok:
         return None

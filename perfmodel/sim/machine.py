@@ -83,7 +83,6 @@ class State(MemoryMixin):
         self.replica = None     # perfmodel.sim.replicate._Replica on a class representative's run
         self.fast_loops = launch.fast_loops   # count long uniform loops from a few iterations (sim.loops)
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
-        self.skipped_iterations = 0
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.sim.invariance import Probe, analyse, pilot_blocks
-from perfmodel.sim.machine import Counters
+from perfmodel.sim.machine import Counters, State, run_function
 
 GRANULE = 128           # bytes: the period of every count: a 128-byte line, 32 banks x 4 bytes ...
 WIDE_GRANULE = 256      # ... and with accesses wider than 8 bytes, CC 1.x half-warp segments (sim/coalesce.py)
@@ -148,7 +148,6 @@ def replicated_counters(launch, builder, cf, program, total_blocks: int, max_lan
 
 def _pilot(launch, builder, cf, proof, grid, ids, unit_rows) -> Probe:
     """Run the pilot blocks with the probe on; the heap is left as it was."""
-    from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
 
     restore = launch.checkpoint()
@@ -166,7 +165,6 @@ def _pilot(launch, builder, cf, proof, grid, ids, unit_rows) -> Probe:
 def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_blocks, max_lanes):
     """Counters of the whole grid: one block per class of the box, weighted, plus every block outside the box."""
     from perfmodel.sim import _finish_batch
-    from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
 
     granule = WIDE_GRANULE if probe.widest > 8 else GRANULE
