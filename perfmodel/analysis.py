@@ -243,14 +243,16 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
     return int(x + gx * (y + gy * z))
 
 
-def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False):
+def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False,
+         cc1_counts: bool = True):
     from perfmodel.sim import simulate
 
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
-                      replicate=replicate, fast_loops=fast_loops, **(limits or {}))
+                      replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
+                      cc1_counts=cc1_counts, **(limits or {}))
     return result, args
 
 
@@ -306,7 +308,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                     exact_budget: float = EXACT_BUDGET_WARP_INSTRUCTIONS, launch=None,
                     check: bool = True, arch: str = "sm_90",
                     limits: dict | None = None, keep_args: bool = False,
-                    execute_all: bool = False) -> tuple[Any, SimOutcome]:
+                    execute_all: bool = False, cc1_counts: bool = True) -> tuple[Any, SimOutcome]:
     """Instantiate ``kernel`` with ``params``, compile and simulate it. Returns (launch, SimOutcome).
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
@@ -327,7 +329,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         launch = spec.instantiate(dict(params or {}))
     key = None if keep_args else (str(spec.path), spec.fingerprint, Path(spec.source_path).stat().st_mtime_ns,
                                   _hash_params(launch.params), sample, exact_budget, check, arch,
-                                  spec.input_files_state(), execute_all)
+                                  spec.input_files_state(), execute_all, cc1_counts)
     if key is not None and key in _SIM_CACHE:
         return launch, _SIM_CACHE[key]
     started = time.perf_counter()
@@ -338,10 +340,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
     rep = _representative_block(launch.grid)
     fast = allowed = not (execute_all or keep_args)
-    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast)
+    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast, cc1_counts=cc1_counts)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
-        pilot, pilot_args = _run(program, launch, [rep], limits)     # short enough to execute: outputs too
+        pilot, pilot_args = _run(program, launch, [rep], limits, cc1_counts=cc1_counts)   # short: outputs too
     pilot_counts = _counts_json(pilot.counts)
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
@@ -368,7 +370,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         from perfmodel.sim.replicate import proof_for
 
         if proof_for(program).ok:
-            result, args = _run(program, launch, limits=limits, replicate="required", fast_loops=fast)
+            result, args = _run(program, launch, limits=limits, replicate="required", fast_loops=fast,
+                                cc1_counts=cc1_counts)
             if result.replication is not None and result.replication.proved:
                 replicated = (result, args)
                 sample_reason = ""
@@ -384,19 +387,20 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         # the sampled blocks' own work decides (their outputs are checked where they wrote)
         per_block = estimated_work / max(total, 1)
         outcome = _sampled(spec, launch, program, sample, sample_reason, check, limits, keep_args,
-                           allowed and (per_block * sample > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check))
+                           allowed and (per_block * sample > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check),
+                           cc1_counts=cc1_counts)
     else:
         if replicated is not None:
             result, args = replicated
             if check:
                 correct, detail = _check_replicated(launch, args, result.replication)
             else:
-                correct, detail = None, "outputs not checked (check=False)"
+                correct, detail = None, _unchecked_detail(launch, "outputs not checked (check=False)")
         else:
             if total == 1:
                 result, args = pilot, pilot_args
             else:
-                result, args = _run(program, launch, limits=limits, fast_loops=fast)
+                result, args = _run(program, launch, limits=limits, fast_loops=fast, cc1_counts=cc1_counts)
             if result.skipped_iterations and launch.outputs:
                 correct, detail = None, _skipped_detail(result.skipped_iterations)
             else:
@@ -452,7 +456,7 @@ def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
 
 
 def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = True, limits: dict | None = None,
-             keep_args: bool = False, fast_loops: bool = False) -> SimOutcome:
+             keep_args: bool = False, fast_loops: bool = False, cc1_counts: bool = True) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     skipped = 0
     per_stratum = []
@@ -462,11 +466,13 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     changed_elements: dict[str, np.ndarray] = {}
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
-    initial = {a.name: a.value for a in launch.args if a.kind == "array" and (keep_args or a.name in outputs)}
+    # the values the strata wrote are kept only for the output check and for the caller's arrays
+    initial = {a.name: a.value for a in launch.args if a.kind == "array" and
+               (keep_args or (check_outputs and a.name in outputs))}
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
-        result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops)
+        result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops, cc1_counts=cc1_counts)
         skipped += result.skipped_iterations
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))
@@ -495,7 +501,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
 
         correct, detail = None, NOT_CHECKED
     elif not check_outputs:
-        correct, detail = None, "sampled run: outputs not checked (check=False)"
+        correct, detail = None, _unchecked_detail(launch, "sampled run: outputs not checked (check=False)")
     elif skipped:
         correct, detail = None, "sampled run: " + _skipped_detail(skipped)
     elif merged and checked:
@@ -543,11 +549,14 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
 
     dev = device if isinstance(device, Device) else load_device(device)
     spec = _spec(kernel)
-    launch = spec.instantiate(dict(params or {}))
+    launch = spec.instantiate(dict(params or {}), values=check or execute_all)
     _check_launch_fits(dev, launch)
+    if launch.blank and not _data_blind(spec, launch, device_arch(dev)):
+        launch = spec.instantiate(dict(params or {}))
     limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
     launch, sim = simulate_launch(spec, params, sample, exact_budget=exact_budget, launch=launch, check=check,
-                                  arch=device_arch(dev), limits=limits, execute_all=execute_all)
+                                  arch=device_arch(dev), limits=limits, execute_all=execute_all,
+                                  cc1_counts=_counts_cc1(dev))
     return model_launch(spec, launch, sim, dev, regs=regs, l2=l2)
 
 
@@ -564,6 +573,30 @@ def device_arch_note(dev) -> str:
 
     major, minor = dev.cc
     return nvrtc_arch(f"sm_{major}{minor}")[1]
+
+
+def _counts_cc1(dev) -> bool:
+    """Whether the device's model reads the CC 1.x transaction counts (perfmodel.model.traffic.cc1_traffic)."""
+    return str(getattr(dev, "global_memory_rule", "sectors") or "sectors").startswith("cc1")
+
+
+def _unchecked_detail(launch, detail: str) -> str:
+    if getattr(launch, "blank", False):
+        from perfmodel.spec.launch import BLANK_NOT_CHECKED
+
+        return BLANK_NOT_CHECKED
+    return detail
+
+
+def _data_blind(spec, launch, arch: str) -> bool:
+    """Whether the kernel's counts cannot depend on its input values (perfmodel.sim.data_blind): then a run that
+    only counts (check=False) needs no inputs drawn, which for large launches is most of the time and memory."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import data_blind
+
+    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch,
+                          include_dirs=spec.include_dirs)
+    return data_blind(program).ok
 
 
 def _check_launch_fits(dev, launch) -> None:

@@ -186,7 +186,7 @@ class RawKernel:
         them) makes the result say whether the outputs are right (``result.correct``); without either it is None.
         ``constants``: initial values of ``__constant__`` symbols. ``sample``/``regs``/``max_steps``/``timeout``
         as in :func:`perfmodel.analyze`. Returns the :class:`~perfmodel.analysis.Analysis`."""
-        from perfmodel.analysis import _check_launch_fits, device_arch, model_launch, simulate_launch
+        from perfmodel.analysis import _check_launch_fits, _counts_cc1, device_arch, model_launch, simulate_launch
         from perfmodel.devices import Device, load_device
 
         dev = device if isinstance(device, Device) else load_device(device)
@@ -199,7 +199,7 @@ class RawKernel:
         _check_launch_fits(dev, launch)
         limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
         launch, sim = simulate_launch(spec, sample=sample, launch=launch, arch=device_arch(dev), limits=limits,
-                                      keep_args=True)
+                                      keep_args=True, cc1_counts=_counts_cc1(dev))
         for index, user in arrays.items():
             final = np.asarray(sim.final_args[index])
             user[...] = final.reshape(user.shape).astype(user.dtype, copy=False)

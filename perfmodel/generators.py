@@ -18,6 +18,8 @@ accepts it.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,21 +169,47 @@ def csr_matrix(*, kind: int, num_rows: int, num_cols: int, seed: int = 0, max_ro
         for length in lengths:
             rows.append(np.sort(rng.choice(num_cols, size=int(length), replace=False)))
     else:
-        for row in range(num_rows):
-            low, high = max(0, row - half_bandwidth), min(num_cols - 1, row + half_bandwidth)
-            rows.append(np.arange(low, high + 1) if low <= high else np.zeros(0, dtype=np.int64))
+        # row r holds columns max(0, r - hb) .. min(num_cols - 1, r + hb), built for all rows at once
+        row = np.arange(num_rows, dtype=np.int64)
+        low = np.maximum(0, row - half_bandwidth)
+        lengths = np.maximum(0, np.minimum(num_cols - 1, row + half_bandwidth) - low + 1)
+        row_ptr = np.zeros(num_rows + 1, dtype=np.int64)
+        np.cumsum(lengths, out=row_ptr[1:])
+        nnz = int(row_ptr[-1])
+        col_index = (np.arange(nnz, dtype=np.int64) + np.repeat(low - row_ptr[:-1], lengths)).astype(np.int32)
+        # values in [0.5, 1.5), drawn as _csr_from_rows draws them
+        return {"data": (0.5 + rng.random(nnz)).astype(np.float32), "col_index": col_index,
+                "row_ptr": row_ptr.astype(np.int32)}
     return _csr_from_rows(rows, rng)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Cache: several args of one spec draw fields from the same generated object.
 
+# The last few generated objects of this process, by generator and arguments (generators are deterministic:
+# seeded), so that launches of the same data at other block sizes do not draw it again; callers get copies.
+_RECENT: OrderedDict = OrderedDict()
+_RECENT_MAX_BYTES = 128 << 20
+
+
+def _remember(key, produced) -> None:
+    arrays = list(produced.values()) if isinstance(produced, dict) else [produced]
+    nbytes = sum(np.asarray(a).nbytes for a in arrays)
+    if nbytes > _RECENT_MAX_BYTES:
+        return
+    _RECENT[key] = produced
+    while sum(sum(np.asarray(a).nbytes for a in (v.values() if isinstance(v, dict) else [v]))
+              for v in _RECENT.values()) > _RECENT_MAX_BYTES:
+        _RECENT.popitem(last=False)
+
+
 def call(name: str, kwargs: dict[str, Any], *, length: int | None, field_name: str | None,
-         cache: dict | None = None, where: str = "") -> np.ndarray:
+         cache: dict | None = None, where: str = "", validate_only: bool = False) -> np.ndarray | None:
     """Run generator ``name`` with evaluated ``kwargs`` and return one 1-D array.
 
     ``cache`` (a dict the caller keeps for one instantiation) makes args that draw different fields of the
-    same generated object share one call. ``where`` prefixes error messages (file and field)."""
+    same generated object share one call. ``where`` prefixes error messages (file and field).
+    ``validate_only``: check the name, arguments and field, generate nothing and return None."""
     gen = get_generator(name)
     prefix = f"{where}: " if where else ""
     unknown = set(kwargs) - set(gen.kinds)
@@ -200,12 +228,17 @@ def call(name: str, kwargs: dict[str, Any], *, length: int | None, field_name: s
                             f"(fields: {', '.join(gen.fields)})")
     elif field_name is not None:
         raise SpecError(f"{prefix}generator {name!r} makes one array; remove field: {field_name}")
+    if validate_only:
+        return None
     call_kwargs = dict(kwargs)
     if gen.takes_length:
         call_kwargs["length"] = length
     key = (name, tuple(sorted((k, repr(v)) for k, v in call_kwargs.items())))
     if cache is not None and key in cache:
         produced = cache[key]
+    elif key in _RECENT:
+        produced = _RECENT[key]
+        _RECENT.move_to_end(key)
     else:
         try:
             produced = gen.function(**call_kwargs)
@@ -213,6 +246,7 @@ def call(name: str, kwargs: dict[str, Any], *, length: int | None, field_name: s
             raise SpecError(f"{prefix}{err.message}") from None
         if cache is not None:
             cache[key] = produced
+        _remember(key, produced)
     array = produced[field_name] if gen.fields else produced
     array = np.asarray(array).reshape(-1)
     if length is not None and array.size != length:

@@ -1,8 +1,14 @@
 """Vectorised counting PTX executor: runs a compiled kernel's PTX on numpy lanes and counts what it does.
 
 ``simulate(program, grid, block, args, constants=None, dynamic_shared_bytes=0, block_ids=None, max_steps=None,
-max_lanes=None, timeout=None) -> SimResult``; ``program`` is a :class:`perfmodel.kernel.KernelProgram`.
-Semantics and counting rules: docs/semantics.md.
+max_lanes=None, timeout=None, replicate=False, fast_loops=False, blank_inputs=False) -> SimResult``; ``program``
+is a :class:`perfmodel.kernel.KernelProgram`. Semantics and counting rules: docs/semantics.md.
+
+``cc1_counts=False`` leaves out the compute-capability 1.x transaction counts (``global.cc10_*``, ``cc12_*``),
+which only a CC 1.x device's model reads and which cost about a tenth of the run.
+``blank_inputs=True`` (counts only): the pointer arguments give only their sizes; the simulated heap starts zeroed
+and nothing is copied in or written back. Accepted only for a kernel whose data reaches no branch, guard or
+address (:func:`data_blind`), whose counts then do not depend on the values.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import numpy as np
 from perfmodel.errors import SimulationError
 from perfmodel.sim.result import Counts, SimResult, build_result
 
-__all__ = ["simulate", "SimResult", "Counts"]
+__all__ = ["simulate", "data_blind", "SimResult", "Counts"]
 
 DEFAULT_MAX_LANES = 1 << 17          # lanes per batch: 128K keeps a float64 lane array (1 MB) in cache; measured
                                      # on the tiled headline 5.8 s against 11.0 s with 1M-lane batches
@@ -19,6 +25,22 @@ DEFAULT_MAX_STEPS = 3 << 18          # basic-block executions of one batch befor
                                      # (786,432: a loop of a global load and store stops in ~8 s on 2 cores;
                                      # matmul_rowwise at 1024 needs ~270,000)
 DEFAULT_TIMEOUT_S = None
+
+
+def data_blind(program):
+    """The static proof (``invariance.StaticProof``, cached on the program) that the kernel's data - values loaded
+    from memory, warp-level results, atomics' returns - reaches no branch, guard or address: then every count is
+    the same whatever the input values."""
+    proof = getattr(program, "_data_blind", None)
+    if proof is None:
+        from perfmodel.sim.invariance import UNIFORM, analyse
+
+        proof = analyse(program.module.functions[program.entry], block_index_class=UNIFORM)
+        try:
+            program._data_blind = proof
+        except AttributeError:       # pragma: no cover - a frozen program object
+            pass
+    return proof
 
 
 def _dim3(v, what) -> tuple:
@@ -32,7 +54,8 @@ def _dim3(v, what) -> tuple:
 
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
-             replicate: bool | str = False, fast_loops: bool = False) -> SimResult:
+             replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
+             cc1_counts: bool = True) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -53,8 +76,12 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
         elif isinstance(a, np.ndarray) and a.ndim > 0 and a.dtype.fields is None:
             raise SimulationError(f"argument {p.name} ({p.ctype}) must be a scalar")
+    if blank_inputs and not data_blind(program).ok:
+        raise SimulationError(f"{program.name}: blank_inputs needs a kernel whose data reaches no branch, guard or "
+                              f"address ({data_blind(program).reason})")
     launch = LaunchState(program, grid, block, args, constants, dynamic_shared_bytes,
-                         max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S)
+                         max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S, blank_inputs=blank_inputs,
+                         count_cc1=cc1_counts)
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:

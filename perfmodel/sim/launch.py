@@ -21,7 +21,8 @@ def _align(n, a):
 
 
 class LaunchState:
-    def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout):
+    def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout,
+                 blank_inputs: bool = False, count_cc1: bool = True):
         self.program = program
         module: Module = program.module
         entry = module.functions[program.entry]
@@ -34,6 +35,7 @@ class LaunchState:
         self.dynamic_shared_bytes = int(dynamic_shared_bytes)
         self.max_steps = max_steps
         self.fast_loops = False
+        self.count_cc1 = count_cc1      # count CC 1.x transactions of global accesses (sim/coalesce.py)
         self.skipped_iterations = 0     # loop iterations counted from identical ones (sim.loops), not executed
         self.deadline = time.perf_counter() + timeout if timeout else float("inf")
         symbols = Symbols()
@@ -55,9 +57,11 @@ class LaunchState:
         self.heap = GlobalHeap(blocks)
         k = 0
         ptr_values = {}
+        self.blank_inputs = blank_inputs      # the heap starts zeroed; nothing is copied in or written back
         for p, a in zip(params, args):
             if p.is_pointer:
-                self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
+                if not blank_inputs:
+                    self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
                 ptr_values[p.name] = self.heap.address(k)
                 k += 1
         for j, v in enumerate(gvars):
@@ -198,6 +202,8 @@ class LaunchState:
         return per
 
     def write_back(self) -> None:
+        if self.blank_inputs:
+            return
         k = 0
         for a in self.arg_arrays:
             flat = a.reshape(-1)

@@ -122,7 +122,8 @@ class MemoryMixin:
             c.lines[gid] += int((lines_r * weights).sum())
             per_block_sec = sec_r[_residue_rows(off)] if len(reps) > 1 else int(sec_r[0])
             # CC 1.x transactions (coalesce.py); 16-byte words need the shift modulo 256, so count every row
-            COAL.tally(c.cc1, gid, *((off, m, 1) if nbytes > 8 else (reps, m0, weights)), nbytes, self.Tp)
+            if self.launch.count_cc1:
+                COAL.tally(c.cc1, gid, *((off, m, 1) if nbytes > 8 else (reps, m0, weights)), nbytes, self.Tp)
         else:
             if size > 1 and off.size > 1 and (sel & (size - 1)).any() or (lo_v % size):
                 self.fault_where(self.mask_full(), "misaligned global access", gid)
@@ -130,7 +131,8 @@ class MemoryMixin:
             c.units[gid] += int(sec.sum()) * f
             c.lines[gid] += int(lines.sum()) * f
             per_block_sec = sec if f == 1 else int(sec[0])
-            COAL.tally(c.cc1, gid, off, m, f, nbytes, self.Tp)   # CC 1.x transactions (coalesce.py)
+            if self.launch.count_cc1:
+                COAL.tally(c.cc1, gid, off, m, f, nbytes, self.Tp)   # CC 1.x transactions (coalesce.py)
         pb = c.per_block
         pb["global_stores" if store else "global_loads"][self.sl] += (self.T if st[2] is None else st[2])
         pb["global_store_sectors" if store else "global_load_sectors"][self.sl] += per_block_sec

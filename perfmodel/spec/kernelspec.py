@@ -288,9 +288,14 @@ class KernelSpec:
             raise SpecError(f"{file}: param {name}: expected an integer, got {value!r}")
         return value
 
-    def instantiate(self, overrides: Mapping[str, Any] | None = None) -> Launch:
+    def instantiate(self, overrides: Mapping[str, Any] | None = None, *, values: bool = True) -> Launch:
         """Resolve the params (defaults + ``overrides``), check the constraints, evaluate the launch geometry and
-        build the initial args and constants. Unknown param names raise a SpecError listing the known ones."""
+        build the initial args and constants. Unknown param names raise a SpecError listing the known ones.
+
+        ``values=False`` evaluates and checks everything but draws no initial values: every array whose length
+        the spec gives is zeros (allocated lazily, untouched) and the launch is ``blank`` - for a caller that
+        needs only counts of a kernel whose data reaches no branch, guard or address (the counts are then the
+        same whatever the values). An array whose length only its generator knows is still generated."""
         file = str(self.path)
         model = self.model
         params = self._resolve(dict(overrides or {}))
@@ -316,12 +321,12 @@ class KernelSpec:
                 value = _expr.evaluate(arg.value, params, file=file, field=f"args[{i}].value")
                 args.append(ArgValue(arg.name, "scalar", dtype, _scalar(value, dtype, file, f"args[{i}].value")))
             else:
-                array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache)
+                array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
                 args.append(ArgValue(arg.name, "array", dtype, array))
         constants = {}
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
-                                          params, f"constants.{name}", cache)
+                                          params, f"constants.{name}", cache, values)
         outputs = []
         for i, output in enumerate(model.outputs):
             tolerances = {}
@@ -331,7 +336,8 @@ class KernelSpec:
                     raise SpecError(f"{file}: field 'outputs[{i}].{key}': expected a number >= 0, got {value!r}")
                 tolerances[key] = float(value)
             outputs.append(output.model_copy(update=tolerances))
-        return Launch(self, params, defines, grid, block, dynamic, args, constants, outputs, dict(model.registers))
+        return Launch(self, params, defines, grid, block, dynamic, args, constants, outputs, dict(model.registers),
+                      blank=not values)
 
     def _dims(self, exprs: list[Expr], params: Mapping[str, Any], axis: str) -> tuple[int, int, int]:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)
@@ -339,7 +345,7 @@ class KernelSpec:
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
 
     def _array(self, length, shape, init: InitSpec | None, dtype: np.dtype, params: Mapping[str, Any],
-               base: str, cache: dict) -> np.ndarray:
+               base: str, cache: dict, values: bool = True) -> np.ndarray:
         file = str(self.path)
         size: int | None = None
         if length is not None:
@@ -352,7 +358,8 @@ class KernelSpec:
         where = f"{file}: field '{base}.init'"
         if size is not None:
             _reserve(cache, size * dtype.itemsize, f"{file}: field '{base}'", size)
-        if init.kind == "zeros":
+        blank = not values and size is not None
+        if init.kind == "zeros" or (blank and init.kind == "ones"):
             return np.zeros(size, dtype=dtype)
         if init.kind == "ones":
             return np.ones(size, dtype=dtype)
@@ -364,15 +371,17 @@ class KernelSpec:
         if init.kind == "arange":
             start = _expr.evaluate(init.start, params, file=file, field=f"{base}.init.start")
             step = _expr.evaluate(init.step, params, file=file, field=f"{base}.init.step")
-            return (start + step * np.arange(size)).astype(dtype)
+            return np.zeros(size, dtype=dtype) if blank else (start + step * np.arange(size)).astype(dtype)
         if init.kind == "constant":
             value = _expr.evaluate(init.value, params, file=file, field=f"{base}.init.constant")
-            return np.full(size, value, dtype=dtype)
+            return np.zeros(size, dtype=dtype) if blank else np.full(size, value, dtype=dtype)
         if init.kind == "random":
             low = _expr.evaluate(init.low, params, file=file, field=f"{base}.init.low")
             high = _expr.evaluate(init.high, params, file=file, field=f"{base}.init.high")
             if not high > low:
                 raise SpecError(f"{where}: random needs high > low, got low={low}, high={high}")
+            if blank:
+                return np.zeros(size, dtype=dtype)
             rng = np.random.default_rng(init.seed)
             if dtype.kind in "iu":
                 return rng.integers(int(low), int(high), size=size).astype(dtype)
@@ -392,6 +401,9 @@ class KernelSpec:
                 kwargs[key] = _expr.evaluate(value, params, file=file, field=f"{base}.init.generator.{key}")
             else:
                 kwargs[key] = value
+        if blank:
+            _generators.call(gen.name, kwargs, length=size, field_name=init.field, where=where, validate_only=True)
+            return np.zeros(size, dtype=dtype)
         array = _generators.call(gen.name, kwargs, length=size, field_name=init.field, cache=cache, where=where)
         return array.astype(dtype)
 

@@ -54,6 +54,11 @@ NOT_CHECKED = ("not checked: no reference given (name one with --check OUTPUT=RE
                "spec: a Python function module:function or the expected values in a .npy file)")
 
 
+#: A blank launch's outputs (``instantiate(values=False)``): counts only, nothing to check.
+BLANK_NOT_CHECKED = ("outputs not computed: counts only (check=False), and the kernel's data reaches no branch, "
+                     "guard or address, so its inputs were not drawn (the counts do not depend on their values)")
+
+
 @dataclass(frozen=True)
 class OutputCheck:
     correct: bool | None           # None: no reference, nothing was checked
@@ -76,6 +81,7 @@ class Launch:
     constants: dict[str, np.ndarray]
     outputs: list[OutputSpec]
     registers: dict[str, int] = field(default_factory=dict)
+    blank: bool = False        # drawn with values=False: the arrays are zeros, not the spec's initial values
 
     @property
     def name(self) -> str:
@@ -108,7 +114,11 @@ class Launch:
         raise SpecError(f"{self.spec.path}: no arg named {name!r} (args: {', '.join(a.name for a in self.args)})")
 
     def arg_values(self) -> list[Any]:
-        """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars."""
+        """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars.
+        A blank launch's arrays are fresh zeros (allocated lazily: a run that skips its inputs never touches them)."""
+        if self.blank:
+            return [np.zeros(arg.value.shape, arg.value.dtype) if arg.kind == "array" else arg.value
+                    for arg in self.args]
         return [arg.value.copy() if arg.kind == "array" else arg.value for arg in self.args]
 
     def constant_values(self) -> dict[str, np.ndarray]:
@@ -168,6 +178,8 @@ class Launch:
         ``args_after_run``: the list given to the simulator (in arg order) or a dict name -> array.
         ``elements`` (optional): output name -> index array or boolean mask of the elements to check (e.g. the
         elements written by the sampled blocks of a sampled run); others are ignored."""
+        if self.blank:
+            return OutputCheck(None, [], BLANK_NOT_CHECKED)
         if isinstance(args_after_run, Mapping):
             by_name = dict(args_after_run)
         else:
