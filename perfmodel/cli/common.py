@@ -11,8 +11,21 @@ from rich.markup import escape
 
 from perfmodel.errors import PerfmodelError
 
-console = Console()
-err_console = Console(stderr=True)
+class _Console(Console):
+    """A console whose size follows $COLUMNS / $LINES when it prints, not when it was made: rich reads them once,
+    in ``__init__``, and these consoles are made at import, before a caller (a test runner's ``env=``, a
+    notebook) may set them."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if kwargs.get("width") is None:
+            self._width = None
+        if kwargs.get("height") is None:
+            self._height = None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 DefineOption = Annotated[
