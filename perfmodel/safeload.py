@@ -170,7 +170,20 @@ class _Limit(yaml.YAMLError):
         self.problem_mark = mark
 
 
-class _LimitedLoader(yaml.SafeLoader):
+try:   # libyaml's scanner and parser (C, about 5x faster), under PyYAML's own composer (the limits below)
+    from yaml._yaml import CParser as _Parser
+
+    class _SafeBase(yaml.composer.Composer, _Parser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+        def __init__(self, stream: str):
+            _Parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+except ImportError:  # pragma: no cover - a PyYAML built without libyaml
+    _SafeBase = yaml.SafeLoader
+
+
+class _LimitedLoader(_SafeBase):
     """The safe loader, refusing deep nesting, many aliases and alias cycles while it composes."""
 
     def __init__(self, stream: str):

@@ -42,17 +42,9 @@ FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
 def _supported_archs() -> tuple[int, ...]:
-    import ctypes
-
     try:
-        lib = nvrtc._library()
-        n = ctypes.c_int()
-        lib.nvrtcGetNumSupportedArchs(ctypes.byref(n))
-        arr = (ctypes.c_int * n.value)()
-        lib.nvrtcGetSupportedArchs(arr)
-        archs = tuple(sorted(arr))
-        return archs or FALLBACK_ARCHS
-    except (CompileError, AttributeError, OSError):
+        return tuple(int(a) for a in nvrtc.facts()["archs"]) or FALLBACK_ARCHS
+    except (CompileError, OSError):
         return FALLBACK_ARCHS
 
 

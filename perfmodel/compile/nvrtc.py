@@ -47,20 +47,24 @@ def sdk_include_dirs() -> list[str]:
     return dirs
 
 
-@functools.lru_cache(maxsize=1)
-def _library() -> ctypes.CDLL:
+def _candidates() -> list[str]:
     override = os.environ.get("PERFMODEL_NVRTC")
     candidates = [override] if override else []
     for root in nvidia_roots():
         candidates += sorted(glob.glob(str(root / "lib" / "libnvrtc.so*")), key=len)
+    return [c for c in candidates if c and "builtins" not in c]
+
+
+@functools.lru_cache(maxsize=1)
+def _library() -> ctypes.CDLL:
+    candidates = _candidates()
     for cand in candidates:
-        if cand and "builtins" not in cand:
-            try:
-                lib = ctypes.CDLL(cand)
-            except OSError:
-                continue
-            _declare(lib)
-            return lib
+        try:
+            lib = ctypes.CDLL(cand)
+        except OSError:
+            continue
+        _declare(lib)
+        return lib
     raise CompileError("NVRTC (NVIDIA's runtime CUDA compiler) was not found; perfmodel compiles kernels with it. "
                        f"Install it: {INSTALL_HINT}.")
 
@@ -90,12 +94,62 @@ def available() -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=1)
-def version() -> tuple[int, int]:
+def _read_facts() -> dict:
     lib = _library()
     major, minor = ctypes.c_int(), ctypes.c_int()
     lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return major.value, minor.value
+    archs: list[int] = []
+    try:
+        n = ctypes.c_int()
+        lib.nvrtcGetNumSupportedArchs(ctypes.byref(n))
+        arr = (ctypes.c_int * n.value)()
+        lib.nvrtcGetSupportedArchs(arr)
+        archs = sorted(arr)
+    except AttributeError:      # an NVRTC older than 11.2
+        pass
+    return {"version": [major.value, minor.value], "archs": archs}
+
+
+@functools.lru_cache(maxsize=1)
+def facts() -> dict:
+    """NVRTC's version and supported architectures (``{"version": [13, 0], "archs": [75, ...]}``), read from the
+    library once and kept in the cache folder under the library file's path, size and modification time: a
+    compile served from the cache then never loads the library (tens of milliseconds of start-up)."""
+    import json
+
+    from perfmodel.compile.cache import cache_dir
+
+    candidates = _candidates()
+    ident = None
+    if candidates:
+        try:
+            st = os.stat(candidates[0])
+            ident = [os.path.realpath(candidates[0]), st.st_size, st.st_mtime_ns]
+        except OSError:
+            ident = None
+    path = cache_dir() / "nvrtc-facts.json"
+    if ident is not None:
+        try:
+            saved = json.loads(path.read_text())
+            if saved.get("library") == ident:
+                return saved
+        except (OSError, ValueError, AttributeError):
+            pass
+    found = _read_facts()
+    if ident is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**found, "library": ident}))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return found
+
+
+def version() -> tuple[int, int]:
+    major, minor = facts()["version"]
+    return int(major), int(minor)
 
 
 def _check(lib: ctypes.CDLL, rc: int, what: str) -> None:
