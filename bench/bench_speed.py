@@ -3,6 +3,9 @@
 
 Each case is one command in a fresh subprocess (start-up, compile cache, simulation, model, report); the figure
 is the median wall time of ``--repeats`` runs and the largest peak resident memory (the child's ``ru_maxrss``).
+Each case first runs once untimed, so that the compile cache and Python's bytecode cache are warm, as on a user's
+machine after the first use; the children run with Python's default bytecode caching even where the parent's
+environment turns it off (``PYTHONDONTWRITEBYTECODE``).
 The baseline is another commit of this repository (``--baseline-ref``; default the engine before block
 replication), extracted with ``git archive`` and run with the same Python; cases marked ``old`` run there too.
 
@@ -55,6 +58,7 @@ def _run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
 
 def measure(tree: Path | None, repeats: int, only: set, rowwise: bool, baseline: bool) -> dict:
     env = dict(os.environ, COLUMNS="120")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     cwd = tree or ROOT
@@ -68,6 +72,7 @@ def measure(tree: Path | None, repeats: int, only: set, rowwise: bool, baseline:
             cmd = [sys.executable, "-c", ROWWISE if not baseline else ROWWISE_OLD, str(argv)]
         else:
             cmd = CLI + argv
+        _run(cmd, env, cwd)          # warm-up: compile cache, bytecode
         runs = [_run(cmd, env, cwd) for _ in range(repeats)]
         out[name] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs))
         print(f"  {'old' if baseline else 'new'} {name:<14} {out[name][0]:8.3f} s  {out[name][1]:7.0f} MiB",
