@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
 
         KERNEL is a spec (name or .yaml), or a CUDA file analysed as it is:
         perfmodel analyze saxpy.cu --kernel saxpy --grid 'cdiv(n,256)' --block 256 -D n=1048576
-        --arg a=2.0 --arg x=float32\\[n]:random --arg y=float32\\[n]:random --device h100"""
+        --arg a=2.0 --arg x=float32[n]:random --arg y=float32[n]:random --device h100"""
         from perfmodel.analysis import analyze
         from perfmodel.errors import PerfmodelError
 

@@ -29,6 +29,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,   # --install-completion / --show-completion for bash, zsh, fish and PowerShell
+    # plain help and usage errors (click's formatter): typer's rich help imports rich's markdown, traceback and
+    # syntax modules, about a third of `perfmodel --help`; rich still renders every report
+    rich_markup_mode=None,
 )
 
 
