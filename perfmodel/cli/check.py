@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
 from perfmodel.cli.common import JsonOption, check_output_path, console, err_console, parse_defines
 
 
@@ -119,6 +117,8 @@ def check(
 
         out = console
         if not console.is_terminal and "COLUMNS" not in os.environ:
+            from rich.console import Console
+
             out = Console(width=160)  # a CI log is wide enough for the table; rich would assume 80 columns
         render_check(result, out, verbose=verbose)
     raise typer.Exit(result.exit_code)

@@ -6,26 +6,47 @@ import re
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from perfmodel.errors import PerfmodelError
 
-class _Console(Console):
-    """A console whose size follows $COLUMNS / $LINES when it prints, not when it was made: rich reads them once,
-    in ``__init__``, and these consoles are made at import, before a caller (a test runner's ``env=``, a
-    notebook) may set them."""
+def _make_console(**kwargs):
+    """A rich console whose size follows $COLUMNS / $LINES when it prints, not when it was made (rich reads them
+    once, in ``__init__``; a caller - a test runner's ``env=``, a notebook - may set them later)."""
+    from rich.console import Console
+
+    real = Console(**kwargs)
+    if kwargs.get("width") is None:
+        real._width = None
+    if kwargs.get("height") is None:
+        real._height = None
+    return real
+
+
+class _LazyConsole:
+    """Stands for a rich ``Console`` made on first use: ``perfmodel --help`` and commands that print nothing
+    never import rich's console machinery."""
 
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        if kwargs.get("width") is None:
-            self._width = None
-        if kwargs.get("height") is None:
-            self._height = None
+        self._kwargs = kwargs
+        self._real = None
+
+    def _console(self):
+        if self._real is None:
+            self._real = _make_console(**self._kwargs)
+        return self._real
+
+    def __getattr__(self, name):
+        return getattr(self._console(), name)
+
+    def __enter__(self):            # rich's Live and Progress print under `with console:`
+        return self._console().__enter__()
+
+    def __exit__(self, *exc):
+        return self._console().__exit__(*exc)
 
 
-console = _Console()
-err_console = _Console(stderr=True)
+console = _LazyConsole()
+err_console = _LazyConsole(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 DefineOption = Annotated[
@@ -35,6 +56,8 @@ DefineOption = Annotated[
 
 
 def print_error(message: str) -> None:
+    from rich.markup import escape
+
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
 
