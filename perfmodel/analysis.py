@@ -313,8 +313,9 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     ``sample=None``: exact unless the grid's estimated work exceeds ``exact_budget`` warp instructions (then a
     stratified sample of :data:`DEFAULT_SAMPLE_BLOCKS` blocks); ``sample=N``: a stratified sample of about N
-    blocks; ``sample=0``: always exact. ``check=False`` skips the comparison of a sampled run's outputs with
-    the reference (the reference computes the whole output, which can cost more than the sampled run).
+    blocks; ``sample=0``: always exact. ``check=False`` (counts only) skips the comparison of the outputs with
+    the reference (the reference computes the whole output, which can cost more than the run) and, for a kernel
+    whose data reaches no branch, guard or address, drawing the inputs (:func:`analyze`).
     ``keep_args=True`` (the Python API: its arrays are the user's, so nothing is cached) keeps the args after the
     run in ``SimOutcome.final_args``; a sampled run holds the elements its simulated blocks wrote.
 
@@ -403,6 +404,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                 result, args = _run(program, launch, limits=limits, fast_loops=fast, cc1_counts=cc1_counts)
             if result.skipped_iterations and launch.outputs:
                 correct, detail = None, _skipped_detail(result.skipped_iterations)
+            elif not check and launch.outputs:
+                correct, detail = None, _unchecked_detail(launch, "outputs not checked (check=False)")
             else:
                 output_check = launch.check_outputs(args)
                 correct, detail = output_check.correct, output_check.message
@@ -541,8 +544,9 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
 
     ``params`` override the spec's params (and the ``#define``\\ s they name); ``regs`` is registers per thread
     (an int) or ``"auto"`` (local ptxas); ``sample`` is the number of blocks to simulate (None: automatic,
-    0: exact); ``check=False`` skips checking a sampled run's outputs; ``max_steps`` (basic-block executions of
-    one batch of blocks) and ``timeout`` (seconds of simulation) end a runaway kernel. Raises OccupancyError when
+    0: exact); ``check=False`` counts only: outputs are not compared with the reference, and a kernel whose
+    data reaches no branch, guard or address runs on zero inputs (the same counts); ``max_steps`` (basic-block
+    executions of one batch of blocks) and ``timeout`` (seconds of simulation) end a runaway kernel. Raises OccupancyError when
     the launch cannot run on the device. ``l2``: ``cold`` (nothing resident) or ``warm`` (a previous identical
     launch left what fits in L2), see perfmodel.model.traffic.resident_fraction."""
     from perfmodel.devices import Device, load_device

@@ -176,10 +176,15 @@ def csr_matrix(*, kind: int, num_rows: int, num_cols: int, seed: int = 0, max_ro
         row_ptr = np.zeros(num_rows + 1, dtype=np.int64)
         np.cumsum(lengths, out=row_ptr[1:])
         nnz = int(row_ptr[-1])
-        col_index = (np.arange(nnz, dtype=np.int64) + np.repeat(low - row_ptr[:-1], lengths)).astype(np.int32)
-        # values in [0.5, 1.5), drawn as _csr_from_rows draws them
-        return {"data": (0.5 + rng.random(nnz)).astype(np.float32), "col_index": col_index,
-                "row_ptr": row_ptr.astype(np.int32)}
+        # element e of row r is column low[r] + (e - row_ptr[r]); int32 like the result (nnz < 2**31 here)
+        col_index = np.repeat((low - row_ptr[:-1]).astype(np.int32), lengths)
+        col_index += np.arange(nnz, dtype=np.int32)
+        # values in [0.5, 1.5), drawn as _csr_from_rows draws them (float64 draws, in chunks: the same stream)
+        data = np.empty(nnz, dtype=np.float32)
+        for start in range(0, nnz, 1 << 22):
+            stop = min(nnz, start + (1 << 22))
+            data[start:stop] = 0.5 + rng.random(stop - start)
+        return {"data": data, "col_index": col_index, "row_ptr": row_ptr.astype(np.int32)}
     return _csr_from_rows(rows, rng)
 
 

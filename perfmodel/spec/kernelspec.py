@@ -405,7 +405,7 @@ class KernelSpec:
             _generators.call(gen.name, kwargs, length=size, field_name=init.field, where=where, validate_only=True)
             return np.zeros(size, dtype=dtype)
         array = _generators.call(gen.name, kwargs, length=size, field_name=init.field, cache=cache, where=where)
-        return array.astype(dtype)
+        return array.astype(dtype, copy=False)      # call() returned a copy already
 
 
 def _normalise_number(value: Any, file: str, field_name: str) -> int | float:
