@@ -244,15 +244,17 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
 
 
 def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False,
-         cc1_counts: bool = True):
+         cc1_counts: bool = True, outputs: bool = True):
+    """One simulation of ``launch``; ``outputs=False``: nobody reads the arrays after the run, so the run reads
+    the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
 
-    args = launch.arg_values()
+    args = launch.arg_values() if outputs else [a.value for a in launch.args]
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
-                      cc1_counts=cc1_counts, **(limits or {}))
+                      cc1_counts=cc1_counts, write_back=outputs, **(limits or {}))
     return result, args
 
 
@@ -341,10 +343,13 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
     rep = _representative_block(launch.grid)
     fast = allowed = not (execute_all or keep_args)
-    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast, cc1_counts=cc1_counts)
+    outputs = check or keep_args      # whether any run's outputs are read
+    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast, cc1_counts=cc1_counts,
+                             outputs=outputs and total == 1)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
-        pilot, pilot_args = _run(program, launch, [rep], limits, cc1_counts=cc1_counts)   # short: outputs too
+        pilot, pilot_args = _run(program, launch, [rep], limits, cc1_counts=cc1_counts,   # short: outputs too
+                                 outputs=outputs and total == 1)
     pilot_counts = _counts_json(pilot.counts)
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
@@ -372,7 +377,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
         if proof_for(program).ok:
             result, args = _run(program, launch, limits=limits, replicate="required", fast_loops=fast,
-                                cc1_counts=cc1_counts)
+                                cc1_counts=cc1_counts, outputs=outputs)
             if result.replication is not None and result.replication.proved:
                 replicated = (result, args)
                 sample_reason = ""
@@ -401,7 +406,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             if total == 1:
                 result, args = pilot, pilot_args
             else:
-                result, args = _run(program, launch, limits=limits, fast_loops=fast, cc1_counts=cc1_counts)
+                result, args = _run(program, launch, limits=limits, fast_loops=fast, cc1_counts=cc1_counts,
+                                    outputs=outputs)
             if result.skipped_iterations and launch.outputs:
                 correct, detail = None, _skipped_detail(result.skipped_iterations)
             elif not check and launch.outputs:
@@ -475,7 +481,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
-        result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops, cc1_counts=cc1_counts)
+        result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops, cc1_counts=cc1_counts,
+                            outputs=bool(initial))
         skipped += result.skipped_iterations
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))

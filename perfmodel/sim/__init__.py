@@ -6,6 +6,8 @@ is a :class:`perfmodel.kernel.KernelProgram`. Semantics and counting rules: docs
 
 ``cc1_counts=False`` leaves out the compute-capability 1.x transaction counts (``global.cc10_*``, ``cc12_*``),
 which only a CC 1.x device's model reads and which cost about a tenth of the run.
+``write_back=False`` leaves the pointer arguments as they were (a caller that needs no outputs can pass its
+initial arrays without copying them).
 ``blank_inputs=True`` (counts only): the pointer arguments give only their sizes; the simulated heap starts zeroed
 and nothing is copied in or written back. Accepted only for a kernel whose data reaches no branch, guard or
 address (:func:`data_blind`), whose counts then do not depend on the values.
@@ -55,7 +57,7 @@ def _dim3(v, what) -> tuple:
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
-             cc1_counts: bool = True) -> SimResult:
+             cc1_counts: bool = True, write_back: bool = True) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -82,6 +84,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
     launch = LaunchState(program, grid, block, args, constants, dynamic_shared_bytes,
                          max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S, blank_inputs=blank_inputs,
                          count_cc1=cc1_counts)
+    launch.keep_outputs = write_back
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:
@@ -119,7 +122,8 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
 
 def _result(program, launch, counters, ids, total_blocks, args, replication) -> SimResult:
     """Write the outputs back into the caller's arrays and total the counters."""
-    launch.write_back()
+    if launch.keep_outputs:
+        launch.write_back()
     result = build_result(launch, counters, counters.per_block, ids, total_blocks, list(args),
                           sass_weights=getattr(program, "sass_weights", None),
                           primary_file=getattr(program, "primary_file", None))

@@ -387,7 +387,12 @@ class KernelSpec:
                 return rng.integers(int(low), int(high), size=size).astype(dtype)
             if dtype.kind == "b":
                 return rng.random(size) < 0.5
-            return rng.uniform(low, high, size=size).astype(dtype)
+            # drawn in chunks (the same stream as one call) so that no float64 copy of a large array is made
+            out = np.empty(size, dtype=dtype)
+            for start in range(0, size, 1 << 20):
+                stop = min(size, start + (1 << 20))
+                out[start:stop] = rng.uniform(low, high, size=stop - start)
+            return out
         if init.kind == "values":
             array = np.asarray(init.values, dtype=dtype)
             if size is not None and array.size != size:
