@@ -1,14 +1,15 @@
 """The on-disk result cache of ``sweep``, ``compare`` and ``check``: one analysis document per point.
 
-A point is (kernel spec, params, device, registers, sample, exact budget). Its key is a SHA-256 over everything
-that can change the numbers:
+A point is (kernel spec, params, device, registers, sample, exact budget, L2 state). Its key is a SHA-256 over
+everything that can change the numbers:
 
 - perfmodel's version **and** a hash of the source of every module of the ``perfmodel`` package (an engine or
   model change, even without a version bump, never serves old numbers);
 - the spec file's bytes, the CUDA source's bytes and the bytes of every header it includes with ``#include
   "..."`` (followed recursively, relative to the including file);
 - the device profile's full content (every value, not its name);
-- the params, ``--regs``, ``--sample`` and the exact-simulation budget.
+- the params, ``--regs``, ``--sample``, the exact-simulation budget and the L2 state at launch (``--l2``:
+  ``cold`` or ``warm``; a warm result is never served for a cold request, nor the other way round).
 
 The value is the analysis document (``Analysis.to_json()``) as JSON text; a point computed now goes through the
 same JSON round trip before it is used, so a cached re-run and an uncached run give identical numbers.
@@ -103,11 +104,14 @@ def device_fingerprint(device) -> str:
     return hashlib.sha256(device.model_dump_json().encode()).hexdigest()
 
 
-def point_key(spec, device, params: dict, regs, sample, exact_budget) -> str:
-    """The cache key of one point (see the module docstring for what goes in)."""
+def point_key(spec, device, params: dict, regs, sample, exact_budget, l2: str = "cold") -> str:
+    """The cache key of one point (see the module docstring for what goes in). ``l2`` is the L2 state at launch,
+    ``cold`` or ``warm``: part of every key, so the two states never share an entry."""
+    if l2 not in ("cold", "warm"):
+        raise ValueError(f"L2 state {l2!r}: expected 'cold' or 'warm'")
     doc = {"perfmodel": package_fingerprint(), "spec": spec_fingerprint(spec), "device": device_fingerprint(device),
            "params": {str(k): params[k] for k in sorted(params)}, "regs": regs, "sample": sample,
-           "exact_budget": exact_budget}
+           "exact_budget": exact_budget, "l2": l2}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -174,8 +178,8 @@ class ResultCache:
 
 
 def cached_analyze(cache: ResultCache, analyze_fn=None):
-    """An ``analyze(kernel, device, params=..., regs=..., sample=...)`` for ``perfmodel check`` that returns the
-    analysis document, served from ``cache`` when the point is unchanged. Errors are raised as by ``analyze``
+    """An ``analyze(kernel, device, params=..., regs=..., sample=..., l2=...)`` for ``perfmodel check`` that returns
+    the analysis document, served from ``cache`` when the point is unchanged. Errors are raised as by ``analyze``
     and never cached. Any other ``analyze_fn`` than perfmodel's own (a test's stand-in) is returned unchanged:
     the cache only ever holds perfmodel's numbers."""
     from perfmodel.analysis import analyze as real_analyze
@@ -185,17 +189,17 @@ def cached_analyze(cache: ResultCache, analyze_fn=None):
     if not cache.enabled:
         return real_analyze
 
-    def analyze_doc(kernel, device, params=None, regs=None, sample=None) -> dict:
+    def analyze_doc(kernel, device, params=None, regs=None, sample=None, l2="cold") -> dict:
         from perfmodel.analysis import _spec, analyze
         from perfmodel.devices import Device, load_device
 
         spec = _spec(kernel)
         dev = device if isinstance(device, Device) else load_device(device)
-        key = point_key(spec, dev, dict(params or {}), regs, sample, None) if cache.enabled else ""
+        key = point_key(spec, dev, dict(params or {}), regs, sample, None, l2) if cache.enabled else ""
         cached = cache.get(key)
         if is_entry(cached) and cached["valid"]:
             return cached["doc"]
-        doc = normalise(analyze(spec, dev, params, regs=regs, sample=sample).to_json())
+        doc = normalise(analyze(spec, dev, params, regs=regs, sample=sample, l2=l2).to_json())
         cache.put(key, {"valid": True, "reason": "", "doc": doc})
         return doc
     return analyze_doc

@@ -28,6 +28,7 @@ class Task:
     regs: Any = None
     sample: int | None = None
     exact_budget: float | None = None
+    l2: str = "cold"            # the L2 state at launch (perfmodel.model.traffic.resident_fraction)
 
 
 @dataclass
@@ -60,7 +61,7 @@ def run_task(task: Task) -> list[Outcome]:
         started = time.perf_counter()
         try:
             analysis = analyze(spec, device, dict(task.params), regs=task.regs, sample=task.sample,
-                               exact_budget=budget)
+                               exact_budget=budget, l2=task.l2)
             doc = normalise(analysis.to_json())
             outcomes.append(Outcome(valid=True, doc=doc, seconds=time.perf_counter() - started))
         except PerfmodelError as err:

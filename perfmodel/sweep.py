@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfmodel.errors import PerfmodelError
+from perfmodel.model.traffic import L2_STATES
 
 _RANGE = re.compile(r"^\s*(?P<start>[-+0-9.eE]+)\s*:\s*(?P<stop>[-+0-9.eE]+)\s*(?::\s*(?P<step>[x*+]?)\s*"
                     r"(?P<by>[-+0-9.eE]+))?\s*$")
@@ -146,6 +147,7 @@ class SweepResult:
     params: dict = field(default_factory=dict)
     problem_params: list[str] = field(default_factory=list)   # varied params that are not tunable #defines
     cache_hits: int = 0
+    l2: str = "cold"                  # the L2 state at launch of every point (--l2)
 
     @property
     def device(self) -> str | list[str]:
@@ -163,7 +165,7 @@ class SweepResult:
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "device": self.device, "devices": list(self.devices), "varied": self.varied,
-                "problem_params": self.problem_params, "params": self.params,
+                "problem_params": self.problem_params, "params": self.params, "l2": self.l2,
                 "best_per": best_groups(self.varied, self.problem_params),
                 "points": [p.row() for p in self.points],
                 "best": [p.row() for p in self.best_points]}
@@ -232,16 +234,19 @@ def _parse_varies(vary: dict[str, list] | list[str]) -> dict[str, list]:
 def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None = None, params: dict | None = None,
                regs=None, sample: int | None = None, exact_budget: float | None = None, *, jobs: int = 1,
                scheduler: str | None = None, cache=None,
-               progress: Callable[[int, int], None] | None = None) -> SweepResult:
+               progress: Callable[[int, int], None] | None = None, l2: str = "cold") -> SweepResult:
     """Analyse every (combination of ``vary``) x ``devices`` point: the engine of ``sweep`` and ``compare``.
 
     ``jobs`` > 1 runs combinations in parallel processes; ``scheduler`` (a Dask scheduler address) sends them to
     a Dask cluster; ``cache`` (a :class:`perfmodel.cache.ResultCache`) serves unchanged points from disk;
-    ``progress(done, total)`` is called as points finish."""
+    ``progress(done, total)`` is called as points finish; ``l2`` is the L2 state at launch of every point,
+    ``cold`` (default: nothing resident) or ``warm`` (a previous identical launch left what fits in L2)."""
     from perfmodel.analysis import _spec
     from perfmodel.cache import is_entry, point_key
     from perfmodel.parallel import Task, run_tasks
 
+    if l2 not in L2_STATES:
+        raise PerfmodelError(f"--l2 {l2!r}: expected 'cold' or 'warm'")
     vary = _parse_varies(vary or {})
     spec = _spec(kernel)
     known = set(spec.params)
@@ -258,7 +263,7 @@ def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None =
     combos = _combos(vary) if vary else [{}]
     defines = set(getattr(spec, "source_defines", ()))
     result = SweepResult(kernel=spec.name, devices=[d for d, _, _ in loaded], varied=names,
-                         params=dict(params or {}), problem_params=[n for n in names if n not in defines])
+                         params=dict(params or {}), problem_params=[n for n in names if n not in defines], l2=l2)
     total = len(combos) * len(loaded)
     grid: list[list[Point]] = []
     tasks: list[Task] = []
@@ -275,7 +280,7 @@ def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None =
             if dev is None:
                 done += 1
                 continue
-            key = point_key(spec, dev, full, regs, sample, exact_budget) if cache is not None else ""
+            key = point_key(spec, dev, full, regs, sample, exact_budget, l2) if cache is not None else ""
             cached = cache.get(key) if cache is not None else None
             if is_entry(cached):
                 point.valid, point.reason, point.doc, point.cached = cached["valid"], cached["reason"], \
@@ -288,7 +293,7 @@ def run_points(kernel, devices: list, vary: dict[str, list] | list[str] | None =
         grid.append(row)
         if missing:
             tasks.append(Task(kernel=kernel_ref, params=full, devices=[loaded[di][1] for di in missing], regs=regs,
-                              sample=sample, exact_budget=exact_budget))
+                              sample=sample, exact_budget=exact_budget, l2=l2))
             where.append((ci, missing, keys))
     if progress is not None:
         progress(done, total)

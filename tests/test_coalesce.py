@@ -136,3 +136,79 @@ def test_g80_naive_matmul_dram_traffic_and_bound():
     t = analyze("matmul_tiled", "g80", {"Width": 256})
     assert t.model.traffic.dram_read_bytes == t.sim.counts["global"]["load_sectors"] * 32
     assert round(t.seed.achievable_gflops, 1) == 345.6
+
+
+def test_simulated_tiled_matmul_transactions():
+    """matmul_tiled on G80, Width 64, 16 x 16 tiles, by hand: a half-warp is one tile row; in each of the W/16
+    phases it reads d_M[Row*W + m*16 + tx] and d_N[(m*16 + ty)*W + Col]: 16 consecutive words starting at a
+    multiple of 64 bytes (W*4, m*64 and Col*4 are), the k-th lane on the k-th word -> one 64-byte transaction
+    each under CC 1.0, and one 64-byte (halved 128-byte segment) under CC 1.2. W^2/16 half-warps x W/16 phases
+    x 2 = W^3/128 transactions, W^3/2 bytes; the store is one 64-byte transaction per half-warp."""
+    from perfmodel.analysis import simulate_launch
+    from perfmodel.spec import load_spec
+
+    w = 64
+    _launch, sim = simulate_launch(load_spec("matmul_tiled"), {"Width": w, "TILE_WIDTH": 16}, 0)
+    g = sim.counts["global"]
+    for rule in ("cc10", "cc12"):
+        assert g[f"{rule}_load_transactions"] == w ** 3 // 128
+        assert g[f"{rule}_load_bytes"] == w ** 3 // 2
+        assert (g[f"{rule}_store_transactions"], g[f"{rule}_store_bytes"]) == (w * w // 16, w * w // 16 * 64)
+
+
+def test_g80_naive_matmul_gflops_band():
+    """The documented CC 1.0 rule bounds the naive matmul on G80 by hand: per half-warp and iteration 16 x 32 B
+    (d_M, one word for all 16 lanes: not the k-th word) + 64 B (d_N) for 32 flops, plus 64 B per half-warp of
+    stores, at the 86.4 GB/s datasheet bandwidth. The prediction is DRAM-bound, at most that figure (4.8 GFLOPS)
+    and within 5% of it, and far under the slides' 21.6 GFLOPS. The slides' "in practice 15 GFLOPS" and Ryoo et
+    al.'s measured 10.58 GFLOPS are NOT reached: no NVIDIA document gives CC 1.0/1.1 a same-address exception
+    (docs/model.md 2.9 says what the sources say)."""
+    from perfmodel.analysis import analyze
+
+    w = 256
+    half_warps = w * w // 16
+    dram_bytes = half_warps * w * (16 * 32 + 64) + half_warps * 64
+    hand_gflops = 2 * w ** 3 / (dram_bytes / 86.4e9) / 1e9
+    assert round(hand_gflops, 2) == 4.80
+    a = analyze("matmul_naive", "g80", {"Width": w})
+    gflops = 2 * w ** 3 / a.model.predicted_time_s / 1e9
+    assert a.model.bound == "dram"
+    assert 0.95 * hand_gflops <= gflops <= hand_gflops < 21.6
+    assert round(a.seed.achievable_gflops, 1) == 21.6
+
+
+OFFSET_COPY = """
+__global__ void offsetCopy(float *odata, const float *idata, int offset)
+{
+    int xid = blockIdx.x * blockDim.x + threadIdx.x + offset;
+    odata[xid] = idata[xid];
+}
+"""
+
+
+def test_g80_offset_copy_against_the_best_practices_guide(tmp_path):
+    """NVIDIA's CUDA C Best Practices Guide ("A Sequential but Misaligned Access Pattern", offsetCopy) measured
+    on the GeForce 8800 GTX: offsets 0 and 16 words give one transaction per half-warp, ~74 GB/s; any other offset
+    16 transactions per half-warp, ~7 GB/s, "because 32 bytes, the minimum transaction size, are fetched for each
+    thread" (8x the bytes; the 16 transactions of an offset-1 half-warp fall in only 3 distinct 32-byte segments,
+    so repeated transactions to one segment are each paid in full). The model: 8x the DRAM bytes, an effective
+    bandwidth between the guide's measured 7 GB/s and the full-cost ceiling 86.4 GB/s / 8."""
+    from perfmodel.adhoc import command_line_spec
+    from perfmodel.analysis import analyze
+
+    (tmp_path / "offset_copy.cu").write_text(OFFSET_COPY)
+    n = 1 << 20
+    docs = {}
+    for offset in (0, 1, 16):
+        spec = command_line_spec(tmp_path / "offset_copy.cu", "offsetCopy", "4096", "256",
+                                 args=[f"odata=float32[{n + 32}]", f"idata=float32[{n + 32}]:arange",
+                                       f"offset={offset}"], arch="sm_75", cwd=tmp_path)
+        docs[offset] = analyze(spec, "g80", None)
+    per_half_warp = {offset: docs[offset].sim.counts["global"]["cc10_load_transactions"] / (n // 16)
+                     for offset in docs}
+    assert per_half_warp == {0: 1, 1: 16, 16: 1}
+    read = {offset: docs[offset].model.traffic.dram_read_bytes for offset in docs}
+    assert read[1] == 8 * read[0] == 8 * read[16] == 8 * 4 * n
+    effective = {offset: 2 * 4 * n / docs[offset].model.predicted_time_s / 1e9 for offset in docs}
+    assert 7.0 <= effective[1] <= 86.4 / 8
+    assert effective[0] <= 86.4 and effective[0] / effective[1] >= 6

@@ -28,3 +28,144 @@ def test_bad_l2_state_is_a_one_line_error(monkeypatch, capsys):
     code, out, err = run_cli(monkeypatch, capsys, "analyze", "vec_add", "--device", "h100", "--l2", "tepid")
     assert code == 2
     assert "--l2 'tepid'" in out + err and "Traceback" not in out + err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --l2 on sweep, compare and check, and the result cache
+
+N = 1 << 20    # vec_add: 12 MiB of footprint (8 MiB read, 4 MiB written), inside the H100's 50 MiB L2
+
+
+def _dram(doc):
+    traffic = doc["model"]["traffic"]
+    return traffic["dram_read_bytes"], traffic["dram_write_bytes"]
+
+
+def test_sweep_warm_is_not_slower_than_cold_and_has_no_dram_traffic(cli):
+    """sweep/compare --l2: by hand, a cold vec_add reads 8 B and writes 4 B per element from DRAM; warm, the
+    previous launch left all 12 MiB in L2, so no DRAM traffic, and the predicted time cannot be longer."""
+    import json
+
+    docs = {}
+    for command, devices in (("sweep", ("--device", "h100", "--vary", f"N={N}")),
+                             ("compare", ("--devices", "h100", "-D", f"N={N}"))):
+        for state in ("cold", "warm"):
+            code, out, _err = cli(command, "vec_add", *devices, "--l2", state, "--no-cache", "--json")
+            assert code == 0
+            doc = json.loads(out)
+            assert doc["l2"] == state
+            docs[command, state] = doc["points"][0]
+    for command in ("sweep", "compare"):
+        cold, warm = docs[command, "cold"], docs[command, "warm"]
+        assert cold["valid"] and warm["valid"]
+        assert warm["predicted_time_s"] < cold["predicted_time_s"]
+    # the default is cold
+    code, out, _err = cli("compare", "vec_add", "--devices", "h100", "-D", f"N={N}", "--json")
+    assert code == 0 and json.loads(out)["l2"] == "cold"
+    assert json.loads(out)["points"][0]["predicted_time_s"] == docs["compare", "cold"]["predicted_time_s"]
+
+
+def test_run_points_traffic_per_state():
+    from perfmodel.sweep import run_points
+
+    cold = run_points("vec_add", ["h100"], {"N": [N]})
+    warm = run_points("vec_add", ["h100"], {"N": [N]}, l2="warm")
+    assert (cold.l2, warm.l2) == ("cold", "warm")
+    assert _dram(cold.points[0].doc) == (8 * N, 4 * N)
+    assert _dram(warm.points[0].doc) == (0, 0)
+
+
+def test_cache_never_serves_warm_for_cold(tmp_path):
+    from perfmodel.analysis import _spec
+    from perfmodel.cache import ResultCache, point_key
+    from perfmodel.devices import load_device
+    from perfmodel.sweep import run_points
+
+    spec, dev = _spec("vec_add"), load_device("h100")
+    keys = {state: point_key(spec, dev, {"N": N}, None, None, None, state) for state in ("cold", "warm")}
+    assert keys["cold"] != keys["warm"]
+    assert point_key(spec, dev, {"N": N}, None, None, None) == keys["cold"]    # the default state is cold
+    with pytest.raises(ValueError, match="'tepid'"):
+        point_key(spec, dev, {"N": N}, None, None, None, "tepid")
+
+    cache = ResultCache(tmp_path)
+    try:
+        warm = run_points("vec_add", ["h100"], {"N": [N]}, cache=cache, l2="warm")
+        cold = run_points("vec_add", ["h100"], {"N": [N]}, cache=cache)        # not served the warm entry
+        assert (warm.cache_hits, cold.cache_hits) == (0, 0)
+        assert _dram(cold.points[0].doc) == (8 * N, 4 * N)
+        again = {state: run_points("vec_add", ["h100"], {"N": [N]}, cache=cache, l2=state)
+                 for state in ("cold", "warm")}
+        assert all(result.cache_hits == 1 for result in again.values())
+        assert _dram(again["warm"].points[0].doc) == (0, 0)
+        assert _dram(again["cold"].points[0].doc) == (8 * N, 4 * N)
+    finally:
+        cache.close()
+
+
+@pytest.mark.parametrize("command", [
+    ("sweep", "vec_add", "--device", "h100", "--vary", "N=1024"),
+    ("compare", "vec_add", "--devices", "h100"),
+])
+def test_bad_l2_on_sweep_and_compare_is_an_input_error(cli, command):
+    import json
+
+    code, out, err = cli(*command, "--l2", "tepid")
+    assert code == 2
+    assert "--l2 'tepid': expected 'cold'" in err and "'warm'" in err and "Traceback" not in out + err
+    assert "\n" not in err.strip()   # one paragraph
+    code, out, _err = cli(*command, "--l2", "tepid", "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert "--l2 'tepid'" in error["message"] and error["kind"] == "input"
+
+
+def _budget(tmp_path, entries):
+    import yaml
+
+    path = tmp_path / "budget.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "entries": entries}, sort_keys=False))
+    return path
+
+
+VA = {"kernel": "vec_add", "device": "h100", "params": {"N": N}}
+
+
+def test_check_entry_l2_and_cli_override(cli, tmp_path):
+    """A budget entry's ``l2:`` is the state it is analysed in (default cold); ``check --l2`` overrides every
+    entry; the baseline records a warm entry's state and a change of state is noted."""
+    import json
+
+    budget = _budget(tmp_path, [{**VA, "name": "warm", "l2": "warm"}, {**VA, "name": "cold"}])
+    code, out, _err = cli("check", budget, "--update-baseline", "--no-cache", "--json")
+    assert code == 0
+    cases = {case["entry"]: case for case in json.loads(out)["cases"]}
+    assert (cases["warm"]["l2"], cases["cold"]["l2"]) == ("warm", "cold")
+    warm_t, cold_t = (cases[n]["metrics"]["predicted_time_s"] for n in ("warm", "cold"))
+    assert warm_t < cold_t
+    recorded = json.loads((tmp_path / "budget.baseline.json").read_text())["entries"]
+    assert recorded["warm"]["l2"] == "warm" and "l2" not in recorded["cold"]
+
+    # --l2 cold for every entry: the warm entry gets slower than its baseline -> a regression, and a note
+    code, out, _err = cli("check", budget, "--l2", "cold", "--no-cache", "--json")
+    assert code == 1
+    cases = {case["entry"]: case for case in json.loads(out)["cases"]}
+    assert cases["warm"]["l2"] == "cold" and not cases["warm"]["passed"] and cases["cold"]["passed"]
+    assert cases["warm"]["metrics"]["predicted_time_s"] == pytest.approx(cold_t)
+    assert any("L2 state differs from the baseline's: warm -> cold" in n for n in cases["warm"]["notes"])
+
+
+def test_check_bad_l2(cli, tmp_path):
+    import json
+
+    bad = _budget(tmp_path, [{**VA, "l2": "tepid"}])
+    code, out, err = cli("check", bad)
+    assert code == 2 and "Traceback" not in out + err
+    assert "budget.yaml:7: field 'entries[0].l2'" in err and "'cold' or 'warm'" in err
+    code, out, _err = cli("check", bad, "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["line"] == 7 and "entries[0].l2" in error["message"]
+
+    good = _budget(tmp_path, [VA])
+    code, out, err = cli("check", good, "--l2", "tepid", "--json")
+    assert code == 2 and "--l2 'tepid'" in json.loads(out)["error"]["message"]

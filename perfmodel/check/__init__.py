@@ -24,6 +24,7 @@ from perfmodel.check.runner import (
     CaseResult,
     CheckItem,
     CheckResult,
+    apply_l2,
     apply_overrides,
     baseline_from,
     run_check,
@@ -32,7 +33,7 @@ from perfmodel.check.runner import (
 
 __all__ = [
     "DEFAULT_TOLERANCES", "Baseline", "Budget", "CaseResult", "CheckInputError", "CheckItem", "CheckResult",
-    "Entry", "InvalidBaselineError", "InvalidBudgetError", "Threshold", "Tolerance", "apply_overrides",
+    "Entry", "InvalidBaselineError", "InvalidBudgetError", "Threshold", "Tolerance", "apply_l2", "apply_overrides",
     "baseline_from", "budget_from_dict", "load_baseline", "load_budget", "lookup", "run_check",
     "validate_references", "write_baseline",
 ]

@@ -29,6 +29,8 @@ class BaselineEntry(BaseModel):
 
     kernel: str
     params: dict[str, Any] = Field(default_factory=dict)
+    #: the L2 state the metrics were taken in; absent (None) for the default, cold
+    l2: Literal["cold", "warm"] | None = None
     #: device (as the budget names it) -> metric path -> value
     devices: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -51,6 +53,11 @@ class Baseline(BaseModel):
         record = self.entries.get(entry)
         return None if record is None else record.params
 
+    def l2(self, entry: str) -> str | None:
+        """The L2 state an entry was recorded in (``cold`` when the record does not say), None when absent."""
+        record = self.entries.get(entry)
+        return None if record is None else record.l2 or "cold"
+
 
 def load_baseline(path: Path | str) -> Baseline:
     from perfmodel import safeload
@@ -72,7 +79,11 @@ def load_baseline(path: Path | str) -> Baseline:
 def write_baseline(baseline: Baseline, path: Path | str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(baseline.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    data = baseline.model_dump(mode="json")
+    for record in data["entries"].values():
+        if record.get("l2") is None:
+            record.pop("l2", None)   # cold, the default: baselines recorded before --l2 existed stay as they are
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

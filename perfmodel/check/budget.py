@@ -12,6 +12,7 @@ A budget is YAML validated with pydantic::
         kernel: matmul_tiled           # a shipped kernel name, or a spec path relative to this file
         devices: [g80, {device: h100, thresholds: {predicted_gflops: {min: 1000}}}]
         params: {TILE_WIDTH: 16, Width: 64}
+        l2: warm                       # optional; L2 state at launch: cold (default) or warm, as analyze --l2
         thresholds:                    # dotted paths into `perfmodel analyze --json`
           predicted_gflops: {min: 300}
           occupancy.occupancy: {min: 0.5}
@@ -290,10 +291,17 @@ class Entry(BaseModel):
     params: dict[str, int | FiniteFloat] = Field(default_factory=dict)
     regs: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
     sample: int | None = Field(default=None, ge=1)
+    #: the L2 state at launch (``perfmodel analyze --l2``); None means the default, cold
+    l2: Literal["cold", "warm"] | None = None
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
     tolerances: ToleranceRules = Field(default_factory=dict)
 
     _paths = field_validator("thresholds", "tolerances")(_validate_rules)
+
+    @property
+    def l2_state(self) -> str:
+        """The L2 state the entry is analysed in: its ``l2``, else ``cold``."""
+        return self.l2 or "cold"
 
     @model_validator(mode="after")
     def _one_device_field(self) -> Entry:
@@ -419,7 +427,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         elif part in ("str", "int", "float", "bool", "finite-float", "constrained-int", "DeviceTarget", "Tolerance",
-                      "literal[False]",
+                      "literal[False]", "literal['cold','warm']",
                       "literal['auto']") or str(part).startswith("function-"):
             continue  # pydantic's union-branch markers say which alternative failed, not where
         else:

@@ -35,8 +35,8 @@ Kind = Literal["launch", "threshold", "baseline"]
 #: Order of statuses in reports: failures first.
 STATUS_ORDER: dict[str, int] = {"fail": 0, "improved": 1, "new": 2, "pass": 3}
 
-#: ``analyze(kernel, device, params=..., regs=..., sample=...)`` returning an ``Analysis`` (with ``to_json()``)
-#: or directly its JSON dict.
+#: ``analyze(kernel, device, params=..., regs=..., sample=..., l2=...)`` returning an ``Analysis`` (with
+#: ``to_json()``) or directly its JSON dict.
 AnalyzeFn = Callable[..., Any]
 
 
@@ -68,6 +68,7 @@ class CaseResult:
     kernel: str
     device: str
     params: dict[str, Any]
+    l2: str = "cold"  # the L2 state at launch it was analysed in
     items: list[CheckItem] = field(default_factory=list)
     #: The tracked metrics (what ``--update-baseline`` records); empty when the analysis failed.
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -89,7 +90,7 @@ class CaseResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"entry": self.entry, "kernel": self.kernel, "device": self.device, "params": self.params,
-                "passed": self.passed, "error": self.error, "notes": self.notes, "seconds": self.seconds,
+                "l2": self.l2, "passed": self.passed, "error": self.error, "notes": self.notes, "seconds": self.seconds,
                 "checks": [item.to_json() for item in self.items], "metrics": self.metrics}
 
 
@@ -174,6 +175,18 @@ def apply_overrides(budget: Budget, overrides: Mapping[str, int | float],
     return budget.model_copy(update={"entries": entries})
 
 
+def apply_l2(budget: Budget, l2: str | None) -> Budget:
+    """``--l2 cold|warm`` for a whole budget: every entry is analysed in that L2 state, whatever its own ``l2:``
+    says (as ``-D`` overrides params). ``None`` (the option not given) leaves each entry's ``l2:`` (default
+    cold)."""
+    if l2 is None:
+        return budget
+    if l2 not in ("cold", "warm"):
+        raise CheckInputError(f"--l2 {l2!r}: expected 'cold' or 'warm'")
+    entries = [entry.model_copy(update={"l2": l2}) for entry in budget.entries]
+    return budget.model_copy(update={"entries": entries})
+
+
 def validate_references(budget: Budget) -> None:
     """Load every kernel spec and device profile the budget names, before any analysis runs, so that an
     invalid one stops the check at once (exit 2) with every problem listed."""
@@ -246,12 +259,17 @@ def _params_moved(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str 
 
 def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str, Any], analyze: AnalyzeFn,
               baseline: Baseline | None) -> CaseResult:
-    case = CaseResult(entry=entry.id, kernel=entry.kernel, device=device, params=dict(entry.params))
+    case = CaseResult(entry=entry.id, kernel=entry.kernel, device=device, params=dict(entry.params),
+                      l2=entry.l2_state)
     where = f"{budget.label}: entry '{entry.id}' on device '{device}'"
     started = time.perf_counter()
     try:
+        # l2 is passed only for a warm entry: cold is every analyze's default, and a stand-in analyze written
+        # before --l2 existed (no l2 keyword) keeps working for cold budgets
+        state = {"l2": entry.l2_state} if entry.l2_state != "cold" else {}
         analysis = to_jsonable(analyze(budget.resolve(entry.kernel), budget.resolve(device),
-                                       params=dict(entry.params) or None, regs=entry.regs, sample=entry.sample))
+                                       params=dict(entry.params) or None, regs=entry.regs, sample=entry.sample,
+                                       **state))
     except (OccupancyError, SimulationError) as err:
         reason = "does not fit the device" if isinstance(err, OccupancyError) else "fails to run"
         case.error = f"{entry.kernel} {reason}: {err}"
@@ -306,6 +324,9 @@ def _run_case(budget: Budget, entry: Entry, device: str, thresholds: Mapping[str
             moved = _params_moved(baseline.params(entry.id), case.params)
             if moved:
                 case.notes.append(moved)
+            recorded_l2 = baseline.l2(entry.id)
+            if recorded_l2 is not None and recorded_l2 != case.l2:
+                case.notes.append(f"L2 state differs from the baseline's: {recorded_l2} -> {case.l2}")
             for metric, value in case.metrics.items():
                 try:
                     item = compare_with_baseline(metric, value, recorded.get(metric), rules[metric])
@@ -345,7 +366,8 @@ def baseline_from(result: CheckResult, budget: Budget) -> Baseline:
 
     entries: dict[str, BaselineEntry] = {}
     for case in result.cases:
-        record = entries.setdefault(case.entry, BaselineEntry(kernel=case.kernel, params=case.params))
+        record = entries.setdefault(case.entry, BaselineEntry(kernel=case.kernel, params=case.params,
+                                                              l2=None if case.l2 == "cold" else case.l2))
         if case.error is None:
             record.devices[case.device] = dict(case.metrics)
     budget_name = budget.path.name if budget.path is not None else None

@@ -43,12 +43,15 @@ L2Option = Annotated[
 ]
 
 
-def parse_l2(value: str) -> str:
+def parse_l2(value: str | None, option: str = "--l2") -> str:
+    """The L2 state an ``--l2`` option names (``cold`` when not given); anything else is an input error."""
     text = (value or "cold").strip().lower()
     if text not in ("cold", "warm"):
         from perfmodel.errors import PerfmodelError
 
-        raise PerfmodelError(f"--l2 {value!r}: expected 'cold' or 'warm'")
+        raise PerfmodelError(f"{option} {value!r}: expected 'cold' (the default: nothing resident in L2, as an "
+                             "L2-flushed or first launch measures) or 'warm' (a previous identical launch left what "
+                             "fits in L2, as back-to-back launches in a timing loop measure)")
     return text
 
 

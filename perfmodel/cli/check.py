@@ -33,12 +33,17 @@ def check(
                                                             "case's notes), not only the failures.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Analyze every entry anew: neither read nor write "
                                                               "the on-disk result cache.")] = False,
+    l2: Annotated[str | None, typer.Option(
+        "--l2", help="L2 state at launch for every entry: 'cold' (nothing resident, as an L2-flushed or first "
+                     "launch) or 'warm' (a previous identical launch left what fits in L2, as back-to-back launches "
+                     "in a timing loop). Default: each entry's 'l2:' key, else cold.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Analyze every budget entry on its devices; fail (exit 1) on a broken threshold or a regression
     against the baseline; exit 2 on invalid input."""
     from perfmodel.check import (
         CheckInputError,
+        apply_l2,
         apply_overrides,
         baseline_from,
         load_baseline,
@@ -49,12 +54,16 @@ def check(
     )
     from perfmodel.check.budget import display_path
 
+    from perfmodel.cli.analyze import parse_l2
+
+    state = None if l2 is None else parse_l2(l2)
     if no_baseline and (baseline is not None or update_baseline):
         raise CheckInputError("--no-baseline cannot be combined with --baseline or --update-baseline")
     check_output_path(junit, "--junit", create_parents=True)
     check_output_path(markdown, "--markdown", create_parents=True)
     plan = load_budget(budget)
     plan = apply_overrides(plan, parse_defines(defines))
+    plan = apply_l2(plan, state)
     validate_references(plan)
 
     baseline_path = baseline if baseline is not None else plan.default_baseline_path()

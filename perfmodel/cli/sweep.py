@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.analyze import KernelArg, RegsOption, SampleOption, parse_regs
+from perfmodel.cli.analyze import KernelArg, L2Option, RegsOption, SampleOption, parse_l2, parse_regs
 from perfmodel.cli.common import (DefineOption, JsonOption, check_output_path, console, err_console, parse_defines,
                                   require_devices)
 from perfmodel.errors import PerfmodelError
@@ -54,10 +54,12 @@ def register(app: typer.Typer) -> None:
         devices: Annotated[str | None, typer.Option("--devices", help="Same as --device.")] = None,
         define: DefineOption = None, regs: RegsOption = None, sample: SampleOption = None, jobs: JobsOption = 1,
         scheduler: SchedulerOption = None, no_cache: NoCacheOption = False, plot: PlotOption = None,
-        metric: MetricOption = "gflops", json_out: JsonOption = False, csv_path: CsvOption = None,
+        metric: MetricOption = "gflops", l2: L2Option = "cold", json_out: JsonOption = False,
+        csv_path: CsvOption = None,
     ) -> None:
         """Analyse a kernel at every combination of the --vary values on each device: occupancy, CGMA, predicted
         GFLOPS; the best tile per device and problem size is marked."""
+        l2 = parse_l2(l2)
         if device and devices:
             raise PerfmodelError("give the devices once: --device or --devices")
         if not (device or devices):
@@ -66,7 +68,7 @@ def register(app: typer.Typer) -> None:
             raise PerfmodelError("sweep: give at least one --vary NAME=values, e.g. --vary TILE_WIDTH=4,8,16,32")
         names = split_devices(device or devices, "--device" if device else "--devices")
         _run(kernel, names, list(vary), define, regs, sample, jobs, scheduler, no_cache, plot, metric, json_out,
-             csv_path, "sweep")
+             csv_path, "sweep", l2)
 
     @app.command("compare")
     def compare_command(
@@ -75,16 +77,17 @@ def register(app: typer.Typer) -> None:
         = DEFAULT_DEVICES,
         vary: VaryOption = None, define: DefineOption = None, regs: RegsOption = None, sample: SampleOption = None,
         jobs: JobsOption = 1, scheduler: SchedulerOption = None, no_cache: NoCacheOption = False,
-        plot: PlotOption = None, metric: MetricOption = "gflops", json_out: JsonOption = False,
+        plot: PlotOption = None, metric: MetricOption = "gflops", l2: L2Option = "cold", json_out: JsonOption = False,
         csv_path: CsvOption = None,
     ) -> None:
         """The same kernel launch side by side on several devices (with --vary: every combination on each)."""
+        l2 = parse_l2(l2)
         _run(kernel, split_devices(devices, "--devices"), list(vary or []), define, regs, sample, jobs, scheduler,
-             no_cache, plot, metric, json_out, csv_path, "compare")
+             no_cache, plot, metric, json_out, csv_path, "compare", l2)
 
 
 def _run(kernel, names, vary, define, regs, sample, jobs, scheduler, no_cache, plot, metric, json_out, csv_path,
-         command) -> None:
+         command, l2: str = "cold") -> None:
     from perfmodel.cache import ResultCache
     from perfmodel.report.progress import progress_bar, wants_progress
     from perfmodel.sweep import parse_vary, run_points
@@ -104,7 +107,7 @@ def _run(kernel, names, vary, define, regs, sample, jobs, scheduler, no_cache, p
         with progress_bar(command, err_console, wants_progress(err_console, json_out)) as update:
             result = run_points(kernel, names, vary, params=parse_defines(define), regs=parse_regs(regs),
                                 sample=sample, jobs=jobs, scheduler=scheduler, cache=cache,
-                                progress=lambda done, total: update(done, total))
+                                progress=lambda done, total: update(done, total), l2=l2)
     finally:
         cache.close()
     doc = result.to_json()

@@ -67,6 +67,8 @@ def _title(doc: dict) -> str:
     title = f"{doc['kernel']} on {', '.join(devices)}"
     if doc.get("params"):
         title += "  (" + ", ".join(f"{k}={v}" for k, v in doc["params"].items()) + ")"
+    if doc.get("l2", "cold") != "cold":
+        title += f"  [L2 {doc['l2']}]"
     return title
 
 
