@@ -42,6 +42,7 @@ class Traffic:
     dram_write_bytes: float
     working_set_bytes: float       # one wave's share of the grid's distinct sectors
     footprint_bytes: float         # distinct bytes the whole grid touches
+    l2_state: str = "cold"         # what was in L2 at the start (resident_fraction); warm = back-to-back launches
 
     @property
     def l2_bytes(self) -> float:
@@ -126,6 +127,7 @@ def estimate_traffic(*, load_sectors: float, store_sectors: float, unique_load_s
         dram_write_bytes=dram_write,
         working_set_bytes=working_set,
         footprint_bytes=footprint,
+        l2_state=l2_state,
     )
 
 
