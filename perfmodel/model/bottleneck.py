@@ -368,14 +368,19 @@ def miss_latency_cycles(traffic: Traffic, rates: DeviceRates) -> float:
 
 def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
                           traffic: Traffic, rates: DeviceRates) -> float:
-    """Cycles of one warp's critical path when it has the SM to itself: every compiled instruction waits
-    ``dependent_issue_latency_cycles`` on average (ALU, L1-hit and shared-memory latencies on its dependence
-    chain), and each round of ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` (the L2-hit
-    or the DRAM latency, by where L2 says the sectors come from)."""
+    """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
+    and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
+    device caches global loads in L1, every other compiled instruction ``dependent_issue_latency_cycles`` on
+    average (ALU and shared-memory latencies on its dependence chain, fitted), and each round of
+    ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` on top (the measured L2-hit or DRAM
+    latency, by where L2 says the sectors come from)."""
     l1 = min(1.0, max(0.0, traffic.l1_hit_rate))
     misses = global_loads_per_warp * (1.0 - l1)
     rounds = math.ceil(misses / max(1.0, loads_in_flight) - 1e-9) if misses > 0 else 0
-    return sass_per_warp * rates.dependent_issue_latency_cycles + rounds * miss_latency_cycles(traffic, rates)
+    load_cycles = rates.l1_latency_cycles if rates.l1_bytes > 0 else rates.dependent_issue_latency_cycles
+    others = max(0.0, sass_per_warp - global_loads_per_warp)
+    return (others * rates.dependent_issue_latency_cycles + global_loads_per_warp * load_cycles
+            + rounds * miss_latency_cycles(traffic, rates))
 
 
 def latency_chain_time(chain_cycles: float, waves: float, rates: DeviceRates) -> float:

@@ -8,16 +8,19 @@ their ``throughput:`` section; profiles that do not get these H100 values as doc
 """
 from __future__ import annotations
 
-# Cycles between two compiled instructions of one warp when the warp has the SM to itself (the mix of ALU, L1-hit and
-# shared-memory latencies on its dependence chain; the loads that miss L1 wait their measured L2 or DRAM latency on
-# top, in rounds of the loads in flight, perfmodel/model/mlp.py). Fitted on the "latency" fit part of
-# validation/split.yaml (all 66 cases of validation/h100.json and the 8 few-block reductions at n = 4 Mi on the
-# H100), as the value that minimises the sum of squared log errors (log predicted/measured) of those 74 cold
-# cases, swept in steps of 1: 14 -> 1.888, 16 -> 1.669, 17 -> 1.622, **18 -> 1.616**, 19 -> 1.651, 20 -> 1.725,
-# 25 -> 2.658 (median |error| of the fit part 10.4% at 18, worst 1.34x). tests/test_heldout.py repeats the sweep.
-# (Before issue 13 item 3 the chain had no per-warp loads in flight from the compiled code, 400-cycle DRAM rounds
-# and no L2-hit rounds, and 25 was read off the one-wave cases of validation/h100.json.)
-DEPENDENT_ISSUE_LATENCY_CYCLES = 18.0
+# Cycles between two compiled instructions of one warp when the warp has the SM to itself, for the instructions
+# that are not global loads (ALU, conversion and shared-memory latencies on its dependence chain). A global load
+# instruction waits the measured L1 load-to-use latency instead (41.1 cycles on the H100, devices/h100.yaml
+# measured.l1_hit_latency_cycles), and the loads that miss L1 wait their measured L2 or DRAM latency on top, in
+# rounds of the loads in flight (perfmodel/model/mlp.py; bottleneck.chain_cycles_per_warp). Fitted on the
+# "latency" fit part of validation/split.yaml (all 66 cases of validation/h100.json and the 8 few-block reductions
+# at n = 4 Mi on the H100) as the whole number of cycles that minimises the sum of squared log errors (log
+# predicted/measured) of those 74 cold cases: 6 -> 1.3808, 8 -> 1.2541, 9 -> 1.2169, **10 -> 1.1987**,
+# 11 -> 1.2004, 12 -> 1.2228, 14 -> 1.3318, 18 -> 1.8129 (median |error| of the fit part 7.8% at 10, worst 1.36x).
+# tests/test_heldout.py repeats the comparison. History: 25 (read off the one-wave cases of validation/h100.json,
+# when the chain charged every instruction alike and waited 400 cycles per DRAM round only), then 18 (every
+# instruction alike, with the loads in flight and measured latencies: 1.616 on the same sum).
+DEPENDENT_ISSUE_LATENCY_CYCLES = 10.0
 
 # Cycles between two block launches on one SM. vec_add with 64-thread blocks (262,144 blocks, 2 warps each)
 # runs at 161 us, 2.3x its DRAM time, with 28% achieved occupancy of a possible 100%: the blocks finish faster
