@@ -20,6 +20,7 @@ import numpy as np
 
 from perfmodel.errors import OccupancyError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
+from perfmodel.model.mlp import loads_in_flight_by_line, weighted_loads_in_flight
 from perfmodel.model.seed import SeedModel, seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
 from perfmodel.registers import Registers, resolve_registers
@@ -430,7 +431,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             sim_seconds=0.0, final_args=args if keep_args else None)
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
-                       "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
+                       "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
+                       "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry)}
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors
@@ -649,7 +651,9 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
-                             warps_per_block=warps_per_block)
+                             warps_per_block=warps_per_block,
+                             loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
+                                                                      sim.lines))
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)

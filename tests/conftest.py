@@ -37,3 +37,26 @@ def _private_result_cache(tmp_path_factory):
         os.environ.pop("PERFMODEL_RESULT_CACHE_DIR", None)
     else:
         os.environ["PERFMODEL_RESULT_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def h100_accuracy():
+    """``accuracy(validation/h100.json)`` once per session (about a minute), and each case's (launch, sim) - inputs
+    left out - for the tests that refit a constant on these cases without simulating them again
+    (tests/test_accuracy.py, tests/test_heldout.py). Keys: the case id."""
+    import dataclasses
+    from pathlib import Path
+
+    from perfmodel.analysis import analyze
+    from perfmodel.gpu.accuracy import accuracy, case_id
+
+    kept = {}
+
+    def capture(kernel, device, params=None, **kwargs):
+        result = analyze(kernel, device, params, **kwargs)
+        cid = case_id({"kernel": kernel, "overrides": params or {}})
+        kept[cid] = (dataclasses.replace(result.launch, args=[], constants={}), result.sim)
+        return result
+
+    report = accuracy(Path(__file__).resolve().parent.parent / "validation" / "h100.json", analyze=capture)
+    return report, kept

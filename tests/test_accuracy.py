@@ -104,8 +104,8 @@ def test_markdown_and_json_render(tmp_path):
 # One analysis of every case (about a minute on 2 cores: the large cases' inputs dominate), shared by the tests.
 
 @pytest.fixture(scope="module")
-def report():
-    return accuracy(DATASET)
+def report(h100_accuracy):
+    return h100_accuracy[0]     # accuracy(DATASET), shared with tests/test_heldout.py (conftest.py)
 
 
 def test_every_case_is_analysed(report):
@@ -178,7 +178,31 @@ def test_achieved_accuracy_does_not_regress(report):
     # 25% - the source-level engine achieved 9.5%, 1.45x, 60/66 with an instruction count fitted to the same data
     # (0.45 x counted + 18 per warp); its replacement, the SASS-level count, is not fitted, and the latency-bound
     # 1D convolutions moved from ~10% to 20-45% slow. docs/validation.md says so; the refit is issue 13's.
+    # Issue 13 items 3 and 5 (loads in flight per warp from the compiled code, measured L1/L2/DRAM latencies, the
+    # latency of a non-load instruction refitted 25 -> 10 on the split's latency fit part, which holds these
+    # cases): 8.3%, 1.36x, 63/66.
     summary = report.summary()
-    assert summary["median_abs_time_error"] <= 0.12
-    assert summary["max_time_factor"] <= 1.55
-    assert summary["within_25pct"] >= 53
+    assert summary["median_abs_time_error"] <= 0.09
+    assert summary["max_time_factor"] <= 1.40
+    assert summary["within_25pct"] >= 61
+
+
+def test_kernel_classes_from_the_split_file(tmp_path):
+    from perfmodel.errors import PerfmodelError
+    from perfmodel.gpu.accuracy import case_classes, load_classes
+
+    classes = load_classes(ROOT / "validation" / "split.yaml")
+    assert case_classes("hist_global_f32", 16384, classes, 132) == ["atomics"]
+    # a reduction launched with 8 blocks on 132 SMs is a reduction and a few-block case; with 1,024 only a reduction
+    assert case_classes("reduce_sequential", 8, classes, 132) == ["reduction", "few-block"]
+    assert case_classes("reduce_sequential", 1024, classes, 132) == ["reduction"]
+    assert case_classes("unknown_kernel", 1024, classes, 132) == []
+    bad = tmp_path / "split.yaml"
+    bad.write_text("classes: [atomics]\n")
+    with pytest.raises(PerfmodelError, match="classes"):
+        load_classes(bad)
+    # per-class figures: the cases of the class only
+    report = accuracy({"cases": [_case(time_s=1e-3), _case(kernel="other", time_s=4e-3)], "profile": "h100",
+                       "classes": {"ks": {"kernels": ["k"]}}}, analyze=_fake_analyze())
+    figures = report.summary()["classes"]
+    assert list(figures) == ["ks"] and figures["ks"]["timed"] == 1

@@ -14,12 +14,12 @@ def test_vec_add_cold_and_warm():
 
 
 def test_vec_add_warm_larger_than_l2():
-    n = 1 << 23                                     # 96 MiB: a previous launch leaves 50 MiB of it
+    # 96 MiB swept in the same order by the previous launch: with LRU replacement its last 50 MiB are in L2, and
+    # each of them is evicted by this launch's first 50 MiB before it is reached - nothing is reused, as cold
+    # (measured: footprints 1.07-15x the L2 run warm at 0.93-1.09x their cold time, docs/model.md "L2 state")
+    n = 1 << 23
     warm = analyze("vec_add", "h100", {"N": n}, l2="warm").model.traffic
-    l2 = 50 * 2 ** 20
-    cold_share = 1 - l2 / (12 * n)
-    assert warm.dram_read_bytes == pytest.approx(cold_share * 8 * n)
-    assert warm.dram_write_bytes == pytest.approx(cold_share * 4 * n)
+    assert (warm.dram_read_bytes, warm.dram_write_bytes) == (8 * n, 4 * n)
 
 
 def test_bad_l2_state_is_a_one_line_error(monkeypatch, capsys):

@@ -1,4 +1,5 @@
 """The bottleneck model's per-resource bounds and adjustments, each on hand-made counts."""
+import dataclasses
 import math
 
 import pytest
@@ -80,11 +81,38 @@ def test_latency_bound_with_a_single_warp(rates):
     result = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
                                  blocks_per_sm=1, warps_per_block=1)
     assert result.bound == "latency"
-    sass = 3000     # counts.warp_instructions are SASS-level: the chain is that many dependent issues
-    dram_rounds = math.ceil(1000 / rates.max_loads_in_flight_per_warp)   # all cold: every round goes to DRAM
-    expected = (sass * rates.dependent_issue_latency_cycles + dram_rounds * rates.global_latency_cycles) / rates.clock_hz
+    # counts.warp_instructions are SASS-level: 3000, of which 1000 global loads, each waiting the H100's measured
+    # L1 latency (41.1 cycles), the other 2000 the dependent-issue latency. No compiled figure for the loads in
+    # flight: the loads between barriers (all 1000), at most 8 -> 125 rounds that miss L1; all cold: each waits the
+    # measured DRAM latency (689 cycles, devices/h100.yaml measured.dram_latency_cycles)
+    assert (rates.l1_latency_cycles, rates.global_latency_cycles) == (41.1, 689)
+    expected = (2000 * rates.dependent_issue_latency_cycles + 1000 * 41.1 + 125 * 689) / rates.clock_hz
     assert result.latency_time_s == pytest.approx(expected)
     assert result.active_sms == 1
+    # the compiled code keeps 1 load in flight (a loop that is not unrolled): 1000 round trips
+    one = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=1, warps_per_sm=1,
+                              blocks_per_sm=1, warps_per_block=1, loads_in_flight=1.0)
+    assert one.latency_time_s == pytest.approx(
+        (2000 * rates.dependent_issue_latency_cycles + 1000 * 41.1 + 1000 * 689) / rates.clock_hz)
+
+
+def test_chain_waits_for_the_loads_that_miss_l1(rates):
+    # 300 instructions, 100 of them loads (41.1 cycles each, the measured L1 latency); half the loads miss L1, 2 in
+    # flight -> 25 rounds; a round waits the L2-hit latency (281.7 cycles measured) for the L2 hit rate 0.25 of
+    # them and the DRAM latency (689 measured) for the rest
+    t = dataclasses.replace(_traffic(1000, unique=750), l1_hit_rate=0.5, l2_hit_rate=0.25)
+    assert rates.l2_latency_cycles == 281.7
+    cycles = bn.chain_cycles_per_warp(300, 100, 2.0, t, rates)
+    assert cycles == pytest.approx(200 * rates.dependent_issue_latency_cycles + 100 * 41.1
+                                   + 25 * (0.25 * 281.7 + 0.75 * 689))
+    # a device that does not cache global loads in L1 (G80): a load is an ordinary dependent issue
+    g80 = bn.device_rates(load_device("g80"))
+    assert g80.l1_bytes == 0
+    assert bn.chain_cycles_per_warp(300, 100, 2.0, t, g80) == pytest.approx(
+        300 * g80.dependent_issue_latency_cycles + 25 * bn.miss_latency_cycles(t, g80))
+    # warm, the launch floor is the back-to-back one (6.69 us measured), cold the fitted 3.3 us
+    assert bn.launch_overhead(dataclasses.replace(t, l2_state="warm"), rates) == pytest.approx(6.69e-6)
+    assert bn.launch_overhead(t, rates) == pytest.approx(3.3e-6)
 
 
 def test_block_launch_rate_limits_tiny_blocks(rates):
@@ -98,9 +126,61 @@ def test_wave_quantisation():
 
 
 def test_latency_counts_whole_waves(rates):
-    one = bn.latency_chain_time(100, 1, 1.0, rates)
-    assert bn.latency_chain_time(100, 1, 1.01, rates) == pytest.approx(2 * one)
-    assert bn.latency_chain_time(100, 1, 0.2, rates) == pytest.approx(one)
+    one = bn.latency_chain_time(1000, 1.0, rates)
+    assert one == pytest.approx(1000 / rates.clock_hz)
+    assert bn.latency_chain_time(1000, 1.01, rates) == pytest.approx(2 * one)
+    assert bn.latency_chain_time(1000, 0.2, rates) == pytest.approx(one)
+
+
+# Loads in flight per warp from the compiled PTX (perfmodel/model/mlp.py), on small kernels whose answer follows
+# from how a warp issues: it stops at the first use of a pending load.
+_MLP_KERNELS = {
+    # a grid-stride loop: NVVM cannot compute its trip count, so it is not unrolled: one load per round trip
+    "stride": ("""extern "C" __global__ void k(const float* in, float* out, int n) {
+    float sum = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        sum += in[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}""", {4: 1.0}),
+    # unrolled 4x: 2 loads x 4 iterations in one basic block, all independent
+    "unrolled": ("""extern "C" __global__ void k(const float* a, const float* b, float* out) {
+    float sum = 0.0f;
+    #pragma unroll 4
+    for (int i = 0; i < 1024; i++)
+        sum += a[i * 32 + threadIdx.x] * b[i * 32 + threadIdx.x];
+    out[threadIdx.x] = sum;
+}""", {5: 8.0}),
+    # a gather: the second load's address is the first one's value: 2 loads in 2 rounds
+    "gather": ("""extern "C" __global__ void k(const int* col, const float* x, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = x[col[i]];
+}""", {3: 1.0}),
+    # a store between two loads (the arrays may alias): the second load waits for the first store's data
+    "fenced": ("""extern "C" __global__ void k(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[i] * 2.0f;
+    out[i + n] = in[i + n] * 3.0f;
+}""", {3: 1.0, 4: 1.0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MLP_KERNELS))
+def test_loads_in_flight_from_the_compiled_code(name):
+    from perfmodel.kernel import load_kernel
+    from perfmodel.model.mlp import loads_in_flight_by_line
+
+    source, expected = _MLP_KERNELS[name]
+    program = load_kernel(source=source, entry="k")
+    assert loads_in_flight_by_line(program.module, program.entry) == expected
+
+
+def test_loads_in_flight_weighted_by_executed_requests():
+    from perfmodel.model.mlp import weighted_loads_in_flight
+
+    lines = {3: {"global_loads": 10, "global_requests": 30}, 4: {"global_loads": 5, "global_requests": 10},
+             5: {"global_loads": 0, "global_requests": 50}}
+    assert weighted_loads_in_flight({3: 8.0, 4: 1.0, 5: 4.0}, lines) == pytest.approx((30 * 8 + 10 * 1) / 40)
+    assert weighted_loads_in_flight({}, lines) is None
 
 
 def test_l1_lines_are_the_simulated_lines(rates):

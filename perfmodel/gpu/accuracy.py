@@ -149,6 +149,7 @@ class CaseAccuracy:
     sampled: bool | None = None
     error: str | None = None
     analysis: dict[str, Any] = field(default_factory=dict, repr=False)
+    total_blocks: int | None = None
 
     @property
     def time_error(self) -> float | None:
@@ -184,6 +185,41 @@ class CaseAccuracy:
         }
 
 
+def time_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
+    """Median |time error|, worst factor and how many within 25% of the timed ``cases``."""
+    timed = [c for c in cases if c.time_error is not None]
+    errors = [abs(c.time_error) for c in timed]
+    return {"timed": len(timed), "median_abs_time_error": statistics.median(errors) if errors else None,
+            "max_time_factor": max(c.time_factor for c in timed) if timed else None,
+            "within_25pct": sum(1 for e in errors if e <= 0.25)}
+
+
+def case_classes(kernel: str, total_blocks: int | None, classes: dict[str, Any], sm_count: int | None) -> list[str]:
+    """The kernel classes (``validation/split.yaml`` ``classes``) a case is in: a class lists ``kernels`` (every
+    case of them) and/or the rule ``grid_below_sm_count`` (the launch has fewer blocks than the device has SMs)."""
+    out = []
+    for name, rule in (classes or {}).items():
+        rule = rule or {}
+        few = bool(rule.get("grid_below_sm_count")) and total_blocks is not None and sm_count is not None \
+            and total_blocks < sm_count
+        if kernel in (rule.get("kernels") or ()) or few:
+            out.append(name)
+    return out
+
+
+def load_classes(path: str | Path) -> dict[str, Any]:
+    """The ``classes`` section of a split file (``validation/split.yaml``); {} when the file has none."""
+    from perfmodel import safeload
+
+    path = Path(path)
+    doc = safeload.parse_yaml(safeload.read_text(path, what="split file"), str(path)) if path.exists() else {}
+    classes = (doc or {}).get("classes") or {}
+    if not isinstance(classes, dict) or not all(isinstance(v, dict) for v in classes.values()):
+        raise PerfmodelError(f"{path}: 'classes': expected a mapping of class name -> {{kernels: [...], "
+                             "grid_below_sm_count: true}")
+    return classes
+
+
 @dataclass
 class AccuracyReport:
     dataset: str
@@ -192,6 +228,16 @@ class AccuracyReport:
     cases: list[CaseAccuracy]
     source_level_kernels: tuple[str, ...] = SOURCE_LEVEL_KERNELS
     excluded: dict[str, str] = field(default_factory=lambda: dict(EXCLUDED))
+    classes: dict[str, Any] = field(default_factory=dict)     # validation/split.yaml "classes"
+    sm_count: int | None = None
+
+    def class_summary(self) -> dict[str, dict[str, Any]]:
+        """:func:`time_summary` per kernel class (:func:`case_classes`), for the classes with a case here."""
+        members: dict[str, list[CaseAccuracy]] = {}
+        for case in self.cases:
+            for name in case_classes(case.kernel, case.total_blocks, self.classes, self.sm_count):
+                members.setdefault(name, []).append(case)
+        return {name: time_summary(cases) for name, cases in members.items()}
 
     def summary(self) -> dict[str, Any]:
         timed = [c for c in self.cases if c.time_error is not None]
@@ -226,6 +272,7 @@ class AccuracyReport:
             "global_counts": per_metric,
             "cases_all_global_counts_agree": sum(cases_all), "cases_global_counts_compared": len(cases_all),
             "worst_time_cases": [c.id for c in sorted(timed, key=lambda c: -c.time_factor)[:5]],
+            "classes": self.class_summary(),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -286,7 +333,7 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
     ncu = case.get("ncu") or {}
     base = dict(id=case_id(case), kernel=case["kernel"], params=params, measured_time_s=measured_time(case, l2),
                 registers=registers, blocks_per_sm_api=(case.get("occupancy_api") or {}).get("blocks_per_sm"),
-                hardware=_hardware(case))
+                hardware=_hardware(case), total_blocks=case.get("total_blocks"))
     try:
         kwargs: dict[str, Any] = {"params": params, "regs": registers}
         if sample is not None:
@@ -319,11 +366,13 @@ def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *,
     ``device`` defaults to the dataset's ``profile`` (the device profile the measurement machine matches).
     ``l2``: compare with the cold (L2 flushed) or warm (back-to-back) measured time. ``ids``: only these cases.
     Specs of kernels that are not shipped are found in a ``kernels/`` folder beside the dataset
-    (``validation/kernels``)."""
+    (``validation/kernels``); kernel classes for the per-class figures in a ``split.yaml`` beside it (``classes``,
+    see :func:`case_classes`)."""
     if not isinstance(dataset, dict):
         with _kernels_beside(Path(dataset)):
-            return accuracy(load_dataset(dataset) | {"name": str(dataset)}, device, sample=sample,
-                            analyze=analyze, kernels=kernels, l2=l2, ids=ids)
+            classes = load_classes(Path(dataset).resolve().parent / "split.yaml")
+            return accuracy(load_dataset(dataset) | {"name": str(dataset), "classes": classes}, device,
+                            sample=sample, analyze=analyze, kernels=kernels, l2=l2, ids=ids)
     measured_time({}, l2)
     data = dataset if isinstance(dataset, dict) else load_dataset(dataset)
     name = str(dataset) if not isinstance(dataset, dict) else data.get("name", "<dataset>")
@@ -340,7 +389,13 @@ def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *,
                              f"{', '.join(known) or 'no cases'})")
     compared = [compare_case(case, device, analyze, sample=sample, l2=l2) for case in cases]
     measured_on = (data.get("device") or {}).get("name")
-    return AccuracyReport(dataset=name, device=device, measured_on=measured_on, cases=compared)
+    sm_count = None
+    if data.get("classes"):
+        from perfmodel.devices import load_device
+
+        sm_count = int(load_device(device).sm_count)
+    return AccuracyReport(dataset=name, device=device, measured_on=measured_on, cases=compared,
+                          classes=dict(data.get("classes") or {}), sm_count=sm_count)
 
 
 class _kernels_beside:

@@ -83,6 +83,7 @@ class DeviceRates:
     global_latency_cycles: float
     max_loads_in_flight_per_warp: float
     launch_overhead_s: float
+    launch_overhead_warm_s: float        # the same floor when launches are timed back to back (--l2 warm)
     block_launch_cycles: float           # cycles between two block launches on one SM
     overlap_exponent: float              # p of the resource combination (inf = pure max)
     l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
@@ -125,13 +126,16 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
             device, "l2_bandwidth_bytes_per_s", 2.0 * device.dram_bandwidth_bytes_per_s),
         dram_bandwidth_bytes_per_s=measured_dram or float(device.dram_bandwidth_bytes_per_s),
         dram_bandwidth_source="measured" if measured_dram else "datasheet",
-        l1_latency_cycles=_throughput(device, "l1_hit_latency_cycles", shared_latency),
-        l2_latency_cycles=_throughput(device, "l2_latency_cycles", 200.0),
-        global_latency_cycles=_throughput(device, "global_latency_cycles", 400.0),
+        l1_latency_cycles=_measured(device, "l1_hit_latency_cycles") or _throughput(
+            device, "l1_hit_latency_cycles", shared_latency),
+        l2_latency_cycles=_measured(device, "l2_hit_latency_cycles") or _throughput(device, "l2_latency_cycles", 200.0),
+        global_latency_cycles=_measured(device, "dram_latency_cycles") or _throughput(
+            device, "global_latency_cycles", 400.0),
         max_loads_in_flight_per_warp=_throughput(device, "max_loads_in_flight_per_warp",
                                                  calibration.MAX_LOADS_IN_FLIGHT_PER_WARP),
         launch_overhead_s=_measured(device, "launch_overhead_s") or _throughput(
             device, "launch_overhead_s", calibration.LAUNCH_OVERHEAD_S),
+        launch_overhead_warm_s=_measured(device, "launch_overhead_warm_s") or calibration.LAUNCH_OVERHEAD_WARM_S,
         l1_lines_per_clock=_throughput(device, "l1_lines_per_clock", calibration.L1_LINES_PER_CLOCK),
         block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
@@ -241,10 +245,15 @@ def average_load_latency_cycles(traffic: Traffic, rates: DeviceRates) -> float:
 
 
 def loads_in_flight_per_warp(load_requests_per_warp: float, barrier_intervals_per_warp: float,
-                             rates: DeviceRates) -> float:
-    """Memory-level parallelism of one warp: its loads between two barriers (they can all be issued before the
-    first result is needed), at most ``max_loads_in_flight_per_warp``, at least 1."""
+                             rates: DeviceRates, compiled: float | None = None) -> float:
+    """Memory-level parallelism of one warp: the loads of one basic block of the compiled code that do not wait on
+    each other (``compiled``, perfmodel.model.mlp: a warp stops at the first use of a load, so loads of later loop
+    iterations wait unless the compiler unrolled the loop), and no more than its loads between two barriers, at
+    most ``max_loads_in_flight_per_warp``, at least 1. Without the compiled figure (hand-written counts): the
+    loads between two barriers."""
     per_interval = load_requests_per_warp / max(1.0, barrier_intervals_per_warp)
+    if compiled is not None and compiled > 0:
+        per_interval = min(per_interval, compiled)
     return max(1.0, min(rates.max_loads_in_flight_per_warp, per_interval))
 
 
@@ -350,14 +359,34 @@ RESOURCE_GROUPS = {"fp32": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1
                    "atomics": "atomics"}
 
 
-def latency_chain_time(sass_per_warp: float, dram_rounds_per_warp: float, waves: float,
-                       rates: DeviceRates) -> float:
-    """A warp's own critical path, once per wave: each of its instructions waits the average dependent-issue
-    latency, and each round of loads that goes to DRAM waits the DRAM latency. A partial last wave costs a
-    whole wave (its warps run the same chain)."""
-    per_warp = (sass_per_warp * rates.dependent_issue_latency_cycles
-                + dram_rounds_per_warp * rates.global_latency_cycles)
-    return per_warp * max(1, math.ceil(waves - 1e-9)) / rates.clock_hz
+def miss_latency_cycles(traffic: Traffic, rates: DeviceRates) -> float:
+    """Load-to-use latency of a round of loads that misses L1: the L2-hit latency for the share L2 serves, the
+    DRAM latency for the rest (both the device's measured pointer-chase figures where it has them)."""
+    l2 = min(1.0, max(0.0, traffic.l2_hit_rate)) if rates.l2_bytes > 0 else 0.0
+    return l2 * rates.l2_latency_cycles + (1.0 - l2) * rates.global_latency_cycles
+
+
+def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
+                          traffic: Traffic, rates: DeviceRates) -> float:
+    """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
+    and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
+    device caches global loads in L1, every other compiled instruction ``dependent_issue_latency_cycles`` on
+    average (ALU and shared-memory latencies on its dependence chain, fitted), and each round of
+    ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` on top (the measured L2-hit or DRAM
+    latency, by where L2 says the sectors come from)."""
+    l1 = min(1.0, max(0.0, traffic.l1_hit_rate))
+    misses = global_loads_per_warp * (1.0 - l1)
+    rounds = math.ceil(misses / max(1.0, loads_in_flight) - 1e-9) if misses > 0 else 0
+    load_cycles = rates.l1_latency_cycles if rates.l1_bytes > 0 else rates.dependent_issue_latency_cycles
+    others = max(0.0, sass_per_warp - global_loads_per_warp)
+    return (others * rates.dependent_issue_latency_cycles + global_loads_per_warp * load_cycles
+            + rounds * miss_latency_cycles(traffic, rates))
+
+
+def latency_chain_time(chain_cycles: float, waves: float, rates: DeviceRates) -> float:
+    """A warp's own critical path (:func:`chain_cycles_per_warp`), once per wave: a partial last wave costs a whole
+    wave (its warps run the same chain)."""
+    return chain_cycles * max(1, math.ceil(waves - 1e-9)) / rates.clock_hz
 
 
 def atomics_time(g: dict, s: dict, active_sms: int, rates: DeviceRates) -> float:
@@ -374,14 +403,23 @@ def atomics_time(g: dict, s: dict, active_sms: int, rates: DeviceRates) -> float
     return max(hot, spread) + shared
 
 
+def launch_overhead(traffic: Traffic, rates: DeviceRates) -> float:
+    """The launch-to-completion floor as CUDA events see it. Cold (the L2 flush just before the launch keeps the
+    GPU busy, so the start event and the queued launch follow it at once): ``launch_overhead_s``. Warm (back-to-back
+    launches, each timed from an idle GPU): the launch latency is inside the events, ``launch_overhead_warm_s``."""
+    return rates.launch_overhead_warm_s if getattr(traffic, "l2_state", "cold") == "warm" else rates.launch_overhead_s
+
+
 def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
     """The block scheduler starts one block per ``block_launch_cycles`` on each SM."""
     return math.ceil(total_blocks / rates.sm_count) * rates.block_launch_cycles / rates.clock_hz
 
 
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
-                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int) -> BottleneckResult:
-    """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout)."""
+                     warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
+                     loads_in_flight: float | None = None) -> BottleneckResult:
+    """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout). ``loads_in_flight``: a
+    warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known."""
     g = counts.get("global", {})
     traffic = cc1_traffic(traffic, g, rates.global_memory_rule)
     s = counts.get("shared", {})
@@ -421,10 +459,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     load_requests = float(g.get("load_requests", 0))
     requests_per_warp = load_requests / warps
     barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks)
-    mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates)
-    dram_share = (1.0 - traffic.l1_hit_rate) * (1.0 - traffic.l2_hit_rate)
-    dram_rounds = math.ceil(requests_per_warp * dram_share / mlp - 1e-9) if requests_per_warp > 0 else 0
-    t_latency = latency_chain_time(issued / warps, dram_rounds, waves, rates)
+    mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
+    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates)
+    t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
     latency_cycles = average_load_latency_cycles(traffic, rates)
 
@@ -433,9 +470,10 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         group = RESOURCE_GROUPS[name]
         groups[group] = max(groups.get(group, 0.0), t)
     kernel_time = combine(groups, rates.overlap_exponent)
-    predicted = kernel_time + rates.launch_overhead_s
+    launch = launch_overhead(traffic, rates)
+    predicted = kernel_time + launch
     # the launch overhead is added, not combined; it is the bound of a kernel too small to load any unit more
-    bounded["launch"] = rates.launch_overhead_s
+    bounded["launch"] = launch
     bound = max(bounded, key=bounded.get)
     resources = []
     for name, t in bounded.items():
@@ -450,7 +488,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     notes = []
     if active_sms < rates.sm_count:
         notes.append(f"only {active_sms} of {rates.sm_count} SMs have a block")
-    if rates.launch_overhead_s > kernel_time:
+    if launch > kernel_time:
         notes.append("the launch overhead dominates: the kernel does too little work to measure its resources")
     return BottleneckResult(
         predicted_time_s=predicted,
@@ -463,7 +501,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         waves=waves,
         active_sms=active_sms,
         sm_imbalance=imbalance,
-        launch_overhead_s=rates.launch_overhead_s,
+        launch_overhead_s=launch,
         traffic=traffic,
         rates=rates,
         notes=notes,

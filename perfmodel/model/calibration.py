@@ -8,12 +8,19 @@ their ``throughput:`` section; profiles that do not get these H100 values as doc
 """
 from __future__ import annotations
 
-# Cycles between two instructions of one warp when the warp has the SM to itself (the mix of ALU, L1-hit and
-# shared-memory latencies on its dependence chain). Read off the one-wave cases, where nothing but the warps'
-# own chains limits the time: naive matmul W=256 (24.0 and 25.3 cycles per SASS instruction), tiled W=256
-# (24.2, 29.0), matmul_colwise (19.5, 19.8), matmul_elementwise (31.9, 32.2); ncu elapsed cycles minus the
-# launch overhead, divided by the warp's SASS instructions.
-DEPENDENT_ISSUE_LATENCY_CYCLES = 25.0
+# Cycles between two compiled instructions of one warp when the warp has the SM to itself, for the instructions
+# that are not global loads (ALU, conversion and shared-memory latencies on its dependence chain). A global load
+# instruction waits the measured L1 load-to-use latency instead (41.1 cycles on the H100, devices/h100.yaml
+# measured.l1_hit_latency_cycles), and the loads that miss L1 wait their measured L2 or DRAM latency on top, in
+# rounds of the loads in flight (perfmodel/model/mlp.py; bottleneck.chain_cycles_per_warp). Fitted on the
+# "latency" fit part of validation/split.yaml (all 66 cases of validation/h100.json and the 8 few-block reductions
+# at n = 4 Mi on the H100) as the whole number of cycles that minimises the sum of squared log errors (log
+# predicted/measured) of those 74 cold cases: 6 -> 1.3808, 8 -> 1.2541, 9 -> 1.2169, **10 -> 1.1987**,
+# 11 -> 1.2004, 12 -> 1.2228, 14 -> 1.3318, 18 -> 1.8129 (median |error| of the fit part 7.8% at 10, worst 1.36x).
+# tests/test_heldout.py repeats the comparison. History: 25 (read off the one-wave cases of validation/h100.json,
+# when the chain charged every instruction alike and waited 400 cycles per DRAM round only), then 18 (every
+# instruction alike, with the loads in flight and measured latencies: 1.616 on the same sum).
+DEPENDENT_ISSUE_LATENCY_CYCLES = 10.0
 
 # Cycles between two block launches on one SM. vec_add with 64-thread blocks (262,144 blocks, 2 warps each)
 # runs at 161 us, 2.3x its DRAM time, with 28% achieved occupancy of a possible 100%: the blocks finish faster
@@ -23,6 +30,14 @@ BLOCK_LAUNCH_CYCLES = 160.0
 # Launch-to-completion floor of a kernel, as CUDA events see it (cold L2): the seed's 76 x 62 picture_scale
 # (20 blocks) measures 4.0 us, of which the model's own chain for it is ~0.5 us.
 LAUNCH_OVERHEAD_S = 3.3e-6
+
+# The same floor for warm times (``--l2 warm``): back-to-back launches, each between two events recorded on an idle
+# GPU, so the launch latency is inside the events (cold runs hide it behind the L2 flush that precedes them).
+# Measured, not fitted: an empty 1-block kernel timed that way (validation/microbench/run_latency.py
+# "empty_launch_1_block", 200 repeats) takes 6.69 us median on the H100 (validation/raw/h100_latency.json). The
+# H200's run of the same benchmark is noisy (median 12.1 us, minimum 7.2 us) while its smallest kernels measure
+# 6.6-7.2 us warm, so the H100 figure is the default on both.
+LAUNCH_OVERHEAD_WARM_S = 6.69e-6
 
 # L1 tag lookups: one 128-byte line per clock per SM. matmul_rowwise (a stride-1 KB load: 32 lines per request,
 # plus a broadcast) measures 34 cycles per warp-iteration (ncu: L1 97.6% busy) = 33 lines. The lines are the

@@ -116,6 +116,10 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
         lines.append(f"time: median |error| {s['median_abs_time_error'] * 100:.1f}%, max |error| "
                      f"{s['max_abs_time_error'] * 100:.1f}% (worst factor {s['max_time_factor']:.2f}x); "
                      f"{s['within_25pct']}/{s['timed']} within 25%, {s['within_2x']}/{s['timed']} within 2x")
+    for name, c in (s.get("classes") or {}).items():
+        if c.get("median_abs_time_error") is not None:
+            lines.append(f"class {name}: {c['timed']} cases, median |error| {c['median_abs_time_error'] * 100:.1f}%, "
+                         f"worst factor {c['max_time_factor']:.2f}x, {c['within_25pct']} within 25%")
     lines.append(f"blocks per SM equal to the CUDA occupancy API: {s['occupancy_agree']}/{s['occupancy_compared']}")
     for name, g in s["global_counts"].items():
         sampled = ("" if not g["source_level_sampled_compared"] else

@@ -1,0 +1,99 @@
+"""Memory-level parallelism of one warp, read off the compiled PTX (issue 13 item 3).
+
+A warp issues in order: it stops at the first instruction that needs a load's result. The global loads it can have
+in flight at once are therefore the loads of one basic block that do not wait on each other - the compiler puts a
+block's independent loads before their uses (but not above a store that may alias them, nor above a barrier), and an unrolled loop body is one block (``matmul_naive``'s inner loop,
+unrolled 4x by NVVM: 8 loads; a grid-stride loop ``for (i = ...; i < n; i += gridDim.x * blockDim.x) sum += in[i]``,
+whose trip count NVVM cannot compute, is not unrolled: 1 load per round trip). Loads whose address depends on an
+earlier load of the block (a gather ``x[col[j]]``) start a further round: a block with ``L`` loads whose longest
+chain of load-to-load dependences has ``D`` loads keeps ``L / D`` in flight.
+
+:func:`loads_in_flight_by_line` gives that figure per source line (the largest over the blocks holding a global load
+of the line); :func:`weighted_loads_in_flight` weights it by the lines' executed load requests. The bottleneck
+model's latency chain divides a warp's load requests by it (``bottleneck.latency_chain_time``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+_NO_DESTINATION = {"st", "bra", "bar", "barrier", "ret", "exit", "red", "membar", "fence", "trap", "call",
+                   "prefetch", "prefetchu", "brkpt", "pmevent", "nanosleep", "cp", "griddepcontrol"}
+
+
+def _regs(operand: Any) -> list[str]:
+    """Register names an operand reads (through addresses and vectors)."""
+    from perfmodel.ptx.ir import Addr, PredPair, Reg, Vec
+
+    if isinstance(operand, Reg):
+        return [operand.name]
+    if isinstance(operand, Addr):
+        return _regs(operand.base)
+    if isinstance(operand, Vec):
+        return [name for item in operand.items for name in _regs(item)]
+    if isinstance(operand, PredPair):
+        return [operand.first.name, operand.second.name]
+    return []
+
+
+def _is_global_load(ins: Any) -> bool:
+    return ins.opcode in ("ld", "ldu") and not any(m in ins.mods for m in ("param", "const", "shared", "local"))
+
+
+def block_loads_in_flight(instrs: list) -> tuple[int, float]:
+    """(global loads, loads in flight) of one basic block: its loads over the rounds they need.
+
+    The compiler hoists a load above anything it does not depend on, except a global (or generic) store or atomic
+    (the addresses may alias) and a barrier. So a load's round is one more than the latest round its address depends on, and no
+    earlier than the round that a preceding store's data or a preceding barrier waits for (a store issues once the
+    loads whose values it writes are back; a barrier once every value used before it is)."""
+    depth: dict[str, int] = {}
+    loads = rounds = fence = used = 0
+    for ins in instrs:
+        writes = ins.opcode not in _NO_DESTINATION and bool(ins.operands)
+        sources = list(ins.operands[1:] if writes else ins.operands)
+        d = max((depth.get(r, 0) for op in sources for r in _regs(op)), default=0)
+        if ins.guard is not None:
+            d = max(d, depth.get(ins.guard.name, 0))
+        if _is_global_load(ins):
+            loads += 1
+            d = max(d, fence) + 1
+            rounds = max(rounds, d)
+        else:
+            used = max(used, d)
+            if ins.opcode in ("st", "atom", "red") and not any(m in ins.mods for m in ("shared", "local", "param")):
+                fence = max(fence, d)
+            elif ins.opcode in ("bar", "barrier", "membar", "fence"):
+                fence = max(fence, used)
+        if writes:
+            for r in _regs(ins.operands[0]):
+                depth[r] = d
+    return loads, (loads / rounds if rounds else 0.0)
+
+
+def loads_in_flight_by_line(module: Any, entry: str) -> dict[int, float]:
+    """Source line -> loads in flight of the basic blocks that hold the line's global loads (the largest)."""
+    f = module.functions[entry]
+    out: dict[int, float] = {}
+    for blk in f.blocks:
+        instrs = f.instrs[blk.start:blk.end]
+        loads, in_flight = block_loads_in_flight(instrs)
+        if not loads:
+            continue
+        for ins in instrs:
+            if _is_global_load(ins) and ins.line:
+                out[ins.line] = max(out.get(ins.line, 0.0), in_flight)
+    return out
+
+
+def weighted_loads_in_flight(by_line: dict, lines: dict) -> float | None:
+    """The lines' loads in flight weighted by their executed global load requests (``sim.lines``); None when no
+    executed load has a figure (hand-written counts, a kernel without global loads)."""
+    total = weighted = 0.0
+    for line, in_flight in (by_line or {}).items():
+        agg = (lines or {}).get(int(line)) or (lines or {}).get(str(line)) or {}
+        if not agg.get("global_loads"):
+            continue
+        requests = float(agg.get("global_requests", 0) or 0)
+        total += requests
+        weighted += requests * float(in_flight)
+    return weighted / total if total > 0 else None
