@@ -36,14 +36,19 @@ def test_bad_l2_state_is_a_one_line_error(monkeypatch, capsys):
 N = 1 << 20    # vec_add: 12 MiB of footprint (8 MiB read, 4 MiB written), inside the H100's 50 MiB L2
 
 
+WARM_FLOOR, COLD_FLOOR = 6.69e-6, 3.3e-6     # launch floors, docs/model.md 2.11 (validation/raw measurements)
+
+
 def _dram(doc):
     traffic = doc["model"]["traffic"]
     return traffic["dram_read_bytes"], traffic["dram_write_bytes"]
 
 
-def test_sweep_warm_is_not_slower_than_cold_and_has_no_dram_traffic(cli):
+def test_sweep_warm_kernel_is_not_slower_than_cold(cli):
     """sweep/compare --l2: by hand, a cold vec_add reads 8 B and writes 4 B per element from DRAM; warm, the
-    previous launch left all 12 MiB in L2, so no DRAM traffic, and the predicted time cannot be longer."""
+    previous launch left all 12 MiB in L2, so no DRAM traffic, and the kernel's own time cannot be longer. (The
+    whole predicted time can be: the warm launch floor, measured on the H100, is 6.69 us against 3.3 us cold -
+    docs/model.md 2.11.)"""
     import json
 
     docs = {}
@@ -58,7 +63,8 @@ def test_sweep_warm_is_not_slower_than_cold_and_has_no_dram_traffic(cli):
     for command in ("sweep", "compare"):
         cold, warm = docs[command, "cold"], docs[command, "warm"]
         assert cold["valid"] and warm["valid"]
-        assert warm["predicted_time_s"] < cold["predicted_time_s"]
+        # less the launch floors (measured: 6.69 us warm, 3.3 us cold), the kernel's own time
+        assert warm["predicted_time_s"] - WARM_FLOOR < cold["predicted_time_s"] - COLD_FLOOR
     # the default is cold
     code, out, _err = cli("compare", "vec_add", "--devices", "h100", "-D", f"N={N}", "--json")
     assert code == 0 and json.loads(out)["l2"] == "cold"
@@ -142,17 +148,19 @@ def test_check_entry_l2_and_cli_override(cli, tmp_path):
     cases = {case["entry"]: case for case in json.loads(out)["cases"]}
     assert (cases["warm"]["l2"], cases["cold"]["l2"]) == ("warm", "cold")
     warm_t, cold_t = (cases[n]["metrics"]["predicted_time_s"] for n in ("warm", "cold"))
-    assert warm_t < cold_t
+    assert warm_t - WARM_FLOOR < cold_t - COLD_FLOOR         # the launch floors as in the sweep test above
     recorded = json.loads((tmp_path / "budget.baseline.json").read_text())["entries"]
     assert recorded["warm"]["l2"] == "warm" and "l2" not in recorded["cold"]
 
-    # --l2 cold for every entry: the warm entry gets slower than its baseline -> a regression, and a note
-    code, out, _err = cli("check", budget, "--l2", "cold", "--no-cache", "--json")
+    # --l2 warm for every entry: the cold entry now pays the warm launch floor (3.4 us more, more than the
+    # 1.9 us its DRAM traffic cost) -> slower than its baseline, a regression, and a note
+    assert warm_t > cold_t
+    code, out, _err = cli("check", budget, "--l2", "warm", "--no-cache", "--json")
     assert code == 1
     cases = {case["entry"]: case for case in json.loads(out)["cases"]}
-    assert cases["warm"]["l2"] == "cold" and not cases["warm"]["passed"] and cases["cold"]["passed"]
-    assert cases["warm"]["metrics"]["predicted_time_s"] == pytest.approx(cold_t)
-    assert any("L2 state differs from the baseline's: warm -> cold" in n for n in cases["warm"]["notes"])
+    assert cases["cold"]["l2"] == "warm" and not cases["cold"]["passed"] and cases["warm"]["passed"]
+    assert cases["cold"]["metrics"]["predicted_time_s"] == pytest.approx(warm_t)
+    assert any("L2 state differs from the baseline's: cold -> warm" in n for n in cases["cold"]["notes"])
 
 
 def test_check_bad_l2(cli, tmp_path):
