@@ -23,6 +23,8 @@ class KernelProgram:
     local_bytes: int = 0
     ptxas_shared_bytes: int | None = None
     sass_weights: dict | None = field(default=None, repr=False)
+    sass_loops: dict = field(default_factory=dict, repr=False)   # PTX block -> UnrolledLoop (entry function)
+    sass_loop_notes: list = field(default_factory=list)          # what the loop matching recognised or refused
     primary_file: int | None = None
     defines: dict = field(default_factory=dict)
 
@@ -81,7 +83,161 @@ def _is_shared_ptx(ins) -> bool:
     return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
 
 
-def _sass_weights(compiled, info, module, entry) -> list | None:
+_PTX_REFUSE = {"atom", "red", "bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "call", "ret",
+               "exit", "membar", "fence", "tex", "suld", "sust", "cp"}
+
+
+def _ptx_memory_key(ins) -> tuple | None:
+    """(space, "ld"/"st", bytes) of a global or shared load or store, as :func:`perfmodel.compile.sass.memory_key`
+    gives it for SASS; "other" for any other memory access (param excepted), None for no memory access."""
+    from perfmodel.sim.memops import access_parts
+    from perfmodel.sim.values import DT
+
+    if ins.opcode not in ("ld", "ldu", "st"):
+        return None
+    space, vec, t = access_parts(ins)
+    if space == "param":
+        return None
+    if space not in ("global", "shared"):
+        return ("other",)
+    try:
+        size = DT[t].itemsize if t in DT else int("".join(ch for ch in t if ch.isdigit())) // 8
+    except (KeyError, ValueError, TypeError):
+        return ("other",)
+    return (space, "st" if ins.opcode == "st" else "ld", size * vec)
+
+
+@dataclass(frozen=True)
+class UnrolledLoop:
+    """A PTX self-loop block that ptxas unrolled ``factor`` times more: its SASS loop holds ``factor`` copies of
+    the block and runs while at least ``factor`` PTX iterations remain; what remains then runs as straight-line
+    chunks of ``factor / 2``, ``factor / 4``, ..., 1 copies, each if its bit of the remainder is set
+    (docs/semantics.md, "SASS loop regrouping")."""
+    block: int                       # PTX block index in the entry function
+    factor: int                      # R
+    sass_main: int                   # SASS instructions of the loop body (R copies, with the loop's overhead)
+    sass_start: int                  # index of its first SASS instruction
+    line: int                        # a source line of the loop (for messages)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        out, c = [], self.factor // 2
+        while c >= 1:
+            out.append(c)
+            c //= 2
+        return tuple(out)
+
+
+def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
+    """Match the SASS loops that hold several copies of a PTX self-loop block (see :class:`UnrolledLoop`).
+
+    Returns ({PTX block: UnrolledLoop}, notes saying what was recognised or refused and why, the SASS instruction
+    indices the recognised loops and their chunks cover). A loop is recognised only when the SASS body's global and
+    shared loads and stores are exactly R copies of the PTX block's (same source lines, directions and widths), R a
+    power of two >= 2, and the straight-line runs after it that hold such accesses are, in order, exactly R/2, R/4,
+    ..., 1 copies. Anything else keeps the PTX grouping (today's behaviour) and is noted."""
+    from collections import Counter
+
+    from perfmodel.compile.sass import backward_loops, memory_key
+
+    if not sass_flow:
+        return {}, [], set()
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    ptx_loops = {}
+    for b, blk in enumerate(f.blocks):
+        last = f.instrs[blk.end - 1]
+        if not (blk.succ and blk.succ[0] == b and last.opcode == "bra" and last.guard is not None):
+            continue
+        ins_keys = [(ins, _ptx_memory_key(ins)) for ins in f.instrs[blk.start:blk.end]]
+        mem = Counter((key(module.files.get(ins.file, ""), ins.line),) + k for ins, k in ins_keys if k)
+        ptx_loops[b] = (mem, any(k == ("other",) or (k and ins.guard is not None) for ins, k in ins_keys) or
+                        any(ins.opcode in _PTX_REFUSE for ins, _ in ins_keys), last.line)
+    notes, found, covered = [], {}, set()
+
+    def sass_mem(indices):
+        out = Counter()
+        for i in indices:
+            k = memory_key(sass_flow[i])
+            if k is not None:
+                out[(key(*sass_flow[i].inner),) + k] += 1
+        return out
+
+    for loop in backward_loops(sass_flow):
+        main = sass_mem(range(loop.start, loop.end + 1))
+        if not main:
+            continue
+        matches = []
+        for b, (mem, refuse, line) in ptx_loops.items():
+            if not mem or sum(main.values()) % sum(mem.values()):
+                continue
+            r = sum(main.values()) // sum(mem.values())
+            if r >= 2 and all(main[k] == r * n for k, n in mem.items()) and set(main) == set(mem):
+                matches.append((b, r, refuse, line))
+        if not matches:
+            continue
+        passing, refusals = [], []
+        for b, r, refuse, line in matches:
+            why = _chunk_check(loop, ptx_loops[b][0], r, refuse, sass_mem)
+            (refusals if why else passing).append((b, r, line, why))
+        if len(passing) != 1:
+            b, r, line, why = (passing or refusals)[0]
+            why = why if not passing else (f"the SASS loop at instruction {loop.start} matches {len(passing)} PTX "
+                                          "loops")
+            notes.append(f"line {line} (PTX block {b}): unrolled {r}x by ptxas, but {why}; refused (PTX grouping "
+                         "kept)")
+            continue
+        b, r, line, _ = passing[0]
+        if b in found:
+            notes.append(f"line {line} (PTX block {b}): two SASS loops match it; refused (PTX grouping kept)")
+            found.pop(b)
+            continue
+        found[b] = UnrolledLoop(b, r, loop.end - loop.start + 1, loop.start, line)
+        groups = [g for g in loop.groups if sass_mem(g)]
+        n_chunks = len(found[b].chunks)
+        last = groups[n_chunks - 1][-1] if n_chunks else loop.end
+        covered |= set(range(loop.start, last + 1))
+        notes.append(f"line {line} (PTX block {b}): recognised: ptxas unrolled it {r}x, remainder chunks "
+                     f"{list(found[b].chunks)}")
+    return found, notes, covered
+
+
+def _chunk_check(loop, mem, r, refuse, sass_mem) -> str:
+    """Why the SASS loop is not R copies of the PTX block followed by chunks of R/2, ..., 1 copies ('' if it is)."""
+    from collections import Counter
+
+    if refuse:
+        return "the block has accesses or warp-level instructions the regrouping does not handle"
+    if r & (r - 1):
+        return "R is not a power of two"
+    groups = [g for g in loop.groups if sass_mem(g)]
+    want, c = [], r // 2
+    while c >= 1:
+        want.append(c)
+        c //= 2
+    per_copy = sum(mem.values())
+    if len(groups) < len(want) or any(sass_mem(g) != Counter({k: c * n for k, n in mem.items()})
+                                      for g, c in zip(groups, want)):
+        seen = [round(sum(sass_mem(g).values()) / per_copy, 2) for g in groups[:len(want)]]
+        return f"the straight-line code after the loop holds {seen} copies where {want} were expected"
+    return ""
+
+
+def _sass_loops(compiled, info, module, entry):
+    from perfmodel.compile.sass import kernel_flow
+
+    try:
+        flow = kernel_flow(compiled, info)
+    except Exception:   # noqa: BLE001 - nvdisasm missing or failing: PTX grouping
+        flow = None
+    return _unrolled_loops(flow, module, entry)
+
+
+def _sass_weights(compiled, info, module, entry, loops: dict | None = None, covered: set | None = None) \
+        -> list | None:
     """SASS instructions per PTX instruction of the entry function, from the compiled cubin's line table.
 
     Each PTX instruction gets its source line's static ratio (SASS / PTX instructions on that line), divided by
@@ -89,11 +245,17 @@ def _sass_weights(compiled, info, module, entry) -> list | None:
     loop line's static SASS holds several copies that run fewer times each. The replication is read off the
     global memory instructions, which ptxas neither merges nor drops: SASS LDG/STG/ATOM on the block's lines over
     PTX global accesses there. Executed PTX warp instructions times these weights estimate the SASS warp
-    instructions the hardware issues (``counts.warp_instructions``)."""
+    instructions the hardware issues (``counts.warp_instructions``).
+
+    ``loops`` (recognised further-unrolled loops, :func:`_unrolled_loops`) and ``covered`` (their SASS instructions):
+    such a block's instructions weigh its SASS loop body's instructions over R, per source line, and neither the
+    loop's SASS nor the block's PTX take part in the line ratios of the other blocks."""
     from collections import Counter
 
     from perfmodel.compile.sass import kernel_instructions
 
+    loops = loops or {}
+    covered = covered or set()
     try:
         sass = kernel_instructions(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: fall back to PTX counts
@@ -105,13 +267,17 @@ def _sass_weights(compiled, info, module, entry) -> list | None:
     def key(path, line):
         return (str(path).rsplit("/", 1)[-1], line)
 
-    sass_n = Counter(key(*inner) for inner, _outer, _t in sass)
-    sass_g = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_GLOBAL)
+    in_loop = set()
+    for b in loops:
+        in_loop |= set(range(f.blocks[b].start, f.blocks[b].end))
+    rest = [item for j, item in enumerate(sass) if j not in covered]
+    sass_n = Counter(key(*inner) for inner, _outer, _t in rest)
+    sass_g = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_GLOBAL)
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
-    ptx_n = Counter(ptx_keys)
-    ptx_g = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_global_ptx(ins))
-    sass_s = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_SHARED)
-    ptx_s = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_shared_ptx(ins))
+    ptx_n = Counter(k for i, k in enumerate(ptx_keys) if i not in in_loop)
+    ptx_g = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_global_ptx(ins) and i not in in_loop)
+    sass_s = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_SHARED)
+    ptx_s = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_shared_ptx(ins) and i not in in_loop)
     replication = []
     for blk in f.blocks:
         rep = 1.0
@@ -132,7 +298,23 @@ def _sass_weights(compiled, info, module, entry) -> list | None:
         else:
             w = sass_n[k] / ptx_n[k]
         weights.append(w / replication[f.block_of[i]])
+    for b, loop in loops.items():
+        _loop_weights(weights, f.blocks[b], ptx_keys, loop, sass, key)
     return weights
+
+
+def _loop_weights(weights, blk, ptx_keys, loop, sass, key):
+    """A recognised loop block's weights: per source line, the SASS loop body's instructions on that line over R,
+    shared among the block's PTX instructions on it; SASS on lines the block does not have, evenly."""
+    from collections import Counter
+
+    body = Counter(key(*inner) for inner, _o, _t in sass[loop.sass_start:loop.sass_start + loop.sass_main])
+    idx = range(blk.start, blk.end)
+    own = Counter(ptx_keys[i] for i in idx)
+    spread = sum(n for k, n in body.items() if k not in own) / loop.factor / len(idx)
+    for i in idx:
+        k = ptx_keys[i]
+        weights[i] = body.get(k, 0) / loop.factor / own[k] + spread
 
 
 def load_kernel(path=None, source: str | None = None, entry: str | None = None, defines: dict | None = None,
@@ -157,11 +339,13 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     if info.mangled not in module.functions:
         raise SimulationError(f"{info.expression}: the PTX has no entry {info.mangled}")
     f = module.functions[info.mangled]
+    loops, notes, covered = _sass_loops(compiled, info, module, info.mangled)
+    weights = _sass_weights(compiled, info, module, info.mangled, loops, covered)
     primary = next((ins.file for ins in f.instrs if ins.line), None)
     return KernelProgram(
         name=info.expression, path=str(compiled.source_path or path or "<source>"),
         source_lines=list(compiled.source_lines), params=list(info.params), module=module, entry=info.mangled,
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
-        ptxas_shared_bytes=info.static_shared_bytes, sass_weights=_sass_weights(compiled, info, module, info.mangled),
-        primary_file=primary, defines=dict(defines or {}))
+        ptxas_shared_bytes=info.static_shared_bytes, sass_weights=weights, sass_loops=loops,
+        sass_loop_notes=notes, primary_file=primary, defines=dict(defines or {}))

@@ -53,6 +53,13 @@ EXCLUDED: dict[str, str] = {
     ),
 }
 
+# Warp instructions executed: ours are SASS-level estimates (executed PTX weighted by the cubin's static SASS per
+# line, perfmodel.kernel._sass_weights), ncu's `smsp__inst_executed.sum`. Compared as a ratio, not for equality.
+INSTRUCTION_COUNT: tuple[str, str] = ("warp_instructions", "warp_instructions")
+# issue 11's bounds on them: median |ours / ncu - 1| within 10%, no case off by more than 25%
+INSTRUCTION_MEDIAN_BOUND = 0.10
+INSTRUCTION_WORST_BOUND = 0.25
+
 SHARED_COUNT_NOTES = (
     "Shared-memory instruction and wavefront counts are reported, not required to match: nvcc vectorises "
     "shared loads whose addresses it can prove aligned (matmul_tiled's Mds[ty][k] for k..k+3 becomes one "
@@ -148,6 +155,7 @@ class CaseAccuracy:
     hardware: dict[str, Any]
     sampled: bool | None = None
     error: str | None = None
+    warp_instructions: CountComparison | None = None
     analysis: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -180,6 +188,7 @@ class CaseAccuracy:
             "global_counts": {c.name: c.to_json() for c in self.global_counts},
             "global_counts_match": self.global_counts_match,
             "shared_counts": {c.name: c.to_json() for c in self.shared_counts},
+            "warp_instructions": None if self.warp_instructions is None else self.warp_instructions.to_json(),
             "sampled": self.sampled, "hardware": self.hardware, "error": self.error,
         }
 
@@ -226,6 +235,7 @@ class AccuracyReport:
             "global_counts": per_metric,
             "cases_all_global_counts_agree": sum(cases_all), "cases_global_counts_compared": len(cases_all),
             "worst_time_cases": [c.id for c in sorted(timed, key=lambda c: -c.time_factor)[:5]],
+            "warp_instructions": instruction_summary(self.cases),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -233,6 +243,22 @@ class AccuracyReport:
                 "summary": self.summary(), "source_level_kernels": list(self.source_level_kernels),
                 "excluded": self.excluded, "notes": [SHARED_COUNT_NOTES],
                 "cases": [c.to_json() for c in self.cases]}
+
+
+def instruction_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
+    """Warp instructions executed, ours against ncu's ``smsp__inst_executed.sum``: the median and largest
+    |ours / ncu - 1|, the worst factor either way, and how many cases lie within 10% and 25%."""
+    rated = [(c.id, c.warp_instructions.ratio) for c in cases
+             if c.warp_instructions is not None and c.warp_instructions.ratio]
+    errors = [abs(r - 1) for _, r in rated]
+    worst = sorted(rated, key=lambda x: -abs(x[1] - 1))
+    return {"compared": len(rated),
+            "median_abs_error": statistics.median(errors) if errors else None,
+            "max_abs_error": max(errors) if errors else None,
+            "worst_factor": max(max(r, 1 / r) for _, r in rated) if rated else None,
+            "within_10pct": sum(1 for e in errors if e <= 0.10),
+            "within_25pct": sum(1 for e in errors if e <= 0.25),
+            "worst_cases": [{"id": i, "ratio": r} for i, r in worst[:5]]}
 
 
 def _hardware(case: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +334,8 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         blocks_per_sm_ours=_dig(doc, "occupancy.blocks_per_sm"), sampled=doc.get("sampled"),
         global_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in GLOBAL_COUNTS],
         shared_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in SHARED_COUNTS],
+        warp_instructions=CountComparison(INSTRUCTION_COUNT[0], _dig(counts, INSTRUCTION_COUNT[0]),
+                                          ncu.get(INSTRUCTION_COUNT[1])),
         analysis=doc)
 
 

@@ -110,6 +110,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
             w_b, t_b = bbw[b], bbt[b]
             if not w_b:
                 continue
+            # the warp executions the SASS issues: a further-unrolled loop regroups its iterations (sim/regroup.py)
+            w_sass = w_b + cnt.sass_copies.get((fname, b), 0)
             cblk = cf.blocks[b]
             if cblk.term == "cbra":
                 c.branches += w_b
@@ -126,8 +128,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 ln = lines.setdefault(ins.line, _new_line()) if own else None
                 if ln is not None:
                     ln["ptx_warp_instructions"] += w_b
-                    ln["warp_instructions"] += w_b * weight
-                c.warp_instructions += w_b * weight
+                    ln["warp_instructions"] += w_sass * weight
+                c.warp_instructions += w_sass * weight
                 op = ins.opcode
                 parts = []
                 if op in ("ld", "ldu", "st", "atom", "red") and cnt.requests[gid]:
