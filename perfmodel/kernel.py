@@ -166,7 +166,8 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
                 out[(key(*sass_flow[i].inner),) + k] += 1
         return out
 
-    for loop in backward_loops(sass_flow):
+    all_loops = backward_loops(sass_flow)
+    for loop in all_loops:
         main = sass_mem(range(loop.start, loop.end + 1))
         if not main:
             continue
@@ -199,10 +200,36 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
         groups = [g for g in loop.groups if sass_mem(g)]
         n_chunks = len(found[b].chunks)
         last = groups[n_chunks - 1][-1] if n_chunks else loop.end
+        if _tail_used(loop, groups, n_chunks):
+            last += 1           # the 1-copy loop's backward branch
         covered |= set(range(loop.start, last + 1))
         notes.append(f"line {line} (PTX block {b}): recognised: ptxas unrolled it {r}x, remainder chunks "
                      f"{list(found[b].chunks)}")
+    # loops ptxas kept as they are (R = 1): exactly the block's accesses, one SASS loop for one PTX block. Nothing
+    # to regroup; their SASS body is what one iteration issues (the warp-instruction weights)
+    bodies = {loop.start: sass_mem(range(loop.start, loop.end + 1)) for loop in all_loops}
+    for loop in all_loops:
+        if loop.start in covered:
+            continue
+        main = bodies[loop.start]
+        same = [b for b, (mem, _refuse, _line) in ptx_loops.items() if mem and mem == main]
+        if len(same) == 1 and same[0] not in found and sum(
+                1 for other in all_loops if other.start not in covered and bodies[other.start] == main) == 1:
+            b = same[0]
+            found[b] = UnrolledLoop(b, 1, loop.end - loop.start + 1, loop.start, ptx_loops[b][2])
+            covered |= set(range(loop.start, loop.end + 1))
     return found, notes, covered
+
+
+def _tail_used(loop, groups, n_chunks) -> bool | None:
+    """Whether the loop that follows the SASS loop (``tail_loop``) is its last (1-copy) chunk: True; False when it
+    is not among the chunks; None when it would be a chunk other than the last."""
+    if not (loop.tail_loop and groups and groups[-1] is loop.groups[-1]):
+        return False
+    at = len(groups) - 1
+    if at >= n_chunks:
+        return False
+    return True if at == n_chunks - 1 else None
 
 
 def _chunk_check(loop, mem, r, refuse, sass_mem) -> str:
@@ -214,6 +241,12 @@ def _chunk_check(loop, mem, r, refuse, sass_mem) -> str:
     if r & (r - 1):
         return "R is not a power of two"
     groups = [g for g in loop.groups if sass_mem(g)]
+    n_want = max(r.bit_length() - 1, 0)
+    if _tail_used(loop, groups, n_want) is None:
+        # ptxas's other form: the last chunk is a loop of one copy that runs while PTX iterations remain, which
+        # after the main loop (< R remain) and the chunks of R/2 .. 2 copies is at most once: a 1-copy chunk.
+        # A loop anywhere else among the chunks is refused.
+        return "the chunks after the loop include another loop"
     want, c = [], r // 2
     while c >= 1:
         want.append(c)
@@ -252,16 +285,17 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     loop's SASS nor the block's PTX take part in the line ratios of the other blocks."""
     from collections import Counter
 
-    from perfmodel.compile.sass import kernel_instructions
+    from perfmodel.compile.sass import kernel_flow
 
     loops = loops or {}
     covered = covered or set()
     try:
-        sass = kernel_instructions(compiled, info)
+        flow = kernel_flow(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: fall back to PTX counts
         return None
-    if not sass:
+    if not flow:
         return None
+    sass = [(ins.inner, ins.outer, ins.text) for ins in flow]
     f = module.functions[entry]
 
     def key(path, line):
@@ -270,7 +304,10 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     in_loop = set()
     for b in loops:
         in_loop |= set(range(f.blocks[b].start, f.blocks[b].end))
-    rest = [item for j, item in enumerate(sass) if j not in covered]
+    # the math library's slow paths (local subroutines such as $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath,
+    # called only for denormal, infinite or out-of-range operands) are not what the line executes
+    rest = [item for j, item in enumerate(sass) if j not in covered and
+            not (flow[j].subroutine and "slowpath" in flow[j].subroutine)]
     sass_n = Counter(key(*inner) for inner, _outer, _t in rest)
     sass_g = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_GLOBAL)
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
@@ -293,7 +330,9 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
         replication.append(rep)
     weights = []
     for i, k in enumerate(ptx_keys):
-        if k[1] == 0 or k not in sass_n:
+        if i in in_loop:
+            w = 0.0             # set by _loop_weights below
+        elif k[1] == 0 or k not in sass_n:
             w = 1.0 if k[1] == 0 else 0.0
         else:
             w = sass_n[k] / ptx_n[k]

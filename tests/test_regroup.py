@@ -39,6 +39,16 @@ __global__ void sum_lanes(const float *a, float *out, int n0, int n1, int n2) {
     }
     out[t + 32 * blockIdx.x] = s;
 }
+
+__global__ void sum_count(const int *start, const int *end, const float *a, float *out) {
+    int t = threadIdx.x;
+    int m = end[t];
+    float s = 0.0f;
+    for (int i = 0; i < m; i++) {
+        s += a[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
 """
 LOOP_LINE = next(i for i, line in enumerate(SRC.splitlines(), 1) if "s += a[i];" in line)
 
@@ -46,6 +56,12 @@ LOOP_LINE = next(i for i, line in enumerate(SRC.splitlines(), 1) if "s += a[i];"
 @pytest.fixture(scope="module")
 def sum_range():
     return load_kernel(source=SRC, path="rows.cu", entry="sum_range")
+
+
+@pytest.fixture(scope="module")
+def sum_count():
+    # the loop from 0: ptxas's other form, whose 1-copy remainder chunk is a loop (that runs at most once)
+    return load_kernel(source=SRC, path="rows.cu", entry="sum_count")
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +83,9 @@ def _ptx_grouping(program):
     return dataclasses.replace(program, sass_loops={})
 
 
-def test_the_row_loop_is_recognised(sum_range, sum_lanes):
-    for program in (sum_range, sum_lanes):
-        (loop,) = program.sass_loops.values()
+def test_the_row_loop_is_recognised(sum_range, sum_lanes, sum_count):
+    for program in (sum_range, sum_lanes, sum_count):
+        (loop,) = [lp for lp in program.sass_loops.values() if lp.factor > 1]
         assert loop.factor == 4 and loop.chunks == (2, 1)
         assert any("recognised" in note for note in program.sass_loop_notes)
 
@@ -84,6 +100,14 @@ def test_lanes_with_3_and_4_iterations(sum_range):
     assert (ptx["global_requests"], ptx["global_sectors"]) == (16, 16)
     assert (sass["global_requests"], sass["global_sectors"]) == (28, 28)
     assert sass["global_loads"] == ptx["global_loads"] == 4 * (16 * 3 + 16 * 4)
+
+
+def test_the_other_form_counts_the_same(sum_count):
+    # the same trip counts as below through ptxas's form with a 1-copy loop as its last chunk: 28 requests,
+    # 32 sectors (see the derivation below)
+    sass = _run(sum_count, [3] * 8 + [5] * 8 + [4] * 16)
+    line = max(i for i, t in enumerate(SRC.splitlines(), 1) if "s += a[i];" in t)     # sum_count's
+    assert (sass.lines[line]["global_requests"], sass.lines[line]["global_sectors"]) == (28, 32)
 
 
 def test_lanes_reach_one_chunk_at_different_iterations(sum_range):
@@ -105,7 +129,7 @@ def test_lanes_reach_one_chunk_at_different_iterations(sum_range):
     # issued copies of the PTX block: 4 (main loop) + 2 + 1 = 7 against 5 PTX iterations; the executed PTX is
     # the same and the SASS-level estimate grows by 2 copies' weight
     assert sass.counts.ptx_warp_instructions == ptx.counts.ptx_warp_instructions
-    (b,) = sum_range.sass_loops
+    (b,) = [b for b, lp in sum_range.sass_loops.items() if lp.factor > 1]
     blk = sum_range.module.functions[sum_range.entry].blocks[b]
     per_copy = sum(sum_range.sass_weights[blk.start:blk.end])
     assert sass.counts.warp_instructions - ptx.counts.warp_instructions == pytest.approx(2 * per_copy, abs=1)

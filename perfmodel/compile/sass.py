@@ -29,6 +29,7 @@ _FUNC_HDR = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
 _LINEINFO = re.compile(r'//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
 _INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_SUBROUTINE = re.compile(r"^(\$[\w$.]+):\s*$")   # a local subroutine of the function (e.g. a math slow path)
 _TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 
 
@@ -90,12 +91,14 @@ def parse_sass(text: str, flow: bool = False) -> dict[str, list]:
     chain_open = False            # True while consecutive //## lines build one chain
     where_inner = where_outer = ("", 0)
     labels: list[str] = []
+    subroutine = None
     for line in text.splitlines():
         m = _FUNC_HDR.match(line) or _SECTION.match(line)
         if m:
             current = funcs.setdefault(m.group(1), [])
             where_inner = where_outer = ("", 0)
             labels = []
+            subroutine = None
             continue
         if current is None:
             continue
@@ -114,6 +117,10 @@ def parse_sass(text: str, flow: bool = False) -> dict[str, list]:
         if m:
             labels.append(m.group(1))
             continue
+        m = _SUBROUTINE.match(line)
+        if m:
+            subroutine = m.group(1)
+            continue
         m = _INSTR.match(line)
         if m:
             chain_open = False
@@ -128,7 +135,7 @@ def parse_sass(text: str, flow: bool = False) -> dict[str, list]:
             if flow:
                 t = _TARGET.search(instr)
                 current.append(SassInstr(where_inner, where_outer, instr, here,
-                                         t.group(1) if t and op.startswith("BRA") else None))
+                                         t.group(1) if t and op.startswith("BRA") else None, subroutine))
             else:
                 current.append((where_inner, where_outer, instr))
     return funcs
@@ -141,6 +148,7 @@ class SassInstr:
     text: str                     # e.g. "@!P1 BRA `(.L_x_7)"
     labels: tuple[str, ...] = ()  # labels that name this instruction
     target: str | None = None     # a branch's target label
+    subroutine: str | None = None  # the local subroutine it belongs to (``$__internal_0_$__cuda_sm3x_div_rn_...``)
 
     @property
     def op(self) -> str:
@@ -220,6 +228,8 @@ class SassLoop:
     end: int                         # index of the backward branch
     groups: tuple[tuple[int, ...], ...]   # after the loop: indices of the instructions of each straight-line run
                                           # (between branches, BSYNCs and labels), in order, up to the next loop
+    tail_loop: bool = False          # the last group is the body of a straight-line loop that follows (ptxas's
+                                     # last remainder chunk may be a loop that runs at most once)
 
 
 def _is_control(ins: SassInstr) -> bool:
@@ -228,23 +238,32 @@ def _is_control(ins: SassInstr) -> bool:
 
 def backward_loops(flow: list) -> list[SassLoop]:
     """Innermost straight-line loops of a function's SASS: a backward branch whose body holds no other branch and
-    no label that a branch targets (nothing jumps into it), with the straight-line runs that follow it."""
+    no label that a branch targets (nothing jumps into it), with the straight-line runs that follow it up to the
+    next loop, and that loop's body as the last run when it is a straight-line loop too (``tail_loop``)."""
     where = {lb: i for i, ins in enumerate(flow) for lb in ins.labels}
     targeted = {ins.target for ins in flow if ins.target}
     loop_heads = {where[ins.target] for i, ins in enumerate(flow)
                   if ins.target in where and where[ins.target] <= i}
     out = []
+    def straight(a, b):
+        return not any(_is_control(x) for x in flow[a:b]) and not any(
+            set(x.labels) & targeted for x in flow[a + 1:b + 1])
+
+    ends = {where[ins.target]: i for i, ins in enumerate(flow) if ins.target in where and where[ins.target] <= i}
     for b, ins in enumerate(flow):
         a = where.get(ins.target) if ins.target else None
-        if a is None or a > b:
+        if a is None or a > b or not straight(a, b):
             continue
-        body = flow[a:b]
-        if any(_is_control(x) for x in body) or any(set(x.labels) & targeted for x in flow[a + 1:b + 1]):
-            continue
-        groups, cur = [], []
+        groups, cur, tail = [], [], False
         for i in range(b + 1, len(flow)):
             x = flow[i]
             if i in loop_heads:
+                if cur:
+                    groups.append(tuple(cur))
+                cur = []
+                if straight(i, ends[i]):
+                    groups.append(tuple(range(i, ends[i])))
+                    tail = True
                 break
             if x.labels or _is_control(x):
                 if cur:
@@ -257,7 +276,7 @@ def backward_loops(flow: list) -> list[SassLoop]:
             cur.append(i)
         if cur:
             groups.append(tuple(cur))
-        out.append(SassLoop(a, b, tuple(groups)))
+        out.append(SassLoop(a, b, tuple(groups), tail))
     return out
 
 

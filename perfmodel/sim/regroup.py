@@ -37,7 +37,7 @@ def loop_of(st, cf, pc: int):
     if not loops or cf.func.name != program.entry:
         return None
     loop = loops.get(pc)
-    if loop is None or cf.blocks[pc].ipdom != cf.blocks[pc].fall:
+    if loop is None or loop.factor < 2 or cf.blocks[pc].ipdom != cf.blocks[pc].fall:
         return None
     return loop
 
