@@ -331,8 +331,9 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         blocks_per_sm_ours=_dig(doc, "occupancy.blocks_per_sm"), sampled=doc.get("sampled"),
         global_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in GLOBAL_COUNTS],
         shared_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in SHARED_COUNTS],
+        # a case whose ncu row is another kernel's (ncu_mapping_warning: launch order) has no instruction count
         warp_instructions=CountComparison(INSTRUCTION_COUNT[0], _dig(counts, INSTRUCTION_COUNT[0]),
-                                          ncu.get(INSTRUCTION_COUNT[1])),
+                                          None if case.get("ncu_mapping_warning") else ncu.get(INSTRUCTION_COUNT[1])),
         analysis=doc)
 
 

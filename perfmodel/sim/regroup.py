@@ -69,11 +69,12 @@ class _Slots:
         self.copies = 0                          # PTX-block copies the SASS issued, summed over warps
         self.meta: dict = {}                     # gid -> (space, nbytes, store)
 
-    def add(self, trace: dict, mask) -> None:
+    def add(self, trace: dict, mask, counted=None) -> None:
+        """One PTX iteration: its address trace, its mask, and what the executor counted for it (or None)."""
         full = np.ones(self.shape, bool) if mask is None else np.broadcast_to(mask, self.shape)
         for gid, (a, space, nbytes, store) in trace.items():
             self.meta[gid] = (space, nbytes, store)
-        self.buf.append((trace, full))
+        self.buf.append((trace, full, counted))
         if len(self.buf) == self.R:
             self._group(complete=True)
 
@@ -82,18 +83,23 @@ class _Slots:
         if not buf:
             return
         end = buf[-1][1] if complete else np.zeros(self.shape, bool)
+        rem = buf[0][1] & ~end
+        leaving = rem.any()
         if end.any():
             warps = int(np.count_nonzero(W.warp_any(end)))
             self.copies += self.R * warps
-            for trace, _m in buf:
+            for trace, _m, counted in buf:
+                if not leaving and counted is not None:
+                    # no lane leaves in this group: its main-loop slots are the PTX iterations the executor counted
+                    self._take(counted)
+                    continue
                 for gid in self.gids:
                     if gid in trace:
                         self._count(gid, trace[gid][0], end, warps)
-        rem = buf[0][1] & ~end
-        if not rem.any():
+        if not leaving:
             return
         n = np.zeros(self.shape, np.int64)
-        for _t, m in buf:
+        for _t, m, _c in buf:
             n += m
         n = np.where(rem, n, 0)
         offset = np.zeros(self.shape, np.int64)
@@ -106,7 +112,7 @@ class _Slots:
                     lanes |= has
                     it = offset + i               # the lane's iteration within the group for this slot
                     addrs = self.chunk_addr[slot + i]
-                    for r, (trace, _m) in enumerate(buf):
+                    for r, (trace, _m, _c) in enumerate(buf):
                         sel = has & (it == r)
                         if not sel.any():
                             continue
@@ -125,6 +131,18 @@ class _Slots:
         space, nbytes, store = self.meta[gid]
         st = self.st
         self.requests[gid] += warps
+        key = _PB[(space, store)]
+        if space == "global" and nbytes <= 32 and nbytes & (nbytes - 1) == 0 and st.Tp % 32 == 0:
+            # only the warps with a lane in the slot: (warps, 32) sector numbers
+            m = mask.reshape(-1, 32)
+            sel = np.flatnonzero(m.any(axis=1))
+            sec = (np.broadcast_to(np.asarray(addr, np.int64), self.shape).reshape(-1, 32)[sel]) >> 5
+            s, ln = W.distinct_sectors_lines(sec, m[sel])
+            self.units[gid] += int(s.sum())
+            self.lines[gid] += int(ln.sum())
+            per_block = np.bincount(sel // st.nw, weights=s[:, 0], minlength=st.nB).astype(np.int64)
+            self.per_block[key] = self.per_block.get(key, 0) + per_block
+            return
         if space == "global":
             sec, lines, f = M.sectors_lines(np.asarray(addr, np.int64), mask, st.nB, st.Tp, nbytes)
             self.units[gid] += int(sec.sum()) * f
@@ -134,8 +152,17 @@ class _Slots:
             wf, f = M.shared_wavefronts(np.asarray(addr, np.int64), mask, st.nB, st.Tp, nbytes)
             self.units[gid] += int(wf.sum()) * f
             per_block = wf if f == 1 else int(wf[0])
-        key = _PB[(space, store)]
         self.per_block[key] = self.per_block.get(key, 0) + per_block
+
+    def _take(self, counted) -> None:
+        requests, units, lines, per_block = counted
+        for gid in self.gids:
+            if gid in requests:
+                self.requests[gid] += requests[gid]
+                self.units[gid] += units[gid]
+                self.lines[gid] += lines[gid]
+        for key, v in per_block.items():
+            self.per_block[key] = self.per_block.get(key, 0) + v
 
     def finish(self) -> None:
         self._group(complete=False)
@@ -178,14 +205,21 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
             executed = True
         st.loop_resume = None
 
+    keys = sorted(set(_PB.values()))
+
     def iteration(mask):
         st.mask = mask
         st.loop_trace = {}
+        r0 = {g: (c.requests[g], c.units[g], c.lines[g]) for g in gids}
+        p0 = {k: c.per_block[k][st.sl].copy() for k in keys}
         try:
             execute_block(st, cf, fr, pc, blk, bbw, bbt)
         finally:
             trace, st.loop_trace = st.loop_trace, None
-        slots.add(trace, mask)
+        counted = ({g: c.requests[g] - r0[g][0] for g in gids}, {g: c.units[g] - r0[g][1] for g in gids},
+                   {g: c.lines[g] - r0[g][2] for g in gids},
+                   {k: c.per_block[k][st.sl] - p0[k] for k in keys if (c.per_block[k][st.sl] != p0[k]).any()})
+        slots.add(trace, mask, counted)
         st.mask = mask
 
     cur = m
