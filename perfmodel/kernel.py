@@ -25,6 +25,7 @@ class KernelProgram:
     sass_weights: dict | None = field(default=None, repr=False)
     sass_loops: dict = field(default_factory=dict, repr=False)   # PTX block -> UnrolledLoop (entry function)
     sass_loop_notes: list = field(default_factory=list)          # what the loop matching recognised or refused
+    sass_spin: dict = field(default_factory=dict, repr=False)    # PTX atom index -> SASS CAS-loop round size
     primary_file: int | None = None
     defines: dict = field(default_factory=dict)
 
@@ -260,13 +261,57 @@ def _chunk_check(loop, mem, r, refuse, sass_mem) -> str:
 
 
 def _sass_loops(compiled, info, module, entry):
+    """({PTX block: UnrolledLoop}, notes, covered SASS indices, {PTX instruction: SASS spin-loop size})."""
     from perfmodel.compile.sass import kernel_flow
 
     try:
         flow = kernel_flow(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: PTX grouping
         flow = None
-    return _unrolled_loops(flow, module, entry)
+    loops, notes, covered = _unrolled_loops(flow, module, entry)
+    spins = _spin_loops(flow, module, entry, covered, notes)
+    return loops, notes, covered, spins
+
+
+def _spin_loops(flow, module, entry, covered: set, notes: list) -> dict:
+    """Atomics that ptxas turns into a compare-and-swap loop (sm_90's shared-memory float add: ``LDS; FADD;
+    ATOMS.CAST.SPIN; ISETP; @!P BRA``): a straight-line SASS loop around a CAS, on the line of exactly one PTX
+    ``atom`` that is not itself in a PTX loop. A warp repeats it until every lane's CAS succeeded: at least as many
+    times as its largest number of active lanes on one address (``atomic_same_address``). Returns {PTX instruction
+    index: SASS instructions of one round}, adds the loop to ``covered``."""
+    from perfmodel.compile.sass import backward_loops
+
+    if not flow:
+        return {}
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    in_loop = set()
+    for b, blk in enumerate(f.blocks):
+        if blk.succ and b in blk.succ:
+            in_loop |= set(range(blk.start, blk.end))
+    atoms: dict = {}
+    for i, ins in enumerate(f.instrs):
+        if ins.opcode in ("atom", "red"):
+            atoms.setdefault(key(module.files.get(ins.file, ""), ins.line), []).append(i)
+    out = {}
+    for loop in backward_loops(flow):
+        body = range(loop.start, loop.end + 1)
+        if loop.start in covered or not any(".CAS" in flow[j].op for j in body):
+            continue
+        lines = {key(*flow[j].inner) for j in body if ".CAS" in flow[j].op}
+        cands = [i for k in lines for i in atoms.get(k, [])]
+        if len(lines) != 1 or len(cands) != 1 or cands[0] in in_loop or cands[0] in out:
+            notes.append(f"SASS compare-and-swap loop at instruction {loop.start}: not one PTX atomic outside a "
+                         "loop on its line; weighted as one instruction")
+            continue
+        out[cands[0]] = len(body)
+        covered |= set(body)
+        notes.append(f"line {f.instrs[cands[0]].line}: the atomic is a {len(body)}-instruction compare-and-swap "
+                     "loop in SASS, repeated per warp as often as its most lanes on one address")
+    return out
 
 
 def _sass_weights(compiled, info, module, entry, loops: dict | None = None, covered: set | None = None) \
@@ -378,8 +423,11 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     if info.mangled not in module.functions:
         raise SimulationError(f"{info.expression}: the PTX has no entry {info.mangled}")
     f = module.functions[info.mangled]
-    loops, notes, covered = _sass_loops(compiled, info, module, info.mangled)
+    loops, notes, covered, spins = _sass_loops(compiled, info, module, info.mangled)
     weights = _sass_weights(compiled, info, module, info.mangled, loops, covered)
+    if weights is not None:
+        for i in spins:
+            weights[i] = 0.0            # counted per round instead (sass_spin)
     primary = next((ins.file for ins in f.instrs if ins.line), None)
     return KernelProgram(
         name=info.expression, path=str(compiled.source_path or path or "<source>"),
@@ -387,4 +435,4 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
         ptxas_shared_bytes=info.static_shared_bytes, sass_weights=weights, sass_loops=loops,
-        sass_loop_notes=notes, primary_file=primary, defines=dict(defines or {}))
+        sass_spin=spins, sass_loop_notes=notes, primary_file=primary, defines=dict(defines or {}))

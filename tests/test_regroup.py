@@ -192,3 +192,33 @@ def test_block_replication_gives_the_unreplicated_counts(sum_lanes):
     repl, _ = _lanes_run(sum_lanes, (12, 20, 16), grid=64, replicate=True)
     assert repl.replication is not None and repl.replication.proved, repl.replication
     _same(plain, repl)
+
+
+SPIN_SRC = """
+__global__ void bump(const int *bin, float *out) {
+    __shared__ float local[32];
+    local[threadIdx.x] = 0.0f;
+    __syncthreads();
+    atomicAdd(&local[bin[threadIdx.x]], 1.0f);
+    __syncthreads();
+    out[threadIdx.x] = local[threadIdx.x];
+}
+"""
+
+
+def test_a_shared_float_atomic_is_a_cas_loop_repeated_per_lane_on_one_address():
+    # sm_90 has no shared-memory float add: the atomicAdd is `LDS; FADD; ATOMS.CAST.SPIN; ISETP; @!P BRA` (5 SASS
+    # instructions, read off nvdisasm), repeated until every lane's CAS succeeded: one round per lane on the most
+    # shared address. 32 lanes on one bin: 32 rounds; on 32 bins: 1 round; 31 x 5 = 155 more warp instructions.
+    program = load_kernel(source=SPIN_SRC, path="bump.cu", entry="bump")
+    assert list(program.sass_spin.values()) == [5]
+
+    def run(bins):
+        out = np.zeros(32, np.float32)
+        res = simulate(program, 1, 32, [np.asarray(bins, np.int32), out])
+        assert out.sum() == 32
+        return res.counts
+
+    one, spread = run([0] * 32), run(list(range(32)))
+    assert one.global_["load_requests"] == spread.global_["load_requests"]
+    assert one.warp_instructions - spread.warp_instructions == 31 * 5
