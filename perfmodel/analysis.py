@@ -417,7 +417,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             sim_seconds=0.0, final_args=args if keep_args else None)
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
-                       "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes}
+                       "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
+                       "sass_loops": list(getattr(program, "sass_loop_notes", []))}   # docs/semantics.md
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors

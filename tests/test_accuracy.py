@@ -103,6 +103,26 @@ def test_markdown_and_json_render(tmp_path):
     json.dumps(report.to_json())
 
 
+def test_warp_instructions_are_compared_as_ratios():
+    cases = []
+    for ours, ncu, warning in ((109, 100, None), (80, 100, None), (100, 100, None), (5, 100, "ncu grid differs")):
+        case = _case(ncu={"warp_instructions": ncu})
+        if warning:
+            case["ncu_mapping_warning"] = warning
+
+        def analyze(kernel, device, params=None, regs=None, sample=None, ours=ours):
+            return _FakeAnalysis({"predicted_time_s": 1e-3, "counts": {"warp_instructions": ours}})
+
+        cases.append(accuracy({"cases": [case]}, "h100", analyze=analyze).cases[0])
+    from perfmodel.gpu.accuracy import instruction_summary
+
+    s = instruction_summary(cases)
+    # the case whose ncu row is another kernel's is not compared; errors 9%, 20%, 0%
+    assert s["compared"] == 3 and cases[3].warp_instructions.measured is None
+    assert s["median_abs_error"] == pytest.approx(0.09) and s["max_abs_error"] == pytest.approx(0.20)
+    assert s["worst_factor"] == pytest.approx(1.25) and s["within_10pct"] == 2 and s["within_25pct"] == 3
+
+
 # --- the model against the committed H100 measurements ------------------------------------------------------
 # One analysis of every case (about a minute on 2 cores: the large cases' inputs dominate), shared by the tests.
 

@@ -146,7 +146,8 @@ def to_markdown(report: AccuracyReport) -> str:
            f"Dataset: `{report.dataset}`, {s['cases']} cases.", ""]
     out += [f"- {line}" for line in _summary_lines(s)]
     out += ["", "| case | regs | blocks/SM ours / API | measured | predicted | error | bound | "
-                "gld req | gld sect | gst req | gst sect | warp instr. (ours / ncu) | L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
+                "gld req | gld sect | gst req | gst sect | warp instr. (ours / ncu) | "
+                "L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
             "|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for case in report.cases:
         hw = case.hardware

@@ -358,13 +358,13 @@ def _ints(v, unsigned=False):
     return v.astype(np.int64)
 
 
-def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
+def fast_forward(st, cf, fr, pc: int, m, bbw, bbt, keep_traces: bool = False):
     """Run the self-loop at ``pc`` to its end executing only a few iterations: ``"done"``; ``"resume"`` when
-    iterations were executed but the rest must run as usual (the driver goes on from the branch; their address
-    traces are left in ``st.loop_resume``); None when nothing was executed."""
+    iterations were executed but the rest must run as usual (the driver goes on from the branch; with
+    ``keep_traces``, their address traces are left in ``st.loop_resume``); None when nothing was executed."""
     traces: list = []
     how = _fast_forward(st, cf, fr, pc, m, bbw, bbt, traces)
-    if how == "resume":
+    if how == "resume" and keep_traces:
         st.loop_resume = traces
     return how
 

@@ -195,7 +195,7 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
         from perfmodel.sim.loops import fast_forward
 
         st.loop_resume = None
-        how = fast_forward(st, cf, fr, pc, m, bbw, bbt)
+        how = fast_forward(st, cf, fr, pc, m, bbw, bbt, keep_traces=True)
         if how == "done":          # one trip count for every lane: the SASS grouping is the PTX one
             st.mask = m
             return
