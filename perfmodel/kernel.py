@@ -219,6 +219,8 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
             b = same[0]
             found[b] = UnrolledLoop(b, 1, loop.end - loop.start + 1, loop.start, ptx_loops[b][2])
             covered |= set(range(loop.start, loop.end + 1))
+    # a refusal for a block that another SASS loop matched (a remainder loop tried against the main loop) is noise
+    notes = [n for n in notes if "refused" not in n or not any(f"(PTX block {b})" in n for b in found)]
     return found, notes, covered
 
 
