@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 
 from perfmodel.analysis import _counts_json
-from perfmodel.compile.sass import find_nvdisasm
 from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
 
-pytestmark = pytest.mark.skipif(find_nvdisasm() is None, reason="needs nvdisasm (nvidia-cuda-nvdisasm wheel)")
 
 # A CSR-style row loop (the shape of spmv_csr): NVVM unrolls it 4x into a PTX self-loop block (4 loads of a[]
 # per PTX iteration, after a `(hi - lo) & 3` remainder loop); ptxas (sm_90) unrolls that block 4x again: a SASS
