@@ -157,7 +157,7 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
         mem = Counter((key(module.files.get(ins.file, ""), ins.line),) + k for ins, k in ins_keys if k)
         ptx_loops[b] = (mem, any(k == ("other",) or (k and ins.guard is not None) for ins, k in ins_keys) or
                         any(ins.opcode in _PTX_REFUSE for ins, _ in ins_keys), last.line)
-    notes, found, covered = [], {}, set()
+    notes, found, covered, covered_by, twice = [], {}, set(), {}, set()
 
     def sass_mem(indices):
         out = Counter()
@@ -193,9 +193,11 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
                          "kept)")
             continue
         b, r, line, _ = passing[0]
-        if b in found:
+        if b in found or b in twice:
             notes.append(f"line {line} (PTX block {b}): two SASS loops match it; refused (PTX grouping kept)")
-            found.pop(b)
+            found.pop(b, None)
+            covered -= covered_by.pop(b, set())
+            twice.add(b)
             continue
         found[b] = UnrolledLoop(b, r, loop.end - loop.start + 1, loop.start, line)
         groups = [g for g in loop.groups if sass_mem(g)]
@@ -203,7 +205,8 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
         last = groups[n_chunks - 1][-1] if n_chunks else loop.end
         if _tail_used(loop, groups, n_chunks):
             last += 1           # the 1-copy loop's backward branch
-        covered |= set(range(loop.start, last + 1))
+        covered_by[b] = set(range(loop.start, last + 1))
+        covered |= covered_by[b]
         notes.append(f"line {line} (PTX block {b}): recognised: ptxas unrolled it {r}x, remainder chunks "
                      f"{list(found[b].chunks)}")
     # loops ptxas kept as they are (R = 1): exactly the block's accesses, one SASS loop for one PTX block. Nothing
@@ -214,7 +217,7 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
             continue
         main = bodies[loop.start]
         same = [b for b, (mem, _refuse, _line) in ptx_loops.items() if mem and mem == main]
-        if len(same) == 1 and same[0] not in found and sum(
+        if len(same) == 1 and same[0] not in found and same[0] not in twice and sum(
                 1 for other in all_loops if other.start not in covered and bodies[other.start] == main) == 1:
             b = same[0]
             found[b] = UnrolledLoop(b, 1, loop.end - loop.start + 1, loop.start, ptx_loops[b][2])
