@@ -432,7 +432,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
-                       "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry)}
+                       "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry),
+                       "sass_loops": list(getattr(program, "sass_loop_notes", []))}   # docs/semantics.md
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors

@@ -23,6 +23,9 @@ class KernelProgram:
     local_bytes: int = 0
     ptxas_shared_bytes: int | None = None
     sass_weights: dict | None = field(default=None, repr=False)
+    sass_loops: dict = field(default_factory=dict, repr=False)   # PTX block -> UnrolledLoop (entry function)
+    sass_loop_notes: list = field(default_factory=list)          # what the loop matching recognised or refused
+    sass_spin: dict = field(default_factory=dict, repr=False)    # PTX atom index -> SASS CAS-loop round size
     primary_file: int | None = None
     defines: dict = field(default_factory=dict)
 
@@ -81,7 +84,243 @@ def _is_shared_ptx(ins) -> bool:
     return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
 
 
-def _sass_weights(compiled, info, module, entry) -> list | None:
+_PTX_REFUSE = {"atom", "red", "bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "call", "ret",
+               "exit", "membar", "fence", "tex", "suld", "sust", "cp"}
+
+
+def _ptx_memory_key(ins) -> tuple | None:
+    """(space, "ld"/"st", bytes) of a global or shared load or store, as :func:`perfmodel.compile.sass.memory_key`
+    gives it for SASS; "other" for any other memory access (param excepted), None for no memory access."""
+    from perfmodel.sim.memops import access_parts
+    from perfmodel.sim.values import DT
+
+    if ins.opcode not in ("ld", "ldu", "st"):
+        return None
+    space, vec, t = access_parts(ins)
+    if space == "param":
+        return None
+    if space not in ("global", "shared"):
+        return ("other",)
+    try:
+        size = DT[t].itemsize if t in DT else int("".join(ch for ch in t if ch.isdigit())) // 8
+    except (KeyError, ValueError, TypeError):
+        return ("other",)
+    return (space, "st" if ins.opcode == "st" else "ld", size * vec)
+
+
+@dataclass(frozen=True)
+class UnrolledLoop:
+    """A PTX self-loop block that ptxas unrolled ``factor`` times more: its SASS loop holds ``factor`` copies of
+    the block and runs while at least ``factor`` PTX iterations remain; what remains then runs as straight-line
+    chunks of ``factor / 2``, ``factor / 4``, ..., 1 copies, each if its bit of the remainder is set
+    (docs/semantics.md, "SASS loop regrouping")."""
+    block: int                       # PTX block index in the entry function
+    factor: int                      # R
+    sass_main: int                   # SASS instructions of the loop body (R copies, with the loop's overhead)
+    sass_start: int                  # index of its first SASS instruction
+    line: int                        # a source line of the loop (for messages)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        out, c = [], self.factor // 2
+        while c >= 1:
+            out.append(c)
+            c //= 2
+        return tuple(out)
+
+
+def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
+    """Match the SASS loops that hold several copies of a PTX self-loop block (see :class:`UnrolledLoop`).
+
+    Returns ({PTX block: UnrolledLoop}, notes saying what was recognised or refused and why, the SASS instruction
+    indices the recognised loops and their chunks cover). A loop is recognised only when the SASS body's global and
+    shared loads and stores are exactly R copies of the PTX block's (same source lines, directions and widths), R a
+    power of two >= 2, and the straight-line runs after it that hold such accesses are, in order, exactly R/2, R/4,
+    ..., 1 copies. Anything else keeps the PTX grouping (today's behaviour) and is noted."""
+    from collections import Counter
+
+    from perfmodel.compile.sass import backward_loops, memory_key
+
+    if not sass_flow:
+        return {}, [], set()
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    ptx_loops = {}
+    for b, blk in enumerate(f.blocks):
+        last = f.instrs[blk.end - 1]
+        if not (blk.succ and blk.succ[0] == b and last.opcode == "bra" and last.guard is not None):
+            continue
+        ins_keys = [(ins, _ptx_memory_key(ins)) for ins in f.instrs[blk.start:blk.end]]
+        mem = Counter((key(module.files.get(ins.file, ""), ins.line),) + k for ins, k in ins_keys if k)
+        ptx_loops[b] = (mem, any(k == ("other",) or (k and ins.guard is not None) for ins, k in ins_keys) or
+                        any(ins.opcode in _PTX_REFUSE for ins, _ in ins_keys), last.line)
+    notes, found, covered, covered_by, twice = [], {}, set(), {}, set()
+
+    def sass_mem(indices):
+        out = Counter()
+        for i in indices:
+            k = memory_key(sass_flow[i])
+            if k is not None:
+                out[(key(*sass_flow[i].inner),) + k] += 1
+        return out
+
+    all_loops = backward_loops(sass_flow)
+    for loop in all_loops:
+        main = sass_mem(range(loop.start, loop.end + 1))
+        if not main:
+            continue
+        matches = []
+        for b, (mem, refuse, line) in ptx_loops.items():
+            if not mem or sum(main.values()) % sum(mem.values()):
+                continue
+            r = sum(main.values()) // sum(mem.values())
+            if r >= 2 and all(main[k] == r * n for k, n in mem.items()) and set(main) == set(mem):
+                matches.append((b, r, refuse, line))
+        if not matches:
+            continue
+        passing, refusals = [], []
+        for b, r, refuse, line in matches:
+            why = _chunk_check(loop, ptx_loops[b][0], r, refuse, sass_mem)
+            (refusals if why else passing).append((b, r, line, why))
+        if len(passing) != 1:
+            b, r, line, why = (passing or refusals)[0]
+            why = why if not passing else (f"the SASS loop at instruction {loop.start} matches {len(passing)} PTX "
+                                          "loops")
+            notes.append(f"line {line} (PTX block {b}): unrolled {r}x by ptxas, but {why}; refused (PTX grouping "
+                         "kept)")
+            continue
+        b, r, line, _ = passing[0]
+        if b in found or b in twice:
+            notes.append(f"line {line} (PTX block {b}): two SASS loops match it; refused (PTX grouping kept)")
+            found.pop(b, None)
+            covered -= covered_by.pop(b, set())
+            twice.add(b)
+            continue
+        found[b] = UnrolledLoop(b, r, loop.end - loop.start + 1, loop.start, line)
+        groups = [g for g in loop.groups if sass_mem(g)]
+        n_chunks = len(found[b].chunks)
+        last = groups[n_chunks - 1][-1] if n_chunks else loop.end
+        if _tail_used(loop, groups, n_chunks):
+            last += 1           # the 1-copy loop's backward branch
+        covered_by[b] = set(range(loop.start, last + 1))
+        covered |= covered_by[b]
+        notes.append(f"line {line} (PTX block {b}): recognised: ptxas unrolled it {r}x, remainder chunks "
+                     f"{list(found[b].chunks)}")
+    # loops ptxas kept as they are (R = 1): exactly the block's accesses, one SASS loop for one PTX block. Nothing
+    # to regroup; their SASS body is what one iteration issues (the warp-instruction weights)
+    bodies = {loop.start: sass_mem(range(loop.start, loop.end + 1)) for loop in all_loops}
+    for loop in all_loops:
+        if loop.start in covered:
+            continue
+        main = bodies[loop.start]
+        same = [b for b, (mem, _refuse, _line) in ptx_loops.items() if mem and mem == main]
+        if len(same) == 1 and same[0] not in found and same[0] not in twice and sum(
+                1 for other in all_loops if other.start not in covered and bodies[other.start] == main) == 1:
+            b = same[0]
+            found[b] = UnrolledLoop(b, 1, loop.end - loop.start + 1, loop.start, ptx_loops[b][2])
+            covered |= set(range(loop.start, loop.end + 1))
+    # a refusal for a block that another SASS loop matched (a remainder loop tried against the main loop) is noise
+    notes = [n for n in notes if "refused" not in n or not any(f"(PTX block {b})" in n for b in found)]
+    return found, notes, covered
+
+
+def _tail_used(loop, groups, n_chunks) -> bool | None:
+    """Whether the loop that follows the SASS loop (``tail_loop``) is its last (1-copy) chunk: True; False when it
+    is not among the chunks; None when it would be a chunk other than the last."""
+    if not (loop.tail_loop and groups and groups[-1] is loop.groups[-1]):
+        return False
+    at = len(groups) - 1
+    if at >= n_chunks:
+        return False
+    return True if at == n_chunks - 1 else None
+
+
+def _chunk_check(loop, mem, r, refuse, sass_mem) -> str:
+    """Why the SASS loop is not R copies of the PTX block followed by chunks of R/2, ..., 1 copies ('' if it is)."""
+    from collections import Counter
+
+    if refuse:
+        return "the block has accesses or warp-level instructions the regrouping does not handle"
+    if r & (r - 1):
+        return "R is not a power of two"
+    groups = [g for g in loop.groups if sass_mem(g)]
+    n_want = max(r.bit_length() - 1, 0)
+    if _tail_used(loop, groups, n_want) is None:
+        # ptxas's other form: the last chunk is a loop of one copy that runs while PTX iterations remain, which
+        # after the main loop (< R remain) and the chunks of R/2 .. 2 copies is at most once: a 1-copy chunk.
+        # A loop anywhere else among the chunks is refused.
+        return "the chunks after the loop include another loop"
+    want, c = [], r // 2
+    while c >= 1:
+        want.append(c)
+        c //= 2
+    per_copy = sum(mem.values())
+    if len(groups) < len(want) or any(sass_mem(g) != Counter({k: c * n for k, n in mem.items()})
+                                      for g, c in zip(groups, want)):
+        seen = [round(sum(sass_mem(g).values()) / per_copy, 2) for g in groups[:len(want)]]
+        return f"the straight-line code after the loop holds {seen} copies where {want} were expected"
+    return ""
+
+
+def _sass_loops(compiled, info, module, entry):
+    """({PTX block: UnrolledLoop}, notes, covered SASS indices, {PTX instruction: SASS spin-loop size})."""
+    from perfmodel.compile.sass import kernel_flow
+
+    try:
+        flow = kernel_flow(compiled, info)
+    except Exception:   # noqa: BLE001 - nvdisasm missing or failing: PTX grouping
+        flow = None
+    loops, notes, covered = _unrolled_loops(flow, module, entry)
+    spins = _spin_loops(flow, module, entry, covered, notes)
+    return loops, notes, covered, spins
+
+
+def _spin_loops(flow, module, entry, covered: set, notes: list) -> dict:
+    """Atomics that ptxas turns into a compare-and-swap loop (sm_90's shared-memory float add: ``LDS; FADD;
+    ATOMS.CAST.SPIN; ISETP; @!P BRA``): a straight-line SASS loop around a CAS, on the line of exactly one PTX
+    ``atom`` that is not itself in a PTX loop. A warp repeats it until every lane's CAS succeeded: at least as many
+    times as its largest number of active lanes on one address (``atomic_same_address``). Returns {PTX instruction
+    index: SASS instructions of one round}, adds the loop to ``covered``."""
+    from perfmodel.compile.sass import backward_loops
+
+    if not flow:
+        return {}
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    in_loop = set()
+    for b, blk in enumerate(f.blocks):
+        if blk.succ and b in blk.succ:
+            in_loop |= set(range(blk.start, blk.end))
+    atoms: dict = {}
+    for i, ins in enumerate(f.instrs):
+        if ins.opcode in ("atom", "red"):
+            atoms.setdefault(key(module.files.get(ins.file, ""), ins.line), []).append(i)
+    out = {}
+    for loop in backward_loops(flow):
+        body = range(loop.start, loop.end + 1)
+        if loop.start in covered or not any(".CAS" in flow[j].op for j in body):
+            continue
+        lines = {key(*flow[j].inner) for j in body if ".CAS" in flow[j].op}
+        cands = [i for k in lines for i in atoms.get(k, [])]
+        if len(lines) != 1 or len(cands) != 1 or cands[0] in in_loop or cands[0] in out:
+            notes.append(f"SASS compare-and-swap loop at instruction {loop.start}: not one PTX atomic outside a "
+                         "loop on its line; weighted as one instruction")
+            continue
+        out[cands[0]] = len(body)
+        covered |= set(body)
+        notes.append(f"line {f.instrs[cands[0]].line}: the atomic is a {len(body)}-instruction compare-and-swap "
+                     "loop in SASS, repeated per warp as often as its most lanes on one address")
+    return out
+
+
+def _sass_weights(compiled, info, module, entry, loops: dict | None = None, covered: set | None = None) \
+        -> list | None:
     """SASS instructions per PTX instruction of the entry function, from the compiled cubin's line table.
 
     Each PTX instruction gets its source line's static ratio (SASS / PTX instructions on that line), divided by
@@ -89,29 +328,43 @@ def _sass_weights(compiled, info, module, entry) -> list | None:
     loop line's static SASS holds several copies that run fewer times each. The replication is read off the
     global memory instructions, which ptxas neither merges nor drops: SASS LDG/STG/ATOM on the block's lines over
     PTX global accesses there. Executed PTX warp instructions times these weights estimate the SASS warp
-    instructions the hardware issues (``counts.warp_instructions``)."""
+    instructions the hardware issues (``counts.warp_instructions``).
+
+    ``loops`` (recognised further-unrolled loops, :func:`_unrolled_loops`) and ``covered`` (their SASS instructions):
+    such a block's instructions weigh its SASS loop body's instructions over R, per source line, and neither the
+    loop's SASS nor the block's PTX take part in the line ratios of the other blocks."""
     from collections import Counter
 
-    from perfmodel.compile.sass import kernel_instructions
+    from perfmodel.compile.sass import kernel_flow
 
+    loops = loops or {}
+    covered = covered or set()
     try:
-        sass = kernel_instructions(compiled, info)
+        flow = kernel_flow(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: fall back to PTX counts
         return None
-    if not sass:
+    if not flow:
         return None
+    sass = [(ins.inner, ins.outer, ins.text) for ins in flow]
     f = module.functions[entry]
 
     def key(path, line):
         return (str(path).rsplit("/", 1)[-1], line)
 
-    sass_n = Counter(key(*inner) for inner, _outer, _t in sass)
-    sass_g = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_GLOBAL)
+    in_loop = set()
+    for b in loops:
+        in_loop |= set(range(f.blocks[b].start, f.blocks[b].end))
+    # the math library's slow paths (local subroutines such as $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath,
+    # called only for denormal, infinite or out-of-range operands) are not what the line executes
+    rest = [item for j, item in enumerate(sass) if j not in covered and
+            not (flow[j].subroutine and "slowpath" in flow[j].subroutine)]
+    sass_n = Counter(key(*inner) for inner, _outer, _t in rest)
+    sass_g = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_GLOBAL)
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
-    ptx_n = Counter(ptx_keys)
-    ptx_g = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_global_ptx(ins))
-    sass_s = Counter(key(*inner) for inner, _outer, t in sass if _sass_op(t) in _SASS_SHARED)
-    ptx_s = Counter(k for k, ins in zip(ptx_keys, f.instrs) if _is_shared_ptx(ins))
+    ptx_n = Counter(k for i, k in enumerate(ptx_keys) if i not in in_loop)
+    ptx_g = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_global_ptx(ins) and i not in in_loop)
+    sass_s = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_SHARED)
+    ptx_s = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_shared_ptx(ins) and i not in in_loop)
     replication = []
     for blk in f.blocks:
         rep = 1.0
@@ -127,12 +380,30 @@ def _sass_weights(compiled, info, module, entry) -> list | None:
         replication.append(rep)
     weights = []
     for i, k in enumerate(ptx_keys):
-        if k[1] == 0 or k not in sass_n:
+        if i in in_loop:
+            w = 0.0             # set by _loop_weights below
+        elif k[1] == 0 or k not in sass_n:
             w = 1.0 if k[1] == 0 else 0.0
         else:
             w = sass_n[k] / ptx_n[k]
         weights.append(w / replication[f.block_of[i]])
+    for b, loop in loops.items():
+        _loop_weights(weights, f.blocks[b], ptx_keys, loop, sass, key)
     return weights
+
+
+def _loop_weights(weights, blk, ptx_keys, loop, sass, key):
+    """A recognised loop block's weights: per source line, the SASS loop body's instructions on that line over R,
+    shared among the block's PTX instructions on it; SASS on lines the block does not have, evenly."""
+    from collections import Counter
+
+    body = Counter(key(*inner) for inner, _o, _t in sass[loop.sass_start:loop.sass_start + loop.sass_main])
+    idx = range(blk.start, blk.end)
+    own = Counter(ptx_keys[i] for i in idx)
+    spread = sum(n for k, n in body.items() if k not in own) / loop.factor / len(idx)
+    for i in idx:
+        k = ptx_keys[i]
+        weights[i] = body.get(k, 0) / loop.factor / own[k] + spread
 
 
 def load_kernel(path=None, source: str | None = None, entry: str | None = None, defines: dict | None = None,
@@ -157,11 +428,16 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     if info.mangled not in module.functions:
         raise SimulationError(f"{info.expression}: the PTX has no entry {info.mangled}")
     f = module.functions[info.mangled]
+    loops, notes, covered, spins = _sass_loops(compiled, info, module, info.mangled)
+    weights = _sass_weights(compiled, info, module, info.mangled, loops, covered)
+    if weights is not None:
+        for i in spins:
+            weights[i] = 0.0            # counted per round instead (sass_spin)
     primary = next((ins.file for ins in f.instrs if ins.line), None)
     return KernelProgram(
         name=info.expression, path=str(compiled.source_path or path or "<source>"),
         source_lines=list(compiled.source_lines), params=list(info.params), module=module, entry=info.mangled,
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
-        ptxas_shared_bytes=info.static_shared_bytes, sass_weights=_sass_weights(compiled, info, module, info.mangled),
-        primary_file=primary, defines=dict(defines or {}))
+        ptxas_shared_bytes=info.static_shared_bytes, sass_weights=weights, sass_loops=loops,
+        sass_spin=spins, sass_loop_notes=notes, primary_file=primary, defines=dict(defines or {}))

@@ -19,14 +19,18 @@ import os
 import re
 import subprocess
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 _memory: dict[str, dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]] = {}
+_memory_flow: dict[str, dict[str, list]] = {}
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _FUNC_HDR = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
 _LINEINFO = re.compile(r'//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
 _INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_SUBROUTINE = re.compile(r"^(\$[\w$.]+):\s*$")   # a local subroutine of the function (e.g. a math slow path)
+_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,19 +82,23 @@ def _disassemble(cubin: bytes) -> str | None:
     return proc.stdout
 
 
-def parse_sass(text: str) -> dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]:
-    """mangled function -> [(innermost (file, line), outermost (file, line), instruction text)]."""
+def parse_sass(text: str, flow: bool = False) -> dict[str, list]:
+    """mangled function -> [(innermost (file, line), outermost (file, line), instruction text)]; with ``flow``,
+    [:class:`SassInstr`] (the same instructions with their labels and branch targets)."""
     funcs: dict[str, list] = {}
     current: list | None = None
     chain: list[tuple[str, int]] = []
     chain_open = False            # True while consecutive //## lines build one chain
     where_inner = where_outer = ("", 0)
-    pending_label = None
+    labels: list[str] = []
+    subroutine = None
     for line in text.splitlines():
         m = _FUNC_HDR.match(line) or _SECTION.match(line)
         if m:
             current = funcs.setdefault(m.group(1), [])
             where_inner = where_outer = ("", 0)
+            labels = []
+            subroutine = None
             continue
         if current is None:
             continue
@@ -107,7 +115,11 @@ def parse_sass(text: str) -> dict[str, list[tuple[tuple[str, int], tuple[str, in
             continue
         m = _LABEL.match(line)
         if m:
-            pending_label = m.group(1)
+            labels.append(m.group(1))
+            continue
+        m = _SUBROUTINE.match(line)
+        if m:
+            subroutine = m.group(1)
             continue
         m = _INSTR.match(line)
         if m:
@@ -116,12 +128,33 @@ def parse_sass(text: str) -> dict[str, list[tuple[tuple[str, int], tuple[str, in
             op = instr.split()[0] if instr else ""
             if op.startswith("@"):
                 op = instr.split()[1] if len(instr.split()) > 1 else ""
-            padding = op == "NOP" or (op == "BRA" and pending_label is not None and
-                                      f"`({pending_label})" in instr)
-            pending_label = None
-            if not padding:
+            padding = op == "NOP" or (op == "BRA" and any(f"`({lb})" in instr for lb in labels))
+            here, labels = tuple(labels), []
+            if padding:
+                continue
+            if flow:
+                t = _TARGET.search(instr)
+                current.append(SassInstr(where_inner, where_outer, instr, here,
+                                         t.group(1) if t and op.startswith("BRA") else None, subroutine))
+            else:
                 current.append((where_inner, where_outer, instr))
     return funcs
+
+
+@dataclass(frozen=True)
+class SassInstr:
+    inner: tuple[str, int]        # innermost (file, line)
+    outer: tuple[str, int]        # outermost (file, line)
+    text: str                     # e.g. "@!P1 BRA `(.L_x_7)"
+    labels: tuple[str, ...] = ()  # labels that name this instruction
+    target: str | None = None     # a branch's target label
+    subroutine: str | None = None  # the local subroutine it belongs to (``$__internal_0_$__cuda_sm3x_div_rn_...``)
+
+    @property
+    def op(self) -> str:
+        """The opcode with its modifiers (``LDG.E``), without the guard."""
+        words = self.text.split()
+        return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
 
 
 def _functions(cubin: bytes | None):
@@ -134,6 +167,19 @@ def _functions(cubin: bytes | None):
             return None
         _memory[digest] = parse_sass(text)
     return _memory[digest]
+
+
+def kernel_flow(mod, info) -> list | None:
+    """The kernel's SASS as :class:`SassInstr` (labels and branch targets kept), or None without nvdisasm."""
+    if not mod.cubin:
+        return None
+    digest = hashlib.sha256(mod.cubin).hexdigest()
+    if digest not in _memory_flow:
+        text = _disassemble(mod.cubin)
+        if text is None:
+            return None
+        _memory_flow[digest] = parse_sass(text, flow=True)
+    return _memory_flow[digest].get(info.mangled)
 
 
 def kernel_instructions(mod, info) -> list[tuple[tuple[str, int], tuple[str, int], str]] | None:
@@ -168,3 +214,86 @@ def sass_opcode_counts(mod, info) -> dict[str, int] | None:
         op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
         ops[op] += 1
     return dict(ops)
+
+
+# ---- loops that ptxas unrolled further than the PTX -----------------------------------------------------------
+
+_CONTROL = ("BRA", "BSYNC", "EXIT", "RET", "JMP", "BRX", "CALL", "WARPSYNC", "BREAK")
+
+
+@dataclass(frozen=True)
+class SassLoop:
+    """A backward branch and what follows it, as :func:`backward_loops` finds them."""
+    start: int                       # index of the loop's first instruction (the branch's target)
+    end: int                         # index of the backward branch
+    groups: tuple[tuple[int, ...], ...]   # after the loop: indices of the instructions of each straight-line run
+                                          # (between branches, BSYNCs and labels), in order, up to the next loop
+    tail_loop: bool = False          # the last group is the body of a straight-line loop that follows (ptxas's
+                                     # last remainder chunk may be a loop that runs at most once)
+
+
+def _is_control(ins: SassInstr) -> bool:
+    return ins.op.split(".")[0] in _CONTROL
+
+
+def backward_loops(flow: list) -> list[SassLoop]:
+    """Innermost straight-line loops of a function's SASS: a backward branch whose body holds no other branch and
+    no label that a branch targets (nothing jumps into it), with the straight-line runs that follow it up to the
+    next loop, and that loop's body as the last run when it is a straight-line loop too (``tail_loop``)."""
+    where = {lb: i for i, ins in enumerate(flow) for lb in ins.labels}
+    targeted = {ins.target for ins in flow if ins.target}
+    loop_heads = {where[ins.target] for i, ins in enumerate(flow)
+                  if ins.target in where and where[ins.target] <= i}
+    out = []
+    def straight(a, b):
+        return not any(_is_control(x) for x in flow[a:b]) and not any(
+            set(x.labels) & targeted for x in flow[a + 1:b + 1])
+
+    ends = {where[ins.target]: i for i, ins in enumerate(flow) if ins.target in where and where[ins.target] <= i}
+    for b, ins in enumerate(flow):
+        a = where.get(ins.target) if ins.target else None
+        if a is None or a > b or not straight(a, b):
+            continue
+        groups, cur, tail = [], [], False
+        for i in range(b + 1, len(flow)):
+            x = flow[i]
+            if i in loop_heads:
+                if cur:
+                    groups.append(tuple(cur))
+                cur = []
+                if straight(i, ends[i]):
+                    groups.append(tuple(range(i, ends[i])))
+                    tail = True
+                break
+            if x.labels or _is_control(x):
+                if cur:
+                    groups.append(tuple(cur))
+                cur = []
+            if _is_control(x):
+                if x.op.split(".")[0] in ("EXIT", "RET") and not x.text.startswith("@"):
+                    break
+                continue
+            cur.append(i)
+        if cur:
+            groups.append(tuple(cur))
+        out.append(SassLoop(a, b, tuple(groups), tail))
+    return out
+
+
+def memory_key(ins: SassInstr) -> tuple | None:
+    """(space, "ld"/"st", bytes) of a global or shared load or store; None for anything else (atomics, local and
+    generic accesses, constant loads...)."""
+    parts = ins.op.split(".")
+    kind = {"LDG": ("global", "ld"), "STG": ("global", "st"), "LDS": ("shared", "ld"),
+            "STS": ("shared", "st")}.get(parts[0])
+    if kind is None:
+        return None
+    width = 4
+    for p in parts[1:]:
+        if p in ("64", "128"):
+            width = int(p) // 8
+        elif p in ("U8", "S8"):
+            width = 1
+        elif p in ("U16", "S16"):
+            width = 2
+    return kind + (width,)

@@ -127,6 +127,12 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
                    f" in {g['source_level_sampled_compared']}")
         lines.append(f"{name}: equal to ncu in {g['agree']}/{g['compared']} cases; source-level kernels, exact "
                      f"simulation: {g['source_level_exact_agree']}/{g['source_level_exact_compared']}{sampled}")
+    wi = s.get("warp_instructions") or {}
+    if wi.get("compared"):
+        lines.append(f"warp instructions executed vs ncu (smsp__inst_executed): median |error| "
+                     f"{wi['median_abs_error'] * 100:.1f}%, max |error| {wi['max_abs_error'] * 100:.1f}% (worst factor "
+                     f"{wi['worst_factor']:.2f}x); {wi['within_10pct']}/{wi['compared']} within 10%, "
+                     f"{wi['within_25pct']}/{wi['compared']} within 25%")
     if s.get("failed"):
         lines.append(f"not analysed: {', '.join(s['failed'])}")
     return lines
@@ -144,8 +150,9 @@ def to_markdown(report: AccuracyReport) -> str:
            f"Dataset: `{report.dataset}`, {s['cases']} cases.", ""]
     out += [f"- {line}" for line in _summary_lines(s)]
     out += ["", "| case | regs | blocks/SM ours / API | measured | predicted | error | bound | "
-                "gld req | gld sect | gst req | gst sect | L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
-            "|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|"]
+                "gld req | gld sect | gst req | gst sect | warp instr. (ours / ncu) | "
+                "L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
+            "|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for case in report.cases:
         hw = case.hardware
         flags = {m.name: m for m in case.global_counts}
@@ -161,11 +168,15 @@ def to_markdown(report: AccuracyReport) -> str:
             return "-" if hw.get(key) is None else f"{hw[key]:.0f}%"
 
         bandwidth = hw.get("achieved_dram_gb_per_s")
+        wi = case.warp_instructions
+        wi_cell = ("-" if wi is None or wi.ratio is None else
+                   f"{fmt_error(wi.ratio - 1)} ({_count(wi.ours)} / {_count(wi.measured)})")
 
         out.append(
             f"| {case.id}{' (sampled)' if case.sampled else ''} | {case.registers} | {case.blocks_per_sm_ours} / {case.blocks_per_sm_api} | "
             f"{_time(case.measured_time_s)} | {_time(case.predicted_time_s) if not case.error else 'error'} | "
-            f"{fmt_error(case.time_error)} | {case.bound or '-'} | {' | '.join(cells)} | {pct('l1_hit_rate_pct')} | "
+            f"{fmt_error(case.time_error)} | {case.bound or '-'} | {' | '.join(cells)} | {wi_cell} | "
+            f"{pct('l1_hit_rate_pct')} | "
             f"{pct('l2_hit_rate_pct')} | "
             f"{'-' if bandwidth is None else f'{bandwidth:.0f}'} | "
             f"{pct('achieved_occupancy_pct')} |")

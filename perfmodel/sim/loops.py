@@ -358,10 +358,18 @@ def _ints(v, unsigned=False):
     return v.astype(np.int64)
 
 
-def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
+def fast_forward(st, cf, fr, pc: int, m, bbw, bbt, keep_traces: bool = False):
     """Run the self-loop at ``pc`` to its end executing only a few iterations: ``"done"``; ``"resume"`` when
-    iterations were executed but the rest must run as usual (the driver goes on from the branch); None when
-    nothing was executed."""
+    iterations were executed but the rest must run as usual (the driver goes on from the branch; with
+    ``keep_traces``, their address traces are left in ``st.loop_resume``); None when nothing was executed."""
+    traces: list = []
+    how = _fast_forward(st, cf, fr, pc, m, bbw, bbt, traces)
+    if how == "resume" and keep_traces:
+        st.loop_resume = traces
+    return how
+
+
+def _fast_forward(st, cf, fr, pc: int, m, bbw, bbt, traces: list):
     plan = _plan(st, cf, pc)
     if not plan.ok:
         return None
@@ -369,7 +377,7 @@ def fast_forward(st, cf, fr, pc: int, m, bbw, bbt):
     fname = cf.func.name
     gids = plan.counted_gids
     rows, lanes = st.nB, st.Tp
-    deltas, traces, regs, tests = [], [], [], []
+    deltas, regs, tests = [], [], []
 
     def one_iteration() -> bool:
         """Execute one iteration; True when every active lane goes on to the next."""

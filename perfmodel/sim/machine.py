@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from perfmodel.errors import Location, SimulationError
+from perfmodel.sim import regroup
 from perfmodel.sim.memory import MemoryMixin
 from perfmodel.sim.values import Frame, as_type
 
@@ -33,6 +34,8 @@ class Counters:
         self.atomic_ops: dict = {}        # atomic operations and per-line counts (atomic_count.py)
         self.cc1: dict = {}               # global instruction -> CC 1.0 / 1.2 transactions and bytes (coalesce.py)
         self.generic_split: dict = {}     # generic instruction -> {space: [threads, requests, units, lines, bytes]}
+        self.sass_copies: dict = {}       # (function, block) -> PTX-block copies the SASS issued minus the warps that
+                                          # executed the block (further-unrolled loops, sim/regroup.py)
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
@@ -83,6 +86,7 @@ class State(MemoryMixin):
         self.replica = None     # perfmodel.sim.replicate._Replica on a class representative's run
         self.fast_loops = launch.fast_loops   # count long uniform loops from a few iterations (sim.loops)
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
+        self.loop_resume = None  # the traces of the iterations a fast-forward attempt ran before giving up
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))
@@ -328,6 +332,13 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             top[2] = m
         st.mask = m
         blk = blocks[pc]
+        loop = regroup.loop_of(st, cf, pc) if blk.term == "cbra" and blk.target == pc else None
+        if loop is not None:
+            # a loop ptxas unrolled further: run it whole and count it as the SASS issues it (sim/regroup.py)
+            regroup.run_loop(st, cf, fr, pc, m, bbw, bbt, divw, loop)
+            st.mask = m
+            top[0] = blk.fall
+            continue
         if blk.term == "cbra" and blk.target == pc and st.fast_loops and st.probe is None and st.replica is None:
             from perfmodel.sim.loops import fast_forward
 

@@ -267,6 +267,8 @@ def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
             acc = dst_d.setdefault(fname, [0] * len(vals))
             for i, v in enumerate(vals):
                 acc[i] += v * w
+    for key, v in c.sass_copies.items():     # further-unrolled loops' SASS copies (sim/regroup.py)
+        total.sass_copies[key] = total.sass_copies.get(key, 0) + v * w
     for gid, vals in c.cc1.items():          # CC 1.x transactions and bytes per instruction (sim/coalesce.py)
         acc = total.cc1.setdefault(gid, [0] * len(vals))
         for i, v in enumerate(vals):

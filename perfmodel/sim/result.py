@@ -99,6 +99,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     rows = []
     cnt = counters
     thread_insts = 0
+    spins = getattr(launch.program, "sass_spin", None) or {}
     for fname, cf in builder.funcs.items():
         bbw = cnt.bb_warps.get(fname)
         if bbw is None:
@@ -110,6 +111,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
             w_b, t_b = bbw[b], bbt[b]
             if not w_b:
                 continue
+            # the warp executions the SASS issues: a further-unrolled loop regroups its iterations (sim/regroup.py)
+            w_sass = w_b + cnt.sass_copies.get((fname, b), 0)
             cblk = cf.blocks[b]
             if cblk.term == "cbra":
                 c.branches += w_b
@@ -122,12 +125,18 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.ptx_classes[pc] = c.ptx_classes.get(pc, 0) + w_b
                 thread_insts += t_b
                 weight = 1.0 if sass_weights is None or fname != launch.program.entry else sass_weights[k]
+                spin = spins.get(k) if fname == launch.program.entry else None
+                if spin and sass_weights is not None:
+                    # an atomic that is a compare-and-swap loop in SASS: one round per lane sharing an address
+                    sass_extra = cnt.conflicts[gid] * spin
+                else:
+                    sass_extra = 0
                 own = primary_file is None or ins.file == primary_file
                 ln = lines.setdefault(ins.line, _new_line()) if own else None
                 if ln is not None:
                     ln["ptx_warp_instructions"] += w_b
-                    ln["warp_instructions"] += w_b * weight
-                c.warp_instructions += w_b * weight
+                    ln["warp_instructions"] += w_sass * weight + sass_extra
+                c.warp_instructions += w_sass * weight + sass_extra
                 op = ins.opcode
                 parts = []
                 if op in ("ld", "ldu", "st", "atom", "red") and cnt.requests[gid]:

@@ -1,0 +1,222 @@
+"""Loops ptxas unrolled further than the PTX (perfmodel.sim.regroup): requests, sectors and issued copies grouped as
+the SASS issues them, against counts derived by hand; identical to the PTX grouping when a warp's lanes share one
+trip count; the loop fast-forward and block replication still give the unoptimised path's counts."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from perfmodel.analysis import _counts_json
+from perfmodel.kernel import load_kernel
+from perfmodel.sim import simulate
+
+
+# A CSR-style row loop (the shape of spmv_csr): NVVM unrolls it 4x into a PTX self-loop block (4 loads of a[]
+# per PTX iteration, after a `(hi - lo) & 3` remainder loop); ptxas (sm_90) unrolls that block 4x again: a SASS
+# loop of 16 loads that runs while >= 4 PTX iterations remain, then a chunk of 2 copies (8 loads) if >= 2 remain,
+# then a chunk of 1 copy (4 loads) if 1 remains.
+SRC = """
+__global__ void sum_range(const int *start, const int *end, const float *a, float *out) {
+    int t = threadIdx.x;
+    int lo = start[t];
+    int hi = end[t];
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        s += a[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
+
+__global__ void sum_lanes(const float *a, float *out, int n0, int n1, int n2) {
+    int t = threadIdx.x;
+    int lo = t & 7;
+    int hi = lo + (t < 8 ? n0 : (t < 16 ? n1 : n2));
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        s += a[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
+
+__global__ void sum_count(const int *start, const int *end, const float *a, float *out) {
+    int t = threadIdx.x;
+    int m = end[t];
+    float s = 0.0f;
+    for (int i = 0; i < m; i++) {
+        s += a[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
+"""
+LOOP_LINE = next(i for i, line in enumerate(SRC.splitlines(), 1) if "s += a[i];" in line)
+
+
+@pytest.fixture(scope="module")
+def sum_range():
+    return load_kernel(source=SRC, path="rows.cu", entry="sum_range")
+
+
+@pytest.fixture(scope="module")
+def sum_count():
+    # the loop from 0: ptxas's other form, whose 1-copy remainder chunk is a loop (that runs at most once)
+    return load_kernel(source=SRC, path="rows.cu", entry="sum_count")
+
+
+@pytest.fixture(scope="module")
+def sum_lanes():
+    return load_kernel(source=SRC, path="rows.cu", entry="sum_lanes")
+
+
+def _run(program, ptx_trips, **kw):
+    """One warp; lane l runs ptx_trips[l] PTX iterations (4 elements each) from element 0: every lane of an
+    iteration reads the same 4 addresses a[4k .. 4k+3] (one sector per load when lanes agree on k)."""
+    trips = np.asarray(ptx_trips, np.int32)
+    args = [np.zeros(32, np.int32), 4 * trips, np.arange(256, dtype=np.float32), np.zeros(32, np.float32)]
+    res = simulate(program, 1, 32, args, **kw)
+    assert np.array_equal(args[3], [float(sum(range(4 * t))) for t in trips])     # values are the PTX's
+    return res
+
+
+def _ptx_grouping(program):
+    return dataclasses.replace(program, sass_loops={})
+
+
+def test_the_row_loop_is_recognised(sum_range, sum_lanes, sum_count):
+    for program in (sum_range, sum_lanes, sum_count):
+        (loop,) = [lp for lp in program.sass_loops.values() if lp.factor > 1]
+        assert loop.factor == 4 and loop.chunks == (2, 1)
+        assert any("recognised" in note for note in program.sass_loop_notes)
+
+
+def test_lanes_with_3_and_4_iterations(sum_range):
+    # lanes 0-15: t = 3 PTX iterations, lanes 16-31: t = 4. PTX grouping: 4 iterations x 4 loads = 16 requests.
+    # SASS: lanes 16-31 run the main loop once (16 loads); lanes 0-15 (3 = 2 + 1) run the 2-copy chunk (8 loads)
+    # and the 1-copy chunk (4 loads), which lanes 16-31 skip: 16 + 8 + 4 = 28 requests. Every load instruction
+    # reads one address across its lanes: 28 sectors. (spmv's 12 loads per iteration: 48 vs 48 + 24 + 12 = 84.)
+    ptx = _run(_ptx_grouping(sum_range), [3] * 16 + [4] * 16).lines[LOOP_LINE]
+    sass = _run(sum_range, [3] * 16 + [4] * 16).lines[LOOP_LINE]
+    assert (ptx["global_requests"], ptx["global_sectors"]) == (16, 16)
+    assert (sass["global_requests"], sass["global_sectors"]) == (28, 28)
+    assert sass["global_loads"] == ptx["global_loads"] == 4 * (16 * 3 + 16 * 4)
+
+
+def test_the_other_form_counts_the_same(sum_count):
+    # the same trip counts as below through ptxas's form with a 1-copy loop as its last chunk: 28 requests,
+    # 32 sectors (see the derivation below)
+    sass = _run(sum_count, [3] * 8 + [5] * 8 + [4] * 16)
+    line = max(i for i, t in enumerate(SRC.splitlines(), 1) if "s += a[i];" in t)     # sum_count's
+    assert (sass.lines[line]["global_requests"], sass.lines[line]["global_sectors"]) == (28, 32)
+
+
+def test_lanes_reach_one_chunk_at_different_iterations(sum_range):
+    # lanes 0-7: t = 3 (q = 0, remainder 2 + 1), lanes 8-15: t = 5 (q = 1, remainder 1), lanes 16-31: t = 4 (q = 1).
+    # main loop, once: lanes 8-31 at PTX iterations 0-3: 16 loads, one address each -> 16 requests, 16 sectors;
+    # 2-copy chunk: lanes 0-7 at iterations 0, 1 -> 8 requests, 8 sectors;
+    # 1-copy chunk: lanes 0-7 at iteration 2 (a[8..11]) with lanes 8-15 at iteration 4 (a[16..19]): two sectors
+    # (bytes 32-47 and 64-79 of a) per load -> 4 requests, 8 sectors.
+    # Total 28 requests, 32 sectors; the PTX grouping: 5 iterations x 4 loads = 20 requests, 20 sectors.
+    trips = [3] * 8 + [5] * 8 + [4] * 16
+    ptx = _run(_ptx_grouping(sum_range), trips)
+    sass = _run(sum_range, trips)
+    assert (ptx.lines[LOOP_LINE]["global_requests"], ptx.lines[LOOP_LINE]["global_sectors"]) == (20, 20)
+    assert (sass.lines[LOOP_LINE]["global_requests"], sass.lines[LOOP_LINE]["global_sectors"]) == (28, 32)
+    # the totals and the per-block figure follow; the instructions outside the loop are untouched
+    assert sass.counts.global_["load_requests"] - ptx.counts.global_["load_requests"] == 8
+    assert sass.counts.global_["load_sectors"] - ptx.counts.global_["load_sectors"] == 12
+    assert int(sass.per_block["global_load_sectors"][0]) == sass.counts.global_["load_sectors"]
+    # issued copies of the PTX block: 4 (main loop) + 2 + 1 = 7 against 5 PTX iterations; the executed PTX is
+    # the same and the SASS-level estimate grows by 2 copies' weight
+    assert sass.counts.ptx_warp_instructions == ptx.counts.ptx_warp_instructions
+    (b,) = [b for b, lp in sum_range.sass_loops.items() if lp.factor > 1]
+    blk = sum_range.module.functions[sum_range.entry].blocks[b]
+    per_copy = sum(sum_range.sass_weights[blk.start:blk.end])
+    assert sass.counts.warp_instructions - ptx.counts.warp_instructions == pytest.approx(2 * per_copy, abs=1)
+
+
+@pytest.mark.parametrize("trips", [[5] * 32, [2] * 32, [0] * 8 + [6] * 24])
+def test_one_trip_count_per_warp_counts_as_before(sum_range, trips):
+    # every lane of the warp with the same trip count (or none): the SASS slots are the PTX iterations
+    sass = _run(sum_range, trips)
+    ptx = _run(_ptx_grouping(sum_range), trips)
+    assert _counts_json(sass.counts) == _counts_json(ptx.counts)
+    assert sass.lines == ptx.lines
+    t = max(trips)
+    assert (sass.lines[LOOP_LINE]["global_requests"], sass.lines[LOOP_LINE]["global_sectors"]) == (4 * t, 4 * t)
+
+
+def _lanes_run(program, n, grid=1, **kw):
+    out = np.zeros(32 * grid, np.float32)
+    res = simulate(program, grid, 32, [np.arange(256, dtype=np.float32), out, *n], **kw)
+    return res, out
+
+
+def _same(a, b):
+    assert _counts_json(a.counts) == _counts_json(b.counts)
+    assert a.lines == b.lines
+    for key in a.per_block:
+        assert np.array_equal(a.per_block[key], b.per_block[key]), key
+
+
+@pytest.mark.parametrize("n", [(12, 20, 16), (64, 64, 64), (68, 80, 72)])
+def test_loop_fast_forward_gives_the_executed_counts(sum_lanes, n, monkeypatch):
+    # trip counts from threadIdx and parameters (no data): the fast-forward tries the loop; with one trip count
+    # it counts it from a few iterations ("done", the grouping is the identity), else it hands back the
+    # iterations it ran ("resume") and the regrouping goes on from them
+    import perfmodel.sim.loops as L
+
+    seen = []
+    real = L._fast_forward
+
+    def spy(*a, **k):
+        how = real(*a, **k)
+        seen.append(how)
+        return how
+
+    monkeypatch.setattr(L, "_fast_forward", spy)
+    full, out_full = _lanes_run(sum_lanes, n)
+    fast, out_fast = _lanes_run(sum_lanes, n, fast_loops=True)
+    _same(full, fast)
+    assert seen == (["done"] if len(set(n)) == 1 else ["resume"])
+    if len(set(n)) == 1:
+        assert fast.skipped_iterations > 0
+    else:
+        assert np.array_equal(out_full, out_fast)
+        ptx, _ = _lanes_run(_ptx_grouping(sum_lanes), n)
+        assert full.counts.global_["load_requests"] > ptx.counts.global_["load_requests"]
+
+
+def test_block_replication_gives_the_unreplicated_counts(sum_lanes):
+    plain, _ = _lanes_run(sum_lanes, (12, 20, 16), grid=64)
+    repl, _ = _lanes_run(sum_lanes, (12, 20, 16), grid=64, replicate=True)
+    assert repl.replication is not None and repl.replication.proved, repl.replication
+    _same(plain, repl)
+
+
+SPIN_SRC = """
+__global__ void bump(const int *bin, float *out) {
+    __shared__ float local[32];
+    local[threadIdx.x] = 0.0f;
+    __syncthreads();
+    atomicAdd(&local[bin[threadIdx.x]], 1.0f);
+    __syncthreads();
+    out[threadIdx.x] = local[threadIdx.x];
+}
+"""
+
+
+def test_a_shared_float_atomic_is_a_cas_loop_repeated_per_lane_on_one_address():
+    # sm_90 has no shared-memory float add: the atomicAdd is `LDS; FADD; ATOMS.CAST.SPIN; ISETP; @!P BRA` (5 SASS
+    # instructions, read off nvdisasm), repeated until every lane's CAS succeeded: one round per lane on the most
+    # shared address. 32 lanes on one bin: 32 rounds; on 32 bins: 1 round; 31 x 5 = 155 more warp instructions.
+    program = load_kernel(source=SPIN_SRC, path="bump.cu", entry="bump")
+    assert list(program.sass_spin.values()) == [5]
+
+    def run(bins):
+        out = np.zeros(32, np.float32)
+        res = simulate(program, 1, 32, [np.asarray(bins, np.int32), out])
+        assert out.sum() == 32
+        return res.counts
+
+    one, spread = run([0] * 32), run(list(range(32)))
+    assert one.global_["load_requests"] == spread.global_["load_requests"]
+    assert one.warp_instructions - spread.warp_instructions == 31 * 5
