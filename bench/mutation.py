@@ -21,8 +21,10 @@ it. Results persist in ``mutants/``: a second run of an area only runs what is l
 An area is a set of mutant-name patterns (mutmut names a mutant ``module.x_function__mutmut_N`` and a method's
 ``module.xǁClassǁmethod__mutmut_N``). Statuses: killed (a test failed), survived (every selected test passed),
 no tests (no selected test reaches the function), timeout, and mutmut's others (suspicious, segfault, skipped).
-The kill rate is killed / mutants (every other status counts against it), and killed / (killed + survived) is
-printed beside it.
+A survivor whose diff matches an entry of ``bench/mutation_equivalent.toml`` (a mutant proved equivalent: no
+program behaviour differs, with the reason) is counted as *equivalent*. The kill rate is killed / (mutants -
+equivalent): every other status (survived, no tests, timeout, ...) counts against it; the raw rate killed /
+mutants is printed beside it.
 
 The run is niced (``nice -n 19``) by default: it is a background job, not part of the default CI.
 """
@@ -55,6 +57,12 @@ AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                     "decorated functions) and the sampled run's merge-and-check of the outputs",
                     ("perfmodel/references.py", "perfmodel/analysis.py (_sampled)"),
                     ("perfmodel.references.*", "perfmodel.analysis.x__sampled__mutmut_*")),
+    "shortcuts": ("the simulator's exact shortcuts: the invariance proof, block replication, loop fast-forward",
+                  ("perfmodel/sim/invariance.py", "perfmodel/sim/replicate.py", "perfmodel/sim/loops.py"),
+                  ("perfmodel.sim.invariance.*", "perfmodel.sim.replicate.*", "perfmodel.sim.loops.*")),
+    "coalescing": ("per-generation coalescing rules and atomic contention counts",
+                   ("perfmodel/sim/coalesce.py", "perfmodel/sim/atomic_count.py"),
+                   ("perfmodel.sim.coalesce.*", "perfmodel.sim.atomic_count.*")),
 }
 
 
@@ -79,6 +87,42 @@ def load_results() -> dict[str, tuple[str, str, float | None]]:
         for name, code in (data.get("exit_code_by_key") or {}).items():
             out[name] = (source, _status(code), durations.get(name))
     return out
+
+
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.toml"
+
+
+def equivalents() -> list[dict]:
+    """The mutants proved equivalent (bench/mutation_equivalent.toml): each entry names the file, the source line
+    as it is (``before``) and as the mutant has it (``after``), both stripped, and why no test can tell them apart.
+    An entry matches a mutant by its diff, not its number, so it survives mutmut renumbering a function's mutants
+    and stops matching (the mutant counts against the area again) as soon as the line is rewritten."""
+    import tomllib
+
+    if not EQUIVALENT_FILE.exists():
+        return []
+    return tomllib.loads(EQUIVALENT_FILE.read_text())["equivalent"]
+
+
+def mutant_diff(name: str) -> tuple[list[str], list[str]]:
+    """The removed and added source lines of one mutant (``mutmut show``), stripped."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True,
+                         text=True).stdout.splitlines()
+    minus = [ln[1:].strip() for ln in out if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:].strip() for ln in out if ln.startswith("+") and not ln.startswith("+++")]
+    return minus, plus
+
+
+def equivalent_reason(name: str, source: str) -> str | None:
+    """Why the surviving mutant ``name`` of ``source`` is equivalent, or None when no entry matches it."""
+    entries = [e for e in equivalents() if e["file"] == source]
+    if not entries:
+        return None
+    minus, plus = mutant_diff(name)
+    for e in entries:
+        if minus == [e["before"]] and plus == [e["after"]]:
+            return e["why"]
+    return None
 
 
 def in_area(name: str, area: str) -> bool:
@@ -106,6 +150,8 @@ def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> di
         chosen = set(samples[area]) if samples else None
         for name, (source, status, dur) in results.items():
             if in_area(name, area) and (chosen is None or name in chosen):
+                if status == "survived" and equivalent_reason(name, source) is not None:
+                    status = "equivalent"
                 per_file[source][status] += 1
                 seconds += dur or 0.0
         total = Counter()
@@ -121,18 +167,19 @@ def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> di
 def _row(label: str, c: dict) -> str:
     n = sum(c.values())
     checked = n - c.get("not checked", 0)
-    killed, survived = c.get("killed", 0), c.get("survived", 0)
-    rate = f"{100 * killed / checked:5.1f}%" if checked else "   - "
-    decided = killed + survived
-    rate2 = f"{100 * killed / decided:5.1f}%" if decided else "   - "
-    return (f"  {label:34s} {n:6d} {checked:7d} {killed:6d} {survived:8d} {c.get('no tests', 0):8d} "
-            f"{c.get('timeout', 0):7d} {sum(v for k, v in c.items() if k not in ('killed', 'survived', 'no tests', 'timeout', 'not checked')):5d}"
-            f"  {rate} {rate2}")
+    killed, survived, equivalent = c.get("killed", 0), c.get("survived", 0), c.get("equivalent", 0)
+    raw = f"{100 * killed / checked:5.1f}%" if checked else "   - "
+    counted = checked - equivalent
+    rate = f"{100 * killed / counted:5.1f}%" if counted else "   - "
+    other = sum(v for k, v in c.items() if k not in ("killed", "survived", "equivalent", "no tests", "timeout",
+                                                      "not checked"))
+    return (f"  {label:34s} {n:6d} {checked:7d} {killed:6d} {survived:8d} {equivalent:5d} {c.get('no tests', 0):8d} "
+            f"{c.get('timeout', 0):7d} {other:5d}  {raw}  {rate}")
 
 
 def print_summary(doc: dict) -> None:
-    head = (f"  {'file':34s} {'mutants':>6s} {'checked':>7s} {'killed':>6s} {'survived':>8s} {'no tests':>8s} "
-            f"{'timeout':>7s} {'other':>5s}  kill%  of k+s")
+    head = (f"  {'file':34s} {'mutants':>6s} {'checked':>7s} {'killed':>6s} {'survived':>8s} {'equiv':>5s} "
+            f"{'no tests':>8s} {'timeout':>7s} {'other':>5s}   raw%  kill%")
     for area, d in doc.items():
         if area not in AREAS:
             continue
@@ -163,7 +210,9 @@ def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> 
                 chosen is None or name in chosen):
             diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True,
                                   text=True).stdout
-            print(f"### {name} ({status})\n{diff}")
+            why = equivalent_reason(name, source) if status == "survived" else None
+            label = f"equivalent: {why}" if why else status
+            print(f"### {name} ({label})\n{diff}")
 
 
 def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None,

@@ -2,6 +2,7 @@
 its extrapolated idle blocks, against a kernel whose busy, half-idle and fully idle blocks are known by hand."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from perfmodel.analysis import analyze
@@ -111,3 +112,99 @@ def test_a_kernel_that_writes_nothing_is_never_reported_correct(tmp_path):
     sampled = analyze(str(tmp_path / "nowrite.yaml"), "h100", {"N": 64 * 256}, sample=4)
     assert sampled.sim.sampled
     assert sampled.sim.correct is not True
+
+
+# ---- the cuda-samples corpus references (perfmodel/references.py ``corpus_*``) ---------------------------------
+# bench/corpus_run.py checks them against the corpus kernels' outputs (the corpus is not vendored); here each is
+# checked against an oracle of its own: a full network built from the reference's single steps must sort (numpy's
+# sort), a constant 8x8 block's orthonormal DCT is 8 x the constant at DC and zero elsewhere (by hand).
+
+def _ctx(output="d_DstKey", **values):
+    from perfmodel.references import ReferenceContext
+
+    arrays = {k: np.asarray(v) for k, v in values.items() if isinstance(v, (list, np.ndarray))}
+    params = {k: v for k, v in values.items() if k not in arrays}
+    return ReferenceContext(args=arrays, constants={}, params=params, output=output)
+
+
+KEYS16 = [13, 2, 9, 15, 0, 7, 11, 4, 14, 1, 8, 6, 3, 12, 10, 5]
+
+
+@pytest.mark.parametrize("network", ["bitonic", "odd_even"])
+@pytest.mark.parametrize("direction", [1, 0])
+def test_corpus_sorting_network_steps_compose_to_a_sort(network, direction):
+    """sortingNetworks' host loop (bitonicSort / oddEvenMergeSort): for size = 2, 4, .. N, for stride = size / 2
+    .. 1, one merge step; the whole network sorts the keys (dir 1 ascending, 0 descending) and moves the values
+    with them. Oracle: numpy's sort of the same keys."""
+    from perfmodel.references import corpus_bitonic_merge, corpus_odd_even_merge
+
+    keys = np.array(KEYS16, np.int64)
+    vals = 100 + np.arange(16)                    # value i belongs to the key at position i
+    n = keys.size
+    size = 2
+    while size <= n:
+        stride = size // 2
+        while stride > 0:
+            common = dict(d_SrcKey=keys, d_SrcVal=vals, arrayLength=n, size=size, stride=stride, dir=direction)
+            if network == "bitonic":
+                k = corpus_bitonic_merge(_ctx(**common), output="keys")
+                v = corpus_bitonic_merge(_ctx(**common), output="vals")
+            else:
+                k = corpus_odd_even_merge(_ctx(**common), output="keys")
+                v = corpus_odd_even_merge(_ctx(**common), output="vals")
+            keys, vals = k, v
+            stride //= 2
+        size *= 2
+    order = np.argsort(KEYS16, kind="stable")
+    if not direction:
+        order = order[::-1]
+    assert keys.dtype == np.int64 and vals.dtype == np.int64
+    assert keys.tolist() == np.asarray(KEYS16)[order].tolist()
+    assert vals.tolist() == (100 + order).tolist()
+
+
+def test_corpus_bitonic_merge_shared_steps_sort_a_bitonic_sequence():
+    """bitonicMergeShared: with ``shared`` = 16 the strides 8, 4, 2, 1 of the last size's merge run in one call;
+    on a bitonic sequence (ascending half, descending half) with size = length = 16 they sort it."""
+    from perfmodel.references import corpus_bitonic_merge
+
+    keys = np.r_[np.sort(KEYS16[:8]), np.sort(KEYS16[8:])[::-1]]
+    vals = 100 + np.arange(16)
+    ctx = _ctx(d_SrcKey=keys, d_SrcVal=vals, arrayLength=16, size=16, stride=1, dir=1)
+    assert corpus_bitonic_merge(ctx, shared=16).tolist() == sorted(KEYS16)
+    moved = corpus_bitonic_merge(ctx, shared=16, output="vals")
+    assert (keys[moved - 100]).tolist() == sorted(KEYS16)
+
+
+def test_corpus_dct_of_a_constant_block_is_8_times_it_at_dc():
+    """Orthonormal 2D DCT-II of a constant c on 8 x 8: DC = (1/sqrt 8)^2 x 64 c = 8 c, every other coefficient 0;
+    a 16 x 8 plane (two blocks) with row stride 18 keeps the two padding columns as they are."""
+    from perfmodel.references import corpus_dct8x8
+
+    plane = np.full((8, 18), -1.0)
+    plane[:, :8] = 2.0
+    plane[:, 8:16] = -0.5
+    plane[:, 16:] = 77.0                            # the padding columns past the width
+    out = corpus_dct8x8(_ctx(output="dst", src=plane.reshape(-1), width=16, height=8, stride=18)).reshape(8, 18)
+    expected = np.zeros((8, 18))
+    expected[0, 0], expected[0, 8] = 16.0, -4.0
+    expected[:, 16:] = 77.0
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+    back = corpus_dct8x8(_ctx(output="dst", src=out.reshape(-1), width=16, height=8, stride=18), inverse=True)
+    np.testing.assert_allclose(back.reshape(8, 18), plane, atol=1e-12)
+
+
+def test_corpus_quantize_short_by_hand():
+    """dct8x8's short quantization: sign(c) x ((|c| + (Q >> 1)) / Q) x Q with C's truncating division. Q[0][0] = 32:
+    c = 47 -> (47 + 16) / 32 = 1 -> 32; Q[1][0] = 33: c = -49 -> -((49 + 16) / 33) x 33 = -33; Q[0][1] = 33:
+    c = 16 -> (16 + 16) / 33 = 0 (Q from cuda-samples' dct8x8_kernel_quantization.cuh, 1st column 32 33 51 81 ...)."""
+    from perfmodel.references import corpus_quantize
+
+    plane = np.zeros((8, 10), np.int64)
+    plane[0, 0], plane[1, 0], plane[0, 1] = 47, -49, 16
+    plane[0, 8:] = 5                                # padding columns kept
+    out = corpus_quantize(_ctx(output="SrcDst", SrcDst=plane.reshape(-1), width=8, height=8, stride=10),
+                          short=True).reshape(8, 10)
+    assert out[0, 0] == 32 and out[1, 0] == -33 and out[0, 1] == 0
+    assert out[0, 8:].tolist() == [5, 5]
+    assert int(np.abs(out[:, :8]).sum()) == 65
