@@ -141,6 +141,40 @@ def sample_names(area: str, n: int, seed: int) -> list[str]:
     return sorted(random.Random(f"{seed}:{area}").sample(names, min(n, len(names))))
 
 
+SETUP_SECONDS = 600      # mutmut's own start of a run: changed mutants generated, the clean test run (measured)
+DEFAULT_WALL_PER_MUTANT = 10.0
+RUN_LOG = MUTANTS / "bench-runs.json"   # one entry per run of this script: mutants tested and wall time
+
+
+def _log_run(names: list[str] | None, before: dict, wall: float) -> None:
+    after = load_results()
+    tested = [n for n, (_src, status, _d) in after.items()
+              if status != "not checked" and before.get(n, (None, "not checked"))[1] == "not checked"]
+    log = json.loads(RUN_LOG.read_text()) if RUN_LOG.exists() else []
+    log.append({"tested": len(tested), "wall_seconds": round(wall), "requested": len(names) if names else None,
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    RUN_LOG.write_text(json.dumps(log, indent=1))
+
+
+def wall_per_mutant() -> tuple[float, int]:
+    """Wall seconds a mutant, after mutmut's set-up, over the runs logged so far (mutmut 3.8's fork server does
+    not record a mutant's own time), and how many mutants that is over; DEFAULT_WALL_PER_MUTANT without a log."""
+    log = json.loads(RUN_LOG.read_text()) if RUN_LOG.exists() else []
+    runs = [r for r in log if r["tested"] >= 10]
+    n = sum(r["tested"] for r in runs)
+    if not n:
+        return DEFAULT_WALL_PER_MUTANT, 0
+    return max(1.0, sum(max(0, r["wall_seconds"] - SETUP_SECONDS) for r in runs) / n), n
+
+
+def sizes_for(areas: list[str], minutes: float, least: int = 40) -> dict[str, int]:
+    """Sample sizes that fit one run of ``areas`` in about ``minutes`` at the measured wall time per mutant,
+    split evenly between the areas (at least ``least`` each)."""
+    rate, _n = wall_per_mutant()
+    per_area = max(0.0, minutes * 60 - SETUP_SECONDS) / rate / len(areas)
+    return {area: max(least, int(per_area)) for area in areas}
+
+
 def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> dict:
     results = load_results()
     doc = {}
@@ -189,7 +223,7 @@ def print_summary(doc: dict) -> None:
             print(_row(f, c))
         print(_row("total", d["total"]))
         what = f"a random sample of the area's {d['population']} mutants" if d["sampled"] else "every mutant"
-        print(f"  ({what}; time in the mutants' test runs, summed over workers: {d['mutant_seconds']} s)")
+        print(f"  ({what})")
 
 
 def run(areas: list[str], max_children: int, nice: int, names: list[str] | None = None) -> float:
@@ -197,9 +231,12 @@ def run(areas: list[str], max_children: int, nice: int, names: list[str] | None 
     cmd = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children),
            *patterns]
     print("+", " ".join(cmd), flush=True)
+    before = load_results()
     started = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=False, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    _log_run(names, before, wall)
+    return wall
 
 
 def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> None:
@@ -224,8 +261,9 @@ def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | 
     registration), which a fork-server worker never re-runs."""
     results = load_results()
     chosen = {n for names in samples.values() for n in names} if samples else None
-    names = [n for n, (_, status, _) in sorted(results.items()) if status in statuses
-             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)]
+    names = [n for n, (src, status, _) in sorted(results.items()) if status in statuses
+             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)
+             and not (status == "survived" and equivalent_reason(n, src) is not None)]
     killed = 0
     for name in names:
         env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONDONTWRITEBYTECODE="1")
@@ -256,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="one mutmut run for all the areas (one clean-test run instead of one per area)")
     parser.add_argument("--sample", type=int, default=0, help="test a random sample of N mutants per area")
     parser.add_argument("--seed", type=int, default=18, help="the sample's random seed (default 18)")
+    parser.add_argument("--minutes", type=float, default=0,
+                        help="choose each area's sample size so that one --together run fits in about this many "
+                             "minutes, from the seconds per mutant measured so far (e.g. 120: the two-hour job)")
     args = parser.parse_args(argv)
     areas = args.areas or list(AREAS)
     unknown = [a for a in areas if a not in AREAS]
@@ -268,7 +309,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.survivors:
         survivors(areas, {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
         return 0
-    samples = {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None
+    if args.minutes:
+        sizes = sizes_for(areas, args.minutes)
+        rate, count = wall_per_mutant()
+        print(f"{rate:.1f} s of wall time a mutant (measured over {count} mutants), {SETUP_SECONDS} s of set-up: "
+              + ", ".join(f"{area} {n}" for area, n in sizes.items()))
+        samples = {a: sample_names(a, sizes[a], args.seed) for a in areas}
+        if not args.summary:
+            args.together = True
+    else:
+        samples = {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None
     walls = {}
     if not args.summary and args.together:
         names = [n for a in areas for n in samples[a]] if samples else None

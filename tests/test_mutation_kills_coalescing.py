@@ -53,3 +53,18 @@ def test_fermi_8_byte_words_of_two_warps_by_hand():
     addr = np.r_[np.arange(32) * 8, 64 + np.arange(32) * 8 + 256]
     tx, nbytes = transactions(addr, 8, rule="fermi")
     assert tx.tolist() == [2, 4] and nbytes.tolist() == [256, 512]
+
+
+def test_hot_line_is_the_one_with_the_most_serialised_work():
+    """Line 0 (bytes 0-127): a warp's 32 float adds to one address, 1 sector + 31 repeats = 32 units of L2 work.
+    Line 1 (bytes 128-255): a warp's 32 integer adds to one address, aggregated into 1 operation. The busiest
+    line is line 0, by 32 to 1."""
+    store: dict = {}
+    off, mb = _one_warp([0] * 32)
+    atomic_count.tally(store, "global", off, mb, np.float32, "add", heap_bytes=256)
+    off, mb = _one_warp([128] * 32)
+    atomic_count.tally(store, "global", off, mb, np.int32, "add", heap_bytes=256)
+    g: dict = {}
+    atomic_count.add_counts(g, {}, store)
+    assert g == {"atomic_ops": 33, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31,
+                 "atomic_hot_line_aggregated_ops": 0}

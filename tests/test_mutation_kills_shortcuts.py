@@ -82,3 +82,84 @@ def test_trip_counts_of_linear_loops_by_hand():
     # the negated form: the branch goes back while not (a == b)
     assert _trip_count("eq", 32, False, a0, da, b0, db, True).tolist() == [250]
     assert _trip_count("ne", 32, True, np.array([3]), np.array([3]), b0, db, False) is None
+
+
+LOOP_KERNELS = {
+    # every condition of perfmodel/sim/loops.py's docstring holds: an induction j, an affine address, data s
+    "sum": ("__global__ void k(const float *a, float *out, int n) { float s = 0;"
+            " for (int j = 0; j < n; ++j) s += a[j * 64 + threadIdx.x]; out[threadIdx.x] = s; }", True, ""),
+    # an atomic in the body: refused ("no calls, returns or atomics")
+    "atom": ("__global__ void k(const float *a, float *out, int n) {"
+             " for (int j = 0; j < n; ++j) atomicAdd(&out[threadIdx.x], a[j]); }", False, "'atom' in the loop"),
+    # the trip count is a value loaded from memory: data reaches the loop's branch
+    "data": ("__global__ void k(const float *a, float *out, int n) { float s = 0; int m = (int)a[0];"
+             " for (int j = 0; j < m; ++j) s += a[j + 1]; out[threadIdx.x] = s; }", False,
+             "data reaches a branch, a guard or an address"),
+}
+
+
+def test_loop_plans_accept_and_refuse_for_the_documented_reasons():
+    """The static half of loop fast-forward (perfmodel.sim.loops.plan_loop) on every self-loop NVRTC makes of
+    three kernels: the plain sum qualifies, the atomic and the data-bound trip count are refused, each with the
+    condition of the module's docstring that fails."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import loops
+    from perfmodel.sim.program import ProgramBuilder, Symbols
+
+    for name, (src, ok, reason) in LOOP_KERNELS.items():
+        program = load_kernel(source=src, path=f"{name}.cu")
+        cf = ProgramBuilder(program.module, Symbols(), f"{name}.cu").get(program.entry)
+        self_loops = [pc for pc, b in enumerate(cf.blocks) if b.term == "cbra" and b.target == pc]
+        assert self_loops, name
+        for pc in self_loops:
+            plan = loops._plan(None, cf, pc)
+            assert (plan.ok, plan.reason) == (ok, reason), name
+            if ok:
+                assert plan.setp_gid >= 0 and plan.mem_gids and plan.carried
+
+
+def test_geometric_loop_is_not_fast_forwarded():
+    """``j = 2 j + 1`` is not ``j + a fixed step``: extrapolating its first two iterations linearly would count
+    ~50,000 iterations where the loop runs 16 (1, 3, 7, .. 2^16 - 1 < 100,000). Oracle: every iteration executed."""
+    import numpy as np
+
+    from perfmodel.analysis import _counts_json
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source="__global__ void k(const float *a, float *out, int n) { float s = 0;"
+                                 " for (int j = 1; j < n; j = 2 * j + 1) s += a[threadIdx.x];"
+                                 " out[threadIdx.x] = s; }", path="geometric.cu")
+
+    def run(fast):
+        out = np.zeros(32, np.float32)
+        return simulate(program, 1, 32, [np.ones(32, np.float32), out, 100_000], fast_loops=fast), out
+
+    (fast, out_fast), (full, out_full) = run(True), run(False)
+    assert fast.skipped_iterations == 0
+    assert _counts_json(fast.counts) == _counts_json(full.counts)
+    assert out_full[0] == 16.0 and np.array_equal(out_fast, out_full)
+
+
+def test_one_thread_loop_with_a_line_sized_step_executes_two_iterations_of_1000():
+    """``#pragma unroll 1`` keeps one self-loop; its address moves 64 floats = 256 bytes an iteration, a multiple
+    of 128, so every iteration has the same sectors, lines and banks (period 1) and fast-forward executes
+    max(1, 2) = 2 iterations and counts the other 998 (loops.py's docstring). One thread: one lane's trip count.
+    Oracle for the counts: every iteration executed."""
+    import numpy as np
+
+    from perfmodel.analysis import _counts_json
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source="__global__ void k(const float *a, float *out, int n) { float s = 0;"
+                                 " \n#pragma unroll 1\n for (int j = 0; j < n; ++j) s += a[j * 64 + threadIdx.x];"
+                                 " out[threadIdx.x] = s; }", path="line_step.cu")
+
+    def run(fast):
+        return simulate(program, 1, 1, [np.ones(64 * 1000, np.float32), np.zeros(1, np.float32), 1000],
+                        fast_loops=fast)
+
+    fast, full = run(True), run(False)
+    assert fast.skipped_iterations == 998
+    assert _counts_json(fast.counts) == _counts_json(full.counts)
