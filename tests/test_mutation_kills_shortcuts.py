@@ -65,6 +65,10 @@ def test_unsigned_bounds_check_from_zero_is_replicated():
         "unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "if (i < (unsigned)n) out[i] = 2.0f * a[i];"))
     assert rep.replication.proved, rep.replication.reason
+    # proved on the whole grid at the first try: the pilots of a 64-block row are its first block 0, that block's
+    # neighbour 1, the corners 0 and 63 and the centre 31 (4 blocks), and one block (0) stands for all 64 (not
+    # the interior 1..62 with blocks 0 and 63 simulated on their own)
+    assert rep.replication.pilot_blocks == 4 and rep.replication.rep_ids.tolist() == [0]
 
 
 def test_trip_counts_of_linear_loops_by_hand():
@@ -119,8 +123,9 @@ def test_loop_plans_accept_and_refuse_for_the_documented_reasons():
 
 
 def test_geometric_loop_is_not_fast_forwarded():
-    """``j = 2 j + 1`` is not ``j + a fixed step``: extrapolating its first two iterations linearly would count
-    ~50,000 iterations where the loop runs 16 (1, 3, 7, .. 2^16 - 1 < 100,000). Oracle: every iteration executed."""
+    """``j = 2 j + 3`` is not ``j + a fixed step``: extrapolating its first two iterations linearly would count
+    ~12,500 iterations (steps of 8 from 5 to 100,000) where the loop runs 15 (j = 1, 5, 13, .., 2^(k+2) - 3;
+    2^16 - 3 = 65,533 < 100,000 < 2^17 - 3). Oracle: every iteration executed."""
     import numpy as np
 
     from perfmodel.analysis import _counts_json
@@ -128,7 +133,7 @@ def test_geometric_loop_is_not_fast_forwarded():
     from perfmodel.sim import simulate
 
     program = load_kernel(source="__global__ void k(const float *a, float *out, int n) { float s = 0;"
-                                 " for (int j = 1; j < n; j = 2 * j + 1) s += a[threadIdx.x];"
+                                 " for (int j = 1; j < n; j = 2 * j + 3) s += a[threadIdx.x];"
                                  " out[threadIdx.x] = s; }", path="geometric.cu")
 
     def run(fast):
@@ -138,7 +143,7 @@ def test_geometric_loop_is_not_fast_forwarded():
     (fast, out_fast), (full, out_full) = run(True), run(False)
     assert fast.skipped_iterations == 0
     assert _counts_json(fast.counts) == _counts_json(full.counts)
-    assert out_full[0] == 16.0 and np.array_equal(out_fast, out_full)
+    assert out_full[0] == 15.0 and np.array_equal(out_fast, out_full)
 
 
 def test_one_thread_loop_with_a_line_sized_step_executes_two_iterations_of_1000():
