@@ -208,3 +208,46 @@ def test_corpus_quantize_short_by_hand():
     assert out[0, 0] == 32 and out[1, 0] == -33 and out[0, 1] == 0
     assert out[0, 8:].tolist() == [5, 5]
     assert int(np.abs(out[:, :8]).sum()) == 65
+
+
+def test_sampled_run_final_arrays_hold_the_simulated_blocks_outputs_and_the_rest_unchanged():
+    """A sampled vec_add (N = 64 blocks x 256, 4 blocks simulated) returns its final arrays (what the API copies
+    back into the caller's arrays): C holds A + B (numpy) wherever a simulated block wrote and its initial zeros
+    everywhere else, as float32; the inputs come back as they went in; the scalar N is N."""
+    from perfmodel.analysis import simulate_launch
+
+    n = 64 * 256
+    launch, sim = simulate_launch("vec_add", {"N": n}, sample=4, keep_args=True)
+    assert sim.sampled and sim.blocks_simulated < 64
+    final = dict(zip([a.name for a in launch.args], sim.final_args))
+    a, b = (np.asarray(next(x.value for x in launch.args if x.name == name)) for name in ("A", "B"))
+    c = np.asarray(final["C"])
+    assert c.dtype == np.float32 and c.shape == (n,)
+    wrote = c != 0
+    assert 0 < int(wrote.sum()) < n and int(wrote.sum()) % 256 == 0
+    np.testing.assert_allclose(c[wrote], (a + b)[wrote], rtol=1e-6)
+    assert not c[~wrote].any()
+    assert np.array_equal(np.asarray(final["A"]), a) and final["N"] == n
+
+
+def test_sampled_run_reports_the_block_spread_like_the_exact_run():
+    """Every vec_add block with N a multiple of the block runs the same instructions: the spread over the sampled
+    blocks, like the exact run's over all of them, has min = max for every per-block metric."""
+    from perfmodel.analysis import simulate_launch
+
+    _, exact = simulate_launch("vec_add", {"N": 16 * 256}, sample=0)
+    _, sampled = simulate_launch("vec_add", {"N": 64 * 256}, sample=4)
+    assert sampled.sampled and sampled.spread
+    assert set(sampled.spread) == set(exact.spread)
+    for name, s in sampled.spread.items():
+        assert s["min"] == s["max"] == exact.spread[name]["max"], name
+
+
+def test_reference_registry_records_name_and_keyword_options():
+    """``@reference(name)`` registers the function under its name with its keyword options, the parameters after
+    the context (the spec loader refuses an option a reference does not have): vec_add(ctx, *, A, B) and
+    matmul(ctx, *, M, N, Width) as written in perfmodel/references.py."""
+    from perfmodel.references import get_reference
+
+    assert get_reference("vec_add").name == "vec_add" and get_reference("vec_add").options == ("A", "B")
+    assert get_reference("matmul").options == ("M", "N", "Width")
