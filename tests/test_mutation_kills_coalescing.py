@@ -68,3 +68,28 @@ def test_hot_line_is_the_one_with_the_most_serialised_work():
     atomic_count.add_counts(g, {}, store)
     assert g == {"atomic_ops": 33, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31,
                  "atomic_hot_line_aggregated_ops": 0}
+
+
+def test_cc12_dram_traffic_of_a_misaligned_warp_by_hand():
+    """Compute capability 1.2/1.3 (GT200; no shipped profile uses it): one warp copies out[i] = a[i + 1]. Loads,
+    per half-warp, from the programming guide's rule (128-byte segments for 4-byte words, halved while only one
+    half is used): lanes 0-15 read bytes 4-67, one segment with both halves used: 128 B; lanes 16-31 read bytes
+    68-131: bytes 68-127 use the upper half of segment 0 (64 B) and 128-131 the lowest 32 B of segment 1 (32 B).
+    224 B in 3 transactions. Stores out[0..31], aligned: 64 B per half-warp, 128 B. Nothing caches global memory
+    on 1.x, so these are the DRAM bytes."""
+    from perfmodel.analysis import _counts_json
+    from perfmodel.kernel import load_kernel
+    from perfmodel.model.traffic import Traffic, cc1_traffic
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source="__global__ void k(const float *a, float *out) {"
+                                 " out[threadIdx.x] = a[threadIdx.x + 1]; }", path="misaligned.cu")
+    result = simulate(program, 1, 32, [np.arange(64, dtype=np.float32), np.zeros(32, np.float32)])
+    g = _counts_json(result.counts)["global"]
+    assert (g["cc12_load_transactions"], g["cc12_load_bytes"]) == (3, 224)
+    sectors = Traffic(load_sectors=5, store_sectors=4, l1_hit_rate=0.0, block_reuse=0.0, l2_load_sectors=5,
+                      l2_store_sectors=4, l2_hit_rate=0.0, dram_read_bytes=160, dram_write_bytes=128,
+                      working_set_bytes=288, footprint_bytes=288)
+    t = cc1_traffic(sectors, g, "cc1.2")
+    assert (t.dram_read_bytes, t.dram_write_bytes) == (224, 128)
+    assert cc1_traffic(sectors, g, "sectors") == sectors
