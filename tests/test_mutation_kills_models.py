@@ -200,9 +200,13 @@ def test_bottleneck_model_of_hand_written_store_only_counts():
                    working_set_bytes=512, footprint_bytes=512)
     counts = {"global": {"store_requests": 4, "store_sectors": 16}, "shared": {"load_wavefronts": 272},
               "warps": 8, "warp_instructions": 100}
-    r = bottleneck_model(counts, rates=_h100_rates(), traffic=zero, total_blocks=1, warps_per_sm=8,
+    rates = _h100_rates()
+    r = bottleneck_model(counts, rates=rates, traffic=zero, total_blocks=1, warps_per_sm=8,
                          blocks_per_sm=1, warps_per_block=8)
     assert r.resource("lsu").work == 4 and r.resource("shared").work == 272
+    # H100: 32 banks x 4 bytes = 128 bytes a clock, one wavefront a clock, on the one SM with a block
+    assert rates.shared_bytes_per_clock == 128
+    assert r.resource("shared").time_s == pytest.approx(272 / rates.clock_hz)
 
 
 def test_stand_in_device_without_throughput_section_gets_the_loaders_defaults():
@@ -222,3 +226,16 @@ def test_stand_in_device_without_throughput_section_gets_the_loaders_defaults():
     assert THROUGHPUT_DEFAULTS["shared_latency_cycles"][0].startswith("20 cycles")
     assert rates.l1_latency_cycles == 20.0
     assert rates.global_memory_rule == "sectors"
+
+
+def test_h100_l1_left_for_global_loads_by_hand():
+    """H100: 256 KB of combined L1 / shared memory per SM, split by the smallest carveout (0, 8, 16, 32, 64, 100,
+    132, 164, 196 or 228 KB; programming guide 12.6) that holds the resident blocks' shared memory; the rest
+    caches global loads: no shared memory -> 256 KB; 50 KB -> the 64 KB carveout -> 192 KB. The traffic
+    estimate's L1 size is this figure (``rates.l1_bytes``)."""
+    from perfmodel.devices import load_device
+    from perfmodel.model.bottleneck import device_rates
+
+    h100 = load_device("h100")
+    assert device_rates(h100).l1_bytes == 256 * 1024
+    assert device_rates(h100, shared_memory_per_sm_used=50 * 1024).l1_bytes == 192 * 1024
