@@ -251,3 +251,34 @@ def test_reference_registry_records_name_and_keyword_options():
 
     assert get_reference("vec_add").name == "vec_add" and get_reference("vec_add").options == ("A", "B")
     assert get_reference("matmul").options == ("M", "N", "Width")
+
+
+def test_byok_reference_from_a_module_beside_the_spec_and_a_missing_one(tmp_path):
+    """``module:function`` imports the module from the spec's folder: a module there is found and its function
+    used; a module that exists nowhere is a one-paragraph SpecError naming it."""
+    from perfmodel.errors import SpecError
+    from perfmodel.references import _import_callable
+
+    (tmp_path / "my_ref_mod_18.py").write_text("def twice(x):\n    return 2 * x\n")
+    assert _import_callable("my_ref_mod_18:twice", tmp_path)(21) == 42
+    with pytest.raises(SpecError, match="cannot import module 'no_such_module_18'"):
+        _import_callable("no_such_module_18:f", tmp_path)
+
+
+def test_npy_reference_errors_name_the_file(tmp_path):
+    """Expected values from a .npy file: a missing file, a file that is not .npy and a non-numeric array are each a
+    SpecError that names the file; a numeric array is returned as saved."""
+    from perfmodel.errors import SpecError
+    from perfmodel.references import load_npy, resolve_reference
+
+    with pytest.raises(SpecError, match=r"no such \.npy file 'missing\.npy'"):
+        resolve_reference("missing.npy", tmp_path)
+    (tmp_path / "text.npy").write_text("not an array")
+    with pytest.raises(SpecError, match=r"ref: cannot read .*text\.npy as a \.npy array"):
+        load_npy(tmp_path / "text.npy", "ref")
+    np.save(tmp_path / "words.npy", np.array(["a", "b"]))
+    with pytest.raises(SpecError, match=r"words\.npy does not hold a numeric array \(dtype <U1\)"):
+        load_npy(tmp_path / "words.npy", "ref")
+    np.save(tmp_path / "ok.npy", np.arange(3, dtype=np.int16))
+    got = load_npy(str(tmp_path / "ok.npy"), "ref")
+    assert got.dtype == np.int16 and got.tolist() == [0, 1, 2]
