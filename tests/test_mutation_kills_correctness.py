@@ -282,3 +282,17 @@ def test_npy_reference_errors_name_the_file(tmp_path):
     np.save(tmp_path / "ok.npy", np.arange(3, dtype=np.int16))
     got = load_npy(str(tmp_path / "ok.npy"), "ref")
     assert got.dtype == np.int16 and got.tolist() == [0, 1, 2]
+
+
+def test_callable_reference_names_what_is_available_when_a_parameter_is_missing():
+    """A user's reference that needs ``z`` when the launch has x and y (args) and n (a param): the SpecError
+    names the missing parameter and lists what there is, comma-separated."""
+    from perfmodel.errors import SpecError
+    from perfmodel.references import ReferenceContext, callable_reference
+
+    def ref(x, z):
+        return x
+
+    ctx = ReferenceContext(args={"x": np.zeros(2), "y": np.ones(2)}, constants={}, params={"n": 2}, output="x")
+    with pytest.raises(SpecError, match=r"needs 'z', .*\(available: n, x, y\)"):
+        callable_reference(ref, "mine.py:ref").function(ctx)
