@@ -5,10 +5,11 @@
     python bench/mutation.py occupancy counters correctness --max-children 2
     python bench/mutation.py --summary [--json]    # the summary of what has been run so far (no run)
     python bench/mutation.py --survivors models    # the surviving mutants of an area, with their diffs
-    python bench/mutation.py --together --sample 200   # the ~2-hour job: 200 random mutants of each area
+    python bench/mutation.py --minutes 120         # the ~2-hour job: samples sized from the measured wall time
+    python bench/mutation.py --together --sample 40    # a fixed random sample of 40 mutants of each area
     python bench/mutation.py --recheck tests/test_x.py models   # the area's survivors against tests/test_x.py
 
-A full run of every area is ~5,500 mutants (docs/testing.md); ``--sample N`` tests a uniform random sample of N
+A full run of every area is ~8,900 mutants, ~27 hours on a shared 2-core machine (docs/testing.md); ``--sample N`` tests a uniform random sample of N
 mutants per area (fixed ``--seed``), which estimates the kill rate when a full run does not fit, and the summary
 then covers the sample only (on a fresh checkout mutmut first generates ``mutants/``).
 
@@ -21,8 +22,10 @@ it. Results persist in ``mutants/``: a second run of an area only runs what is l
 An area is a set of mutant-name patterns (mutmut names a mutant ``module.x_function__mutmut_N`` and a method's
 ``module.xǁClassǁmethod__mutmut_N``). Statuses: killed (a test failed), survived (every selected test passed),
 no tests (no selected test reaches the function), timeout, and mutmut's others (suspicious, segfault, skipped).
-The kill rate is killed / mutants (every other status counts against it), and killed / (killed + survived) is
-printed beside it.
+A survivor whose diff matches an entry of ``bench/mutation_equivalent.toml`` (a mutant proved equivalent: no
+program behaviour differs, with the reason) is counted as *equivalent*. The kill rate is killed / (mutants -
+equivalent): every other status (survived, no tests, timeout, ...) counts against it; the raw rate killed /
+mutants is printed beside it.
 
 The run is niced (``nice -n 19``) by default: it is a background job, not part of the default CI.
 """
@@ -55,6 +58,12 @@ AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                     "decorated functions) and the sampled run's merge-and-check of the outputs",
                     ("perfmodel/references.py", "perfmodel/analysis.py (_sampled)"),
                     ("perfmodel.references.*", "perfmodel.analysis.x__sampled__mutmut_*")),
+    "shortcuts": ("the simulator's exact shortcuts: the invariance proof, block replication, loop fast-forward",
+                  ("perfmodel/sim/invariance.py", "perfmodel/sim/replicate.py", "perfmodel/sim/loops.py"),
+                  ("perfmodel.sim.invariance.*", "perfmodel.sim.replicate.*", "perfmodel.sim.loops.*")),
+    "coalescing": ("per-generation coalescing rules and atomic contention counts",
+                   ("perfmodel/sim/coalesce.py", "perfmodel/sim/atomic_count.py"),
+                   ("perfmodel.sim.coalesce.*", "perfmodel.sim.atomic_count.*")),
 }
 
 
@@ -81,6 +90,42 @@ def load_results() -> dict[str, tuple[str, str, float | None]]:
     return out
 
 
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.toml"
+
+
+def equivalents() -> list[dict]:
+    """The mutants proved equivalent (bench/mutation_equivalent.toml): each entry names the file, the source line
+    as it is (``before``) and as the mutant has it (``after``), both stripped, and why no test can tell them apart.
+    An entry matches a mutant by its diff, not its number, so it survives mutmut renumbering a function's mutants
+    and stops matching (the mutant counts against the area again) as soon as the line is rewritten."""
+    import tomllib
+
+    if not EQUIVALENT_FILE.exists():
+        return []
+    return tomllib.loads(EQUIVALENT_FILE.read_text())["equivalent"]
+
+
+def mutant_diff(name: str) -> tuple[list[str], list[str]]:
+    """The removed and added source lines of one mutant (``mutmut show``), stripped."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True,
+                         text=True).stdout.splitlines()
+    minus = [ln[1:].strip() for ln in out if ln.startswith("-") and not ln.startswith("---")]
+    plus = [ln[1:].strip() for ln in out if ln.startswith("+") and not ln.startswith("+++")]
+    return minus, plus
+
+
+def equivalent_reason(name: str, source: str) -> str | None:
+    """Why the surviving mutant ``name`` of ``source`` is equivalent, or None when no entry matches it."""
+    entries = [e for e in equivalents() if e["file"] == source]
+    if not entries:
+        return None
+    minus, plus = mutant_diff(name)
+    for e in entries:
+        if minus == [e["before"]] and plus == [e["after"]]:
+            return e["why"]
+    return None
+
+
 def in_area(name: str, area: str) -> bool:
     return any(fnmatch(name, pattern) for pattern in AREAS[area][2])
 
@@ -97,6 +142,40 @@ def sample_names(area: str, n: int, seed: int) -> list[str]:
     return sorted(random.Random(f"{seed}:{area}").sample(names, min(n, len(names))))
 
 
+SETUP_SECONDS = 600      # mutmut's own start of a run: changed mutants generated, the clean test run (measured)
+DEFAULT_WALL_PER_MUTANT = 10.0
+RUN_LOG = MUTANTS / "bench-runs.json"   # one entry per run of this script: mutants tested and wall time
+
+
+def _log_run(names: list[str] | None, before: dict, wall: float) -> None:
+    after = load_results()
+    tested = [n for n, (_src, status, _d) in after.items()
+              if status != "not checked" and before.get(n, (None, "not checked"))[1] == "not checked"]
+    log = json.loads(RUN_LOG.read_text()) if RUN_LOG.exists() else []
+    log.append({"tested": len(tested), "wall_seconds": round(wall), "requested": len(names) if names else None,
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    RUN_LOG.write_text(json.dumps(log, indent=1))
+
+
+def wall_per_mutant() -> tuple[float, int]:
+    """Wall seconds a mutant, after mutmut's set-up, over the runs logged so far (mutmut 3.8's fork server does
+    not record a mutant's own time), and how many mutants that is over; DEFAULT_WALL_PER_MUTANT without a log."""
+    log = json.loads(RUN_LOG.read_text()) if RUN_LOG.exists() else []
+    runs = [r for r in log if r["tested"] >= 10]
+    n = sum(r["tested"] for r in runs)
+    if not n:
+        return DEFAULT_WALL_PER_MUTANT, 0
+    return max(1.0, sum(max(0, r["wall_seconds"] - SETUP_SECONDS) for r in runs) / n), n
+
+
+def sizes_for(areas: list[str], minutes: float, least: int = 40) -> dict[str, int]:
+    """Sample sizes that fit one run of ``areas`` in about ``minutes`` at the measured wall time per mutant,
+    split evenly between the areas (at least ``least`` each)."""
+    rate, _n = wall_per_mutant()
+    per_area = max(0.0, minutes * 60 - SETUP_SECONDS) / rate / len(areas)
+    return {area: max(least, int(per_area)) for area in areas}
+
+
 def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> dict:
     results = load_results()
     doc = {}
@@ -106,6 +185,8 @@ def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> di
         chosen = set(samples[area]) if samples else None
         for name, (source, status, dur) in results.items():
             if in_area(name, area) and (chosen is None or name in chosen):
+                if status == "survived" and equivalent_reason(name, source) is not None:
+                    status = "equivalent"
                 per_file[source][status] += 1
                 seconds += dur or 0.0
         total = Counter()
@@ -121,18 +202,19 @@ def summary(areas: list[str], samples: dict[str, list[str]] | None = None) -> di
 def _row(label: str, c: dict) -> str:
     n = sum(c.values())
     checked = n - c.get("not checked", 0)
-    killed, survived = c.get("killed", 0), c.get("survived", 0)
-    rate = f"{100 * killed / checked:5.1f}%" if checked else "   - "
-    decided = killed + survived
-    rate2 = f"{100 * killed / decided:5.1f}%" if decided else "   - "
-    return (f"  {label:34s} {n:6d} {checked:7d} {killed:6d} {survived:8d} {c.get('no tests', 0):8d} "
-            f"{c.get('timeout', 0):7d} {sum(v for k, v in c.items() if k not in ('killed', 'survived', 'no tests', 'timeout', 'not checked')):5d}"
-            f"  {rate} {rate2}")
+    killed, survived, equivalent = c.get("killed", 0), c.get("survived", 0), c.get("equivalent", 0)
+    raw = f"{100 * killed / checked:5.1f}%" if checked else "   - "
+    counted = checked - equivalent
+    rate = f"{100 * killed / counted:5.1f}%" if counted else "   - "
+    other = sum(v for k, v in c.items() if k not in ("killed", "survived", "equivalent", "no tests", "timeout",
+                                                      "not checked"))
+    return (f"  {label:34s} {n:6d} {checked:7d} {killed:6d} {survived:8d} {equivalent:5d} {c.get('no tests', 0):8d} "
+            f"{c.get('timeout', 0):7d} {other:5d}  {raw}  {rate}")
 
 
 def print_summary(doc: dict) -> None:
-    head = (f"  {'file':34s} {'mutants':>6s} {'checked':>7s} {'killed':>6s} {'survived':>8s} {'no tests':>8s} "
-            f"{'timeout':>7s} {'other':>5s}  kill%  of k+s")
+    head = (f"  {'file':34s} {'mutants':>6s} {'checked':>7s} {'killed':>6s} {'survived':>8s} {'equiv':>5s} "
+            f"{'no tests':>8s} {'timeout':>7s} {'other':>5s}   raw%  kill%")
     for area, d in doc.items():
         if area not in AREAS:
             continue
@@ -142,7 +224,7 @@ def print_summary(doc: dict) -> None:
             print(_row(f, c))
         print(_row("total", d["total"]))
         what = f"a random sample of the area's {d['population']} mutants" if d["sampled"] else "every mutant"
-        print(f"  ({what}; time in the mutants' test runs, summed over workers: {d['mutant_seconds']} s)")
+        print(f"  ({what})")
 
 
 def run(areas: list[str], max_children: int, nice: int, names: list[str] | None = None) -> float:
@@ -150,9 +232,12 @@ def run(areas: list[str], max_children: int, nice: int, names: list[str] | None 
     cmd = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children),
            *patterns]
     print("+", " ".join(cmd), flush=True)
+    before = load_results()
     started = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=False, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    _log_run(names, before, wall)
+    return wall
 
 
 def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> None:
@@ -163,7 +248,9 @@ def survivors(areas: list[str], samples: dict[str, list[str]] | None = None) -> 
                 chosen is None or name in chosen):
             diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True,
                                   text=True).stdout
-            print(f"### {name} ({status})\n{diff}")
+            why = equivalent_reason(name, source) if status == "survived" else None
+            label = f"equivalent: {why}" if why else status
+            print(f"### {name} ({label})\n{diff}")
 
 
 def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | None = None,
@@ -175,8 +262,9 @@ def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | 
     registration), which a fork-server worker never re-runs."""
     results = load_results()
     chosen = {n for names in samples.values() for n in names} if samples else None
-    names = [n for n, (_, status, _) in sorted(results.items()) if status in statuses
-             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)]
+    names = [n for n, (src, status, _) in sorted(results.items()) if status in statuses
+             and any(in_area(n, a) for a in areas) and (chosen is None or n in chosen)
+             and not (status == "survived" and equivalent_reason(n, src) is not None)]
     killed = 0
     for name in names:
         env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONDONTWRITEBYTECODE="1")
@@ -207,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="one mutmut run for all the areas (one clean-test run instead of one per area)")
     parser.add_argument("--sample", type=int, default=0, help="test a random sample of N mutants per area")
     parser.add_argument("--seed", type=int, default=18, help="the sample's random seed (default 18)")
+    parser.add_argument("--minutes", type=float, default=0,
+                        help="choose each area's sample size so that one --together run fits in about this many "
+                             "minutes, from the seconds per mutant measured so far (e.g. 120: the two-hour job)")
     args = parser.parse_args(argv)
     areas = args.areas or list(AREAS)
     unknown = [a for a in areas if a not in AREAS]
@@ -219,7 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.survivors:
         survivors(areas, {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None)
         return 0
-    samples = {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None
+    if args.minutes:
+        sizes = sizes_for(areas, args.minutes)
+        rate, count = wall_per_mutant()
+        print(f"{rate:.1f} s of wall time a mutant (measured over {count} mutants), {SETUP_SECONDS} s of set-up: "
+              + ", ".join(f"{area} {n}" for area, n in sizes.items()))
+        samples = {a: sample_names(a, sizes[a], args.seed) for a in areas}
+        if not args.summary:
+            args.together = True
+    else:
+        samples = {a: sample_names(a, args.sample, args.seed) for a in areas} if args.sample else None
     walls = {}
     if not args.summary and args.together:
         names = [n for a in areas for n in samples[a]] if samples else None

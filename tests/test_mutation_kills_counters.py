@@ -158,3 +158,52 @@ def test_flops_and_divergent_branch_land_on_their_source_lines():
     assert sum(agg.get("flops", 0) for agg in lines.values()) == n
     assert lines[4]["divergent_branches"] == 1
     assert sum(agg.get("divergent_branches", 0) for agg in lines.values()) == 1
+
+
+def test_one_load_over_two_arrays_and_an_fma_line_by_hand():
+    """Lanes 0-15 read a[0..15] and lanes 16-31 b[0..15] through one selected pointer: the load's row names both
+    arrays, 16 lanes each (lane 16 reads b[0], exactly where b starts, and belongs to b), and shows its PTX text.
+    The next source line is one fused multiply-add per thread: 32 threads x 2 flops = 64 flops on that line."""
+    import numpy as np
+
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("__global__ void k(const float *a, const float *b, float *out, float x) {\n"
+           "    float v = (threadIdx.x < 16 ? a : b)[threadIdx.x % 16];\n"
+           "    out[threadIdx.x] = v * x + 1.0f;\n"
+           "}\n")
+    program = load_kernel(source=src, path="two_arrays.cu")
+    a, b = np.arange(16, dtype=np.float32), 100 + np.arange(16, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    result = simulate(program, 1, 32, [a, b, out, 3.0])
+    assert np.array_equal(out, np.r_[a, b] * 3 + 1)
+    loads = [r for r in result.instructions if r["line"] == 2 and r["kind"].endswith(" ld")]
+    assert len(loads) == 1
+    assert loads[0]["arrays"] == {"a": 16, "b": 16}
+    assert loads[0]["ptx"].startswith("ld.global")
+    assert result.lines[3]["flops"] == 64
+
+
+def test_inline_ptx_ldu_and_exit_are_classed_like_the_compilers_own():
+    """NVRTC itself emits ld.global.nc and ret, but inline PTX can hold ``ldu`` and ``exit`` (and the simulator
+    runs them): the warp's one ldu and two st.global are 3 memory instructions; its exits are the inline exit of
+    lanes 16-31 and the ret of lanes 0-15, 2 in the exit class."""
+    import numpy as np
+
+    from perfmodel.analysis import _counts_json
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = r'''__global__ void k(const float *a, float *out) {
+    float v;
+    asm volatile("ldu.global.f32 %0, [%1];" : "=f"(v) : "l"(a));
+    out[threadIdx.x] = v;
+    if (threadIdx.x >= 16) asm volatile("exit;");
+    out[threadIdx.x] = 2.0f * v;
+}'''
+    out = np.zeros(32, np.float32)
+    result = simulate(load_kernel(source=src, path="inline_ptx.cu"), 1, 32, [np.full(4, 5.0, np.float32), out])
+    assert out.tolist() == [10.0] * 16 + [5.0] * 16
+    classes = _counts_json(result.counts)["ptx_classes"]
+    assert classes["memory"] == 3 and classes["exit"] == 2

@@ -149,3 +149,93 @@ def test_shared_memory_wavefronts_of_one_tiled_block_by_hand():
     # one block on one SM, a 128-byte wavefront a clock (32 banks x 4 B): 272 clocks
     shared = a.model.resource("shared")
     assert shared.time_s * a.model.rates.clock_hz == pytest.approx(272)
+
+
+# ---- hand-written counts and stand-in devices: inputs the model documents (bottleneck.py: "Counts without line
+# figures (hand-written ...)", device_rates: "a Device or a stand-in with the same attributes")
+
+def _h100_rates():
+    from perfmodel.devices import load_device
+    from perfmodel.model.bottleneck import device_rates
+
+    return device_rates(load_device("h100"))
+
+
+def test_l1_lines_of_hand_written_counts():
+    from perfmodel.model.bottleneck import l1_lines
+
+    rates = _h100_rates()
+    # exact line counts: loads' 8 lines and no store line
+    assert l1_lines({"load_lines": 8, "store_lines": 0}, rates) == 8.0
+    # no line figures: the lower bound, at least one line per request, loads and stores (2 + 2), no sectors given
+    assert l1_lines({"load_requests": 2, "store_requests": 2}, rates) == 4.0
+    assert l1_lines({"store_requests": 3, "store_sectors": 3}, rates) == 3.0
+
+
+def test_atomics_time_by_its_documented_rule():
+    """The busiest line's work one after another (sectors, repeats, aggregated ops, each at its H100-measured
+    cost in calibration.py) or every operation at the atomic rate, whichever is longer; shared-memory atomics add
+    time only for same-address conflicts."""
+    from perfmodel.model import calibration
+    from perfmodel.model.bottleneck import atomics_time
+
+    rates = _h100_rates()
+    # 32 float adds of one warp to one address: 1 sector + 31 repeats on one line; 32 operations
+    g = {"atomic_ops": 32, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31}
+    line = calibration.GLOBAL_ATOMIC_SECTOR_S + 31 * calibration.GLOBAL_ATOMIC_REPEAT_S
+    assert line > 32 / calibration.GLOBAL_ATOMIC_OPS_PER_S
+    assert atomics_time(g, {}, 1, rates) == pytest.approx(line)
+    # shared atomics to distinct addresses: nothing beyond their requests
+    assert atomics_time({}, {"atomic_ops": 10}, 1, rates) == 0.0
+
+
+def test_bottleneck_model_of_hand_written_store_only_counts():
+    """Counts with global stores only (no load key) and shared loads only (no store-wavefront key): the LSU
+    works 4 requests, the shared pipe 272 wavefronts, nothing else is invented."""
+    from perfmodel.model.bottleneck import bottleneck_model
+    from perfmodel.model.traffic import Traffic
+
+    zero = Traffic(load_sectors=0, store_sectors=16, l1_hit_rate=0, block_reuse=0, l2_load_sectors=0,
+                   l2_store_sectors=16, l2_hit_rate=0, dram_read_bytes=0, dram_write_bytes=512,
+                   working_set_bytes=512, footprint_bytes=512)
+    counts = {"global": {"store_requests": 4, "store_sectors": 16}, "shared": {"load_wavefronts": 272},
+              "warps": 8, "warp_instructions": 100}
+    rates = _h100_rates()
+    r = bottleneck_model(counts, rates=rates, traffic=zero, total_blocks=1, warps_per_sm=8,
+                         blocks_per_sm=1, warps_per_block=8)
+    assert r.resource("lsu").work == 4 and r.resource("shared").work == 272
+    # H100: 32 banks x 4 bytes = 128 bytes a clock, one wavefront a clock, on the one SM with a block
+    assert rates.shared_bytes_per_clock == 128
+    assert r.resource("shared").time_s == pytest.approx(272 / rates.clock_hz)
+
+
+def test_stand_in_device_without_throughput_section_gets_the_loaders_defaults():
+    """A stand-in with the profile's attributes but no throughput section and no coalescing rule: the L1 hit
+    latency falls back to the shared-memory latency, whose default is the loader's 20 cycles
+    (THROUGHPUT_DEFAULTS: "20 cycles (LAT-2023 model value)"), and the rule to "sectors"."""
+    from types import SimpleNamespace
+
+    from perfmodel.devices import THROUGHPUT_DEFAULTS, load_device
+    from perfmodel.model.bottleneck import device_rates
+
+    dev = load_device("h100")
+    names = [k for k in dir(type(dev)) if not k.startswith(("_", "model_")) and not callable(getattr(dev, k))]
+    stand_in = SimpleNamespace(**{k: getattr(dev, k) for k in {*type(dev).model_fields, *names}})
+    stand_in.throughput, stand_in.global_memory_rule = None, None
+    rates = device_rates(stand_in)
+    assert THROUGHPUT_DEFAULTS["shared_latency_cycles"][0].startswith("20 cycles")
+    assert rates.l1_latency_cycles == 20.0
+    assert rates.global_memory_rule == "sectors"
+
+
+def test_h100_l1_left_for_global_loads_by_hand():
+    """H100: 256 KB of combined L1 / shared memory per SM, split by the smallest carveout (0, 8, 16, 32, 64, 100,
+    132, 164, 196 or 228 KB; programming guide 12.6) that holds the resident blocks' shared memory; the rest
+    caches global loads: no shared memory -> 256 KB; 50 KB -> the 64 KB carveout -> 192 KB. The traffic
+    estimate's L1 size is this figure (``rates.l1_bytes``)."""
+    from perfmodel.devices import load_device
+    from perfmodel.model.bottleneck import device_rates
+
+    h100 = load_device("h100")
+    assert device_rates(h100).l1_bytes == 256 * 1024
+    assert device_rates(h100, shared_memory_per_sm_used=50 * 1024).l1_bytes == 192 * 1024

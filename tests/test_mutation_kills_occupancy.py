@@ -63,3 +63,15 @@ def test_a_kernel_with_no_registers_is_not_register_limited(cli):
     assert doc["blocks_per_sm"] == 8
     assert doc["limiters"] == ["warps"]
     assert doc["limits"]["registers"] >= 32          # at least the 32-block limit
+
+
+def test_block_limits_are_whole_numbers():
+    """NVIDIA's calculator gives whole blocks per SM for every limit (floor divisions): H100, 256 threads x 32
+    registers: 65,536 / 4 partitions = 16,384 registers each, 32 x 32 = 1,024 per warp -> 16 warps per partition,
+    64 warps per SM / 8 warps per block = 8 blocks, an int, like every other limit."""
+    from perfmodel.occupancy import occupancy
+
+    occ = occupancy("h100", 256, 32, 0)
+    assert occ.limits["registers"] == 8
+    assert all(type(v) is int for v in occ.limits.values()), occ.limits
+    assert type(occ.blocks_per_sm) is int
