@@ -222,6 +222,7 @@ def test_stand_in_device_without_throughput_section_gets_the_loaders_defaults():
     names = [k for k in dir(type(dev)) if not k.startswith(("_", "model_")) and not callable(getattr(dev, k))]
     stand_in = SimpleNamespace(**{k: getattr(dev, k) for k in {*type(dev).model_fields, *names}})
     stand_in.throughput, stand_in.global_memory_rule = None, None
+    stand_in.measured = {}          # no measured latencies either (the H100 profile has an L1 hit of 41.1 cycles)
     rates = device_rates(stand_in)
     assert THROUGHPUT_DEFAULTS["shared_latency_cycles"][0].startswith("20 cycles")
     assert rates.l1_latency_cycles == 20.0
