@@ -366,16 +366,10 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
                 fr.done = full.copy() if fr.done is None else (fr.done | full)
             stack.pop()
         else:   # conditional branch
-            p = fr.r[blk.guard_slot]
-            if p is None:
-                p = np.zeros((1, 1), bool)
-            if blk.guard_neg:
-                p = ~p
-            taken = p if m is None else (m & p)
+            taken, nt = branch_split(fr, blk, m)
             if not taken.any():
                 top[0] = blk.fall
                 continue
-            nt = ~p if m is None else (m & ~p)
             if not nt.any():
                 top[0] = blk.target
                 continue
@@ -398,6 +392,16 @@ def _or(a, b):
     if b is None:
         return a
     return a | b
+
+
+def branch_split(fr, blk, m):
+    """(taken, not taken): the lanes of mask ``m`` (None: all) on each side of the block's conditional branch."""
+    p = fr.r[blk.guard_slot]
+    if p is None:
+        p = np.zeros((1, 1), bool)
+    if blk.guard_neg:
+        p = ~p
+    return (p, ~p) if m is None else (m & p, m & ~p)
 
 
 def _divergent_warps(st, taken, nt) -> int:

@@ -180,7 +180,7 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
     """Run the recognised loop at ``pc`` from its first iteration until every lane has left it (the driver then
     goes on at its fall-through block under ``m``), counting as the executor does, and regroup its memory counts
     and issued copies by the SASS slots (see the module docstring)."""
-    from perfmodel.sim.machine import _divergent_warps, execute_block
+    from perfmodel.sim.machine import _divergent_warps, branch_split, execute_block
 
     blk = cf.blocks[pc]
     fname = cf.func.name
@@ -226,15 +226,9 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
     if not executed:
         iteration(cur)
     while True:                    # the driver's conditional branch, as run_function takes it
-        p = fr.r[blk.guard_slot]
-        if p is None:
-            p = np.zeros((1, 1), bool)
-        if blk.guard_neg:
-            p = ~p
-        taken = p if cur is None else (cur & p)
+        taken, nt = branch_split(fr, blk, cur)
         if not taken.any():
             break
-        nt = ~p if cur is None else (cur & ~p)
         if nt.any():
             divw[pc] += _divergent_warps(st, taken, nt)
             cur = taken
