@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FILES = [ROOT / "tests/data/cuda_samples/0_Introduction/vectorAdd/vectorAdd.cu",
-                 ROOT / "tests/data/cuda_samples/0_Introduction/simpleCooperativeGroups/simpleCooperativeGroups.cu"]
+DEFAULT_FILES = [ROOT / "validation/kernels/cuda-samples/Samples/0_Introduction/vectorAdd/vectorAdd.cu",
+                 ROOT / "validation/kernels/cuda-samples/Samples/0_Introduction/simpleCooperativeGroups/simpleCooperativeGroups.cu"]
 
 CHILD = """
 import json, sys, time

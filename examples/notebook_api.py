@@ -18,7 +18,7 @@ import numpy as np
 import perfmodel
 
 HERE = Path(__file__).resolve().parent
-MATRIXMUL = HERE.parent / "tests" / "data" / "cuda_samples" / "0_Introduction" / "matrixMul" / "matrixMul.cu"
+MATRIXMUL = HERE.parent / "validation" / "kernels" / "cuda-samples" / "Samples" / "0_Introduction" / "matrixMul" / "matrixMul.cu"
 
 
 def cdiv(a: int, b: int) -> int:

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 DATA = Path(__file__).resolve().parent / "data" / "byok"
-MATRIXMUL = Path(__file__).resolve().parent / "data" / "cuda_samples" / "0_Introduction" / "matrixMul" / "matrixMul.cu"
+MATRIXMUL = Path(__file__).resolve().parent.parent / "validation" / "kernels" / "cuda-samples" / "Samples" / "0_Introduction" / "matrixMul" / "matrixMul.cu"
 
 SAXPY = [str(EXAMPLES / "saxpy.cu"), "--kernel", "saxpy", "--grid", "cdiv(n,128)", "--block", "128",
          "-D", "n=1000", "--arg", "a=2.0", "--arg", "x=float32[n]:random", "--arg", "y=float32[n]:arange",

@@ -11,7 +11,7 @@ from perfmodel.compile import nvrtc
 
 pytestmark = pytest.mark.skipif(not nvrtc.available(), reason="NVRTC wheel (nvidia-cuda-nvrtc) not installed")
 
-DATA = Path(__file__).parent / "data" / "cuda_samples"
+DATA = Path(__file__).parent.parent / "validation" / "kernels" / "cuda-samples" / "Samples"   # vendored, unchanged
 VECTOR_ADD = DATA / "0_Introduction/vectorAdd/vectorAdd.cu"
 MATRIX_MUL = DATA / "0_Introduction/matrixMul/matrixMul.cu"
 TEXTURE = DATA / "0_Introduction/simpleTexture/simpleTexture.cu"

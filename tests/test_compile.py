@@ -17,7 +17,7 @@ from perfmodel.compile import nvrtc
 
 pytestmark = pytest.mark.skipif(not nvrtc.available(), reason="NVRTC wheel (nvidia-cuda-nvrtc) not installed")
 
-DATA = Path(__file__).parent / "data" / "cuda_samples"
+DATA = Path(__file__).parent.parent / "validation" / "kernels" / "cuda-samples" / "Samples"   # vendored, unchanged
 VECTOR_ADD = DATA / "0_Introduction/vectorAdd/vectorAdd.cu"
 MATRIX_MUL = DATA / "0_Introduction/matrixMul/matrixMul.cu"
 COOP = DATA / "0_Introduction/simpleCooperativeGroups/simpleCooperativeGroups.cu"
@@ -42,7 +42,7 @@ def session_cache(tmp_path_factory):
 
 
 def test_vendored_license_is_next_to_the_files():
-    assert "Redistribution" in (DATA / "LICENSE").read_text()
+    assert "Redistribution" in (DATA.parent / "LICENSE").read_text()
 
 
 # ---- real-world files, as they are --------------------------------------------------------------------------------
