@@ -2,8 +2,10 @@
 
 Every expected figure is derived by hand in the test from the rule it checks: NVIDIA's coalescing rules per
 generation (CUDA C Programming Guide, quoted in perfmodel/sim/coalesce.py) and the atomic counting rule of
-perfmodel/sim/atomic_count.py's docstring (an integer add of a warp's lanes to one address is one operation, every
-other atomic is one operation per active lane; validation/h100_fidelity.json measured the difference)."""
+perfmodel/sim/atomic_count.py's docstring (the lanes of a warp merged into one operation where the compiler combines
+them - a 32-bit integer add/min/max/and/or/xor on an address every lane shares by construction - or, on shared
+memory, an integer add; every other atomic is one operation per active lane; validation/h100_fidelity.json measured
+the difference)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,27 +19,43 @@ def _one_warp(offsets, active=None):
     return off, mb
 
 
-def test_integer_add_of_a_whole_warp_to_one_address_is_one_operation_for_32_lanes():
+def test_merged_lanes_of_a_whole_warp_on_one_address_are_one_operation():
     off, mb = _one_warp([0] * 32)
-    warp, addr, lanes = atomic_count.operations(off, mb, np.uint32, "add")
+    warp, addr, lanes = atomic_count.operations(off, mb, True)
     assert warp.tolist() == [0] and addr.tolist() == [0] and lanes.tolist() == [32]
+
+
+def test_which_atomics_merge_lanes():
+    # global: only what the compiler combines (an address the same for every lane by construction, 32-bit integer
+    # add/min/max/and/or/xor); shared: integer add and increment
+    assert atomic_count.merges("global", np.uint32, "add", combined=True)
+    assert atomic_count.merges("global", np.int32, "max", combined=True)
+    assert not atomic_count.merges("global", np.uint32, "add", combined=False)
+    assert not atomic_count.merges("global", np.uint32, "exch", combined=True)
+    assert not atomic_count.merges("global", np.float32, "add", combined=True)
+    assert not atomic_count.merges("global", np.uint64, "add", combined=True)
+    assert atomic_count.merges("shared", np.uint32, "add", combined=False)
+    assert not atomic_count.merges("shared", np.uint32, "max", combined=False)
+    assert not atomic_count.merges("shared", np.float32, "add", combined=False)
 
 
 def test_float_add_to_one_address_is_one_operation_per_lane():
     off, mb = _one_warp([64] * 32)
-    warp, addr, lanes = atomic_count.operations(off, mb, np.float32, "add")
+    warp, addr, lanes = atomic_count.operations(off, mb, False)
     assert warp.tolist() == [0] * 32 and addr.tolist() == [64] * 32 and lanes.tolist() == [1] * 32
 
 
 def test_one_address_hot_line_counts_by_hand():
-    # 32 float adds of one warp to byte 64: one distinct sector (64 >> 5 = 2, line 0), 31 repeats beyond the first
+    # 32 float adds of one warp to byte 64: the line's only address, so all 32 operations count at the
+    # same-address rate (1 transaction + 31 passes)
     store: dict = {}
     off, mb = _one_warp([64] * 32)
     atomic_count.tally(store, "global", off, mb, np.float32, "add", heap_bytes=256)
     g, s = {}, {}
     atomic_count.add_counts(g, s, store)
-    assert g == {"atomic_ops": 32, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31,
-                 "atomic_hot_line_aggregated_ops": 0}
+    assert g == {"atomic_ops": 32, "atomic_hot_line_sectors": 0, "atomic_hot_line_repeats_int": 0,
+                 "atomic_hot_line_repeats_float": 0, "atomic_hot_line_one_address_int": 0,
+                 "atomic_hot_line_one_address_float": 32}
     assert s == {"atomic_ops": 0}
 
 
@@ -56,18 +74,22 @@ def test_fermi_8_byte_words_of_two_warps_by_hand():
 
 
 def test_hot_line_is_the_one_with_the_most_serialised_work():
-    """Line 0 (bytes 0-127): a warp's 32 float adds to one address, 1 sector + 31 repeats = 32 units of L2 work.
-    Line 1 (bytes 128-255): a warp's 32 integer adds to one address, aggregated into 1 operation. The busiest
-    line is line 0, by 32 to 1."""
+    """Line 0 (bytes 0-127): a warp's 32 float adds to byte 0 and its 32 integer exchanges on byte 4 - two
+    addresses in one sector: 2 transactions, 31 + 31 passes = 64 units of L2 work. Line 1 (bytes 128-255): a
+    warp's 32 integer adds to one address, combined into 1 operation. The busiest line is line 0, by 64 to 1; it has
+    two addresses, so its work is transactions and passes by type."""
     store: dict = {}
     off, mb = _one_warp([0] * 32)
     atomic_count.tally(store, "global", off, mb, np.float32, "add", heap_bytes=256)
+    off, mb = _one_warp([4] * 32)
+    atomic_count.tally(store, "global", off, mb, np.int32, "exch", heap_bytes=256)
     off, mb = _one_warp([128] * 32)
-    atomic_count.tally(store, "global", off, mb, np.int32, "add", heap_bytes=256)
+    atomic_count.tally(store, "global", off, mb, np.int32, "add", heap_bytes=256, combined=True)
     g: dict = {}
     atomic_count.add_counts(g, {}, store)
-    assert g == {"atomic_ops": 33, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31,
-                 "atomic_hot_line_aggregated_ops": 0}
+    assert g == {"atomic_ops": 65, "atomic_hot_line_sectors": 2, "atomic_hot_line_repeats_int": 31,
+                 "atomic_hot_line_repeats_float": 31, "atomic_hot_line_one_address_int": 0,
+                 "atomic_hot_line_one_address_float": 0}
 
 
 def test_cc12_dram_traffic_of_a_misaligned_warp_by_hand():

@@ -173,18 +173,27 @@ def test_l1_lines_of_hand_written_counts():
 
 
 def test_atomics_time_by_its_documented_rule():
-    """The busiest line's work one after another (sectors, repeats, aggregated ops, each at its H100-measured
-    cost in calibration.py) or every operation at the atomic rate, whichever is longer; shared-memory atomics add
-    time only for same-address conflicts."""
+    """The busiest line's work one after another (transactions of a several-address line at the sector cost,
+    passes and one-address operations at their type's same-address cost, each measured on an H100 in
+    calibration.py) or every operation at the atomic rate, whichever is longer; shared-memory atomics add time
+    only for same-address conflicts."""
     from perfmodel.model import calibration
     from perfmodel.model.bottleneck import atomics_time
 
     rates = _h100_rates()
-    # 32 float adds of one warp to one address: 1 sector + 31 repeats on one line; 32 operations
-    g = {"atomic_ops": 32, "atomic_hot_line_sectors": 1, "atomic_hot_line_repeats": 31}
-    line = calibration.GLOBAL_ATOMIC_SECTOR_S + 31 * calibration.GLOBAL_ATOMIC_REPEAT_S
-    assert line > 32 / calibration.GLOBAL_ATOMIC_OPS_PER_S
+    # 32 float adds of one warp to a line's only address: 32 operations at the float same-address time
+    g = {"atomic_ops": 32, "atomic_hot_line_one_address_float": 32}
+    assert 32 * calibration.GLOBAL_ATOMIC_SAME_FLOAT_S > 32 / calibration.GLOBAL_ATOMIC_OPS_PER_S
+    assert atomics_time(g, {}, 1, rates) == pytest.approx(32 * calibration.GLOBAL_ATOMIC_SAME_FLOAT_S)
+    # a line of several addresses: 2 transactions, 31 integer and 31 float passes
+    g = {"atomic_ops": 64, "atomic_hot_line_sectors": 2, "atomic_hot_line_repeats_int": 31,
+         "atomic_hot_line_repeats_float": 31}
+    line = (2 * calibration.GLOBAL_ATOMIC_SECTOR_S + 31 * calibration.GLOBAL_ATOMIC_SAME_INT_S
+            + 31 * calibration.GLOBAL_ATOMIC_SAME_FLOAT_S)
     assert atomics_time(g, {}, 1, rates) == pytest.approx(line)
+    # 4 Mi integer operations on one address (the measured 3.07 ms of atomic_same_u32 OP=3 less the launch)
+    g = {"atomic_ops": 1 << 22, "atomic_hot_line_one_address_int": 1 << 22}
+    assert atomics_time(g, {}, 1, rates) == pytest.approx(3.07e-3, rel=0.02)
     # shared atomics to distinct addresses: nothing beyond their requests
     assert atomics_time({}, {"atomic_ops": 10}, 1, rates) == 0.0
 

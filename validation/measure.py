@@ -95,6 +95,13 @@ def fidelity_cases() -> list[dict]:
     for kernel in ("transpose_naive", "transpose_read_scattered", "transpose_shared"):
         result += _grid(kernel, rows=[1024, 4096, 8192], cols=[1024, 4096, 8192])[::4]
     result += _grid("transpose_naive", rows=[4096], cols=[1024])
+    # One contended address per operation kind (validation/kernels/atomic_ops.cu): lanes the compiler combines
+    # (add, max, or: REDUX) or not (exch, cas, inc), and lanes on one address it cannot see (int and float).
+    result += _grid("atomic_same_u32", n=[1 << 22], OP=[0, 1, 2, 3, 4, 5, 6])
+    result += _grid("atomic_same_u32", n=[1 << 20], OP=[1, 3])
+    for kernel in ("atomic_gather_u32", "atomic_gather_f32"):
+        result += _grid(kernel, n=[1 << 22], LANES=[1, 32])
+        result += _grid(kernel, n=[1 << 20], LANES=[8])
     return result
 
 

@@ -390,13 +390,21 @@ def latency_chain_time(chain_cycles: float, waves: float, rates: DeviceRates) ->
 
 
 def atomics_time(g: dict, s: dict, active_sms: int, rates: DeviceRates) -> float:
-    """Atomics beyond their requests (perfmodel/sim/atomic_count.py): the busiest 128-byte line's work one after
-    another at its L2 slice (distinct sectors per warp request, same-address repeats, warp-aggregated integer
-    additions), or every global atomic operation at the device's atomic rate, whichever is longer; plus the
-    busiest SM's same-address shared-memory atomics. Constants: calibration.py (measured on an H100)."""
-    hot = (float(g.get("atomic_hot_line_sectors", 0) or 0) * calibration.GLOBAL_ATOMIC_SECTOR_S
-           + float(g.get("atomic_hot_line_repeats", 0) or 0) * calibration.GLOBAL_ATOMIC_REPEAT_S
-           + float(g.get("atomic_hot_line_aggregated_ops", 0) or 0) * calibration.GLOBAL_ATOMIC_AGGREGATED_OP_S)
+    """Atomics beyond their requests (perfmodel/sim/atomic_count.py): the busiest 128-byte line's L2 transactions
+    one after another, or every global atomic operation at the device's atomic rate, whichever is longer; plus the
+    busiest SM's same-address shared-memory atomics. On the busy line, each distinct sector of a warp request is
+    one transaction and each further operation on one address in the request another pass; a line whose every
+    operation is on one address turns them over at the same-address rate of the operation's type (integer or
+    floating point), a line of several addresses pays the address-switching sector cost. Constants: calibration.py
+    (measured on an H100)."""
+    def n(key: str) -> float:
+        return float(g.get(key, 0) or 0)
+
+    hot = (n("atomic_hot_line_sectors") * calibration.GLOBAL_ATOMIC_SECTOR_S
+           + (n("atomic_hot_line_repeats_int") + n("atomic_hot_line_one_address_int"))
+           * calibration.GLOBAL_ATOMIC_SAME_INT_S
+           + (n("atomic_hot_line_repeats_float") + n("atomic_hot_line_one_address_float"))
+           * calibration.GLOBAL_ATOMIC_SAME_FLOAT_S)
     spread = float(g.get("atomic_ops", 0) or 0) / calibration.GLOBAL_ATOMIC_OPS_PER_S
     same = min(float(s.get("atomic_same_address", 0) or 0), float(s.get("atomic_ops", 0) or 0))
     shared = same / max(1, active_sms) * calibration.SHARED_ATOMIC_CYCLES / rates.clock_hz

@@ -56,27 +56,31 @@ OVERLAP_EXPONENT = 3.0
 # Not fitted: only decides how many DRAM round trips a warp's latency chain waits.
 MAX_LOADS_IN_FLIGHT_PER_WARP = 8.0
 
-# ---- atomics (issue 13 item 2), fitted on the split's "fit" part (validation/split.yaml: the H100 cases of
-# validation/h100_fidelity.json at n = 4 Mi); the held-out part (H100 at n = 1 Mi and every H200 case) is checked
-# by tests/test_heldout.py. Times below are the measured cold medians minus LAUNCH_OVERHEAD_S.
+# ---- atomics (issue 13 item 2), fitted on the split's "fit" part (validation/split.yaml: H100 cases of
+# validation/h100_fidelity.json at n = 4 Mi); the held-out part (the other H100 atomics cases - other sizes, other
+# operations, single lanes, the shared-memory and cuda-samples kernels - and every H200 case) is checked by
+# tests/test_heldout.py. Times below are the measured cold medians minus LAUNCH_OVERHEAD_S.
 #
 # The busiest 128-byte line's atomic work is serialised at its L2 slice (perfmodel/sim/atomic_count.py counts it):
-# seconds per distinct sector of a warp request on the line, and per further operation on one address in a
-# request. Both from two cases solved together (the simulator's busiest-line sectors S and repeats R):
-# hist_global_f32 NBINS=256 (8 lines): S = 345,137, R = 34,193, 1,081.6 us;
-# hist_global_f32 NBINS=1 (one word): S = 131,072, R = 4,063,232, 7,379.0 us -> 2.96 ns and 1.72 ns.
+# per warp request, each distinct sector is one transaction and each further operation on one address a further
+# pass. On a line whose every operation is on one address, transactions and passes alike take the same-address
+# time of their type - seconds per operation, from 4 Mi lanes on one word whose address the compiler cannot see
+# (validation/kernels/atomic_ops.cu, one operation per lane):
+# atomic_gather_u32 LANES=32: 3,074.1 us / 4,194,304 = 0.733 ns; atomic_gather_f32 LANES=32: 7,384.0 us -> 1.760 ns.
+GLOBAL_ATOMIC_SAME_INT_S = 0.733e-9
+GLOBAL_ATOMIC_SAME_FLOAT_S = 1.760e-9
+# On a line of several addresses a transaction pays the address switch: seconds per distinct sector of a warp
+# request, from hist_global_f32 NBINS=256 (8 lines of 32 bins, random bins): its busiest line's 345,137
+# transactions and 34,193 float passes in 1,081.6 us -> (1,081.6 us - 34,193 x 1.760 ns) / 345,137 = 2.96 ns.
 GLOBAL_ATOMIC_SECTOR_S = 2.96e-9
-GLOBAL_ATOMIC_REPEAT_S = 1.72e-9
-# per warp-aggregated integer addition (lanes of a warp on one address merged into one operation) -
-# hist_global_u32 NBINS=1: 95.7 us / 131,072 = 0.73 ns.
-GLOBAL_ATOMIC_AGGREGATED_OP_S = 0.73e-9
 # Device-wide global atomic operations per second when no line is hot: hist_global_f32 NBINS=65536,
 # 4,194,304 operations in 61.1 us = 68.6 G/s.
 GLOBAL_ATOMIC_OPS_PER_S = 68.6e9
 # Shared-memory atomics on one address serialise in the SM: cycles per same-address lane (the simulator's
 # ``shared.atomic_same_address``, at most one per operation after warp aggregation). hist_shared_f32 NBINS=1:
-# 31,775 same-address lanes per SM in 194.4 us at 1.98 GHz = 12.1 cycles.
-SHARED_ATOMIC_CYCLES = 12.1
+# 31,775 same-address lanes per SM; of its 194.4 us, the busiest global line (16,384 single-lane float adds, one
+# per block, on one word: 28.8 us) is not overlapped with them: 165.5 us at 1.98 GHz = 10.3 cycles.
+SHARED_ATOMIC_CYCLES = 10.3
 
 # Stores that write only part of a 32-byte sector cost the L2 more than a full sector: extra sector transfers per
 # partially written store sector (scaled by the unwritten share). Fitted on the split's fit case for it,

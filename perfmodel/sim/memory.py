@@ -325,7 +325,12 @@ class MemoryMixin:
             conf, f = M.max_same_address(off + np.arange(self.nB).reshape(-1, 1) * (1 << 32), m, self.nB, self.Tp)
         c.units[gid] += int(conf.sum()) * f
         c.conflicts[gid] += int(conf.sum()) * f
-        ATOM.tally(c.atomic_ops, space, off, mb, dt, op, len(self.heap.bytes))   # atomic_count.py
+        if op == "inc" and np.all(np.asarray(b) == np.iinfo(dt).max):
+            op_kind = "add"                 # inc with the largest limit is an add of 1 (the compiler combines it)
+        else:
+            op_kind = op
+        ATOM.tally(c.atomic_ops, space, off, mb, dt, op_kind, len(self.heap.bytes),
+                   combined=self._combined(gid))                                # atomic_count.py, uniform.py
         idx = flat[mb]
         bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
@@ -335,6 +340,14 @@ class MemoryMixin:
         res = np.zeros(shape, dt)
         res[mb] = old
         return res
+
+    def _combined(self, gid) -> bool:
+        """Whether atomic ``gid``'s address is the same for every lane of a warp by construction (uniform.py)."""
+        from perfmodel.sim.uniform import combined_atomics
+
+        b = self.builder
+        func = self.launch.program.module.functions[b.func_of[gid]]
+        return gid - func.instrs[0].index in combined_atomics(func)
 
     def _global_bounds_atomic(self, gid, off, size, mb):
         heap = self.heap
@@ -406,8 +419,46 @@ def _apply_atomic(view, idx, b, c, op, dt):
         old = np.empty(idx.size, dt)
         old[order] = old_sorted
         return old
-    # the other operations: rounds of one lane per address (in lane order); rounds = the largest multiplicity
     old = np.empty(idx.size, dt)
+    order = np.argsort(idx, kind="stable")
+    si = idx[order]
+    start = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+    ends = np.r_[start[1:], si.size]
+    if (ends - start).max() > 64 and len(start) <= 4096:
+        # few addresses with many lanes each: each address's lanes in lane order, one scan per address
+        scan = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
+                "xor": np.bitwise_xor}.get(op)
+        for s0, e0 in zip(start.tolist(), ends.tolist()):
+            lanes = order[s0:e0]
+            i = int(si[s0])
+            v = b[lanes].astype(dt, copy=False)
+            if scan is not None:
+                acc = scan.accumulate(np.r_[view[i:i + 1], v].astype(dt, copy=False))
+                old[lanes], view[i] = acc[:-1], acc[-1]
+            elif op == "exch":
+                old[lanes] = np.r_[view[i:i + 1], v[:-1]].astype(dt, copy=False)
+                view[i] = v[-1]
+            elif op in ("cas", "inc", "dec"):
+                cur = view[i].item()
+                vals, cs = v.tolist(), (c[lanes].astype(dt, copy=False).tolist() if op == "cas" else None)
+                top = np.iinfo(dt).max if dt.kind in "iu" else None
+                outs = []
+                for k, x in enumerate(vals):
+                    outs.append(cur)
+                    if op == "cas":
+                        cur = cs[k] if cur == x else cur
+                    elif op == "inc":
+                        cur = 0 if cur >= x else cur + 1
+                    else:
+                        cur = x if (cur == 0 or cur > x) else cur - 1
+                    if top is not None:
+                        cur &= top if dt.kind == "u" else -1
+                old[lanes] = np.array(outs).astype(dt)
+                view[i] = np.array(cur).astype(dt)
+            else:
+                raise SimulationError(f"atomic operation {op} is not supported")
+        return old
+    # the other operations: rounds of one lane per address (in lane order); rounds = the largest multiplicity
     remaining = np.arange(idx.size)
     while remaining.size:
         _, first = np.unique(idx[remaining], return_index=True)

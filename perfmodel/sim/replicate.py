@@ -274,8 +274,15 @@ def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
         for i, v in enumerate(vals):
             acc[i] += v * w
     for key, v in c.atomic_ops.items():      # atomic operations and per-line work (sim/atomic_count.py): every
-        # block aims at the same lines (the probe refuses global atomics that move), so they scale
-        total.atomic_ops[key] = total.atomic_ops[key] + v * w if key in total.atomic_ops else v * w
+        # block aims at the same lines (the probe refuses global atomics that move), so they scale; which
+        # addresses each line has seen does not
+        if key == "line_addr":
+            total.atomic_ops[key] = np.where(total.atomic_ops[key] >= 0, total.atomic_ops[key], v) \
+                if key in total.atomic_ops else v.copy()
+        elif key == "line_multi":
+            total.atomic_ops[key] = total.atomic_ops[key] | v if key in total.atomic_ops else v.copy()
+        else:
+            total.atomic_ops[key] = total.atomic_ops[key] + v * w if key in total.atomic_ops else v * w
     for k, v in c.fp.items():
         total.fp[k] = total.fp.get(k, 0) + v * w
     total.fp64 += c.fp64 * w
