@@ -17,6 +17,9 @@ from perfmodel.gpu.accuracy import (EXCLUDED, GLOBAL_COUNTS, INSTRUCTION_MEDIAN_
 
 EXACT_KERNELS = SOURCE_LEVEL_KERNELS + SASS_GROUPED_KERNELS
 
+# one xdist worker runs every test of the session fixture h100_accuracy (tests/conftest.py), so it is built once
+pytestmark = pytest.mark.xdist_group("h100_accuracy")
+
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "validation" / "h100.json"
 

@@ -14,6 +14,9 @@ import yaml
 from perfmodel.gpu.accuracy import _kernels_beside, accuracy, case_id
 from perfmodel.model import calibration
 
+# one xdist worker runs every test of the session fixture h100_accuracy (tests/conftest.py), so it is built once
+pytestmark = pytest.mark.xdist_group("h100_accuracy")
+
 ROOT = Path(__file__).resolve().parents[1]
 SPLIT = yaml.safe_load((ROOT / "validation" / "split.yaml").read_text())
 
