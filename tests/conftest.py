@@ -40,7 +40,29 @@ def _private_result_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def h100_accuracy():
+def h100_accuracy(tmp_path_factory, worker_id):
+    """:func:`_h100_accuracy`, built once per test session: under pytest-xdist the first worker to ask builds it and
+    leaves it (pickled) in the session's shared temporary folder, the others wait on a file lock and load it."""
+    if worker_id == "master":
+        return _h100_accuracy()
+    import fcntl
+    import pickle
+
+    shared = tmp_path_factory.getbasetemp().parent
+    done = shared / "h100_accuracy.pickle"
+    with open(shared / "h100_accuracy.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if done.is_file():
+                return pickle.loads(done.read_bytes())
+            result = _h100_accuracy()
+            done.write_bytes(pickle.dumps(result))
+            return result
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _h100_accuracy():
     """``accuracy(validation/h100.json)`` once per session (about a minute), and each case's (launch, sim) - inputs
     left out - for the tests that refit a constant on these cases without simulating them again
     (tests/test_accuracy.py, tests/test_heldout.py). Keys: the case id."""
