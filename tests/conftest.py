@@ -43,9 +43,12 @@ def _private_result_cache(tmp_path_factory):
 def h100_accuracy(tmp_path_factory, worker_id):
     """:func:`_h100_accuracy`, built once per test session: under pytest-xdist the first worker to ask builds it and
     leaves it (pickled) in the session's shared temporary folder, the others wait on a file lock and load it."""
-    if worker_id == "master":
+    try:
+        import fcntl
+    except ImportError:         # no POSIX file locks (Windows): each worker builds its own
+        fcntl = None
+    if worker_id == "master" or fcntl is None:
         return _h100_accuracy()
-    import fcntl
     import pickle
 
     shared = tmp_path_factory.getbasetemp().parent
