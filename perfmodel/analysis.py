@@ -667,7 +667,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 # which per-line figure ranks the lines for each bounding resource
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_lines",
                 "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
-                "fp32": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
+                "fp32": "flops", "fp64": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
                 "launch": "warp_instructions"}
 
 

@@ -84,6 +84,16 @@ def _is_shared_ptx(ins) -> bool:
     return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
 
 
+# double-precision arithmetic: ptxas turns each PTX add/mul/fma.f64 into one DADD/DMUL/DFMA and does not contract
+# them (the PTX fma already is one), so their SASS over PTX count shows a loop's further unrolling where the loop
+# holds no memory instruction
+_SASS_FP64 = ("DFMA", "DADD", "DMUL")
+
+
+def _is_fp64_ptx(ins) -> bool:
+    return ins.opcode in ("add", "sub", "mul", "fma", "mad") and ins.type == "f64"
+
+
 _PTX_REFUSE = {"atom", "red", "bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "call", "ret",
                "exit", "membar", "fence", "tex", "suld", "sust", "cp"}
 
@@ -365,12 +375,16 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     ptx_g = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_global_ptx(ins) and i not in in_loop)
     sass_s = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_SHARED)
     ptx_s = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_shared_ptx(ins) and i not in in_loop)
+    sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
+    ptx_d = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_fp64_ptx(ins) and i not in in_loop)
     replication = []
     for blk in f.blocks:
         rep = 1.0
         # global accesses first; shared ones (which ptxas may also merge into 64/128-bit accesses, so they can
-        # only show replication, never rule it out) where the block has no global access
-        for is_kind, n_ptx, n_sass in ((_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s)):
+        # only show replication, never rule it out) where the block has no global access; double-precision
+        # arithmetic where it has no memory access at all
+        for is_kind, n_ptx, n_sass in ((_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s),
+                                       (_is_fp64_ptx, ptx_d, sass_d)):
             lines = {ptx_keys[i] for i in range(blk.start, blk.end) if is_kind(f.instrs[i])}
             a = sum(n_ptx[k] for k in lines)
             b = sum(n_sass[k] for k in lines)

@@ -102,6 +102,10 @@ def fidelity_cases() -> list[dict]:
     for kernel in ("atomic_gather_u32", "atomic_gather_f32"):
         result += _grid(kernel, n=[1 << 22], LANES=[1, 32])
         result += _grid(kernel, n=[1 << 20], LANES=[8])
+    # The FP64 pipe (validation/kernels/fp64_chain.cu): a full GPU of independent DFMA chains, and few blocks.
+    result += _grid("fp64_fma_chain", n=[1 << 18, 1 << 20], ITERS=[4096], CHAINS=[4])
+    result += _grid("fp64_fma_chain", n=[1 << 18], ITERS=[4096], CHAINS=[1])
+    result += _grid("fp64_fma_chain", n=[8192], ITERS=[4096], CHAINS=[4])
     return result
 
 

@@ -56,7 +56,7 @@ def advise(analysis) -> list[str]:
         tips.append(f"Block-launch-bound: {a.launch.total_blocks:,} blocks of {a.launch.threads_per_block} "
                     "threads finish faster than the scheduler starts them - give each block more threads or "
                     "each thread more elements.")
-    elif bound in ("fp32", "issue", "sfu"):
+    elif bound in ("fp32", "fp64", "issue", "sfu"):
         tips.append(f"Compute-bound ({model.resource(bound).label}, {_pct(bound_share)}): the arithmetic itself "
                     "is the limit; fewer instructions per flop (FMA, unrolling) are what is left.")
     elif bound == "launch":

@@ -67,6 +67,7 @@ class DeviceRates:
     clock_hz: float
     warp_size: int
     fp32_lane_ops_per_s: float          # peak_fp32_flops / 2 (an FMA is 2 flops in one lane op)
+    fp64_lane_ops_per_s: float          # fp64_lanes_per_sm x SMs x clock (0: no double precision)
     sfu_ops_per_s: float
     warp_instructions_per_clock: float  # per SM
     dependent_issue_latency_cycles: float
@@ -110,6 +111,7 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         clock_hz=clock,
         warp_size=warp,
         fp32_lane_ops_per_s=float(device.peak_fp32_flops) / 2.0,
+        fp64_lane_ops_per_s=float(getattr(device, "fp64_lanes_per_sm", 0) or 0) * sm_count * clock,
         sfu_ops_per_s=(sfu if sfu > 0 else 1.0) * sm_count * clock,
         warp_instructions_per_clock=_throughput(
             device, "warp_instructions_per_clock", min(device.warp_schedulers_per_sm, device.fp32_lanes_per_sm / warp)),
@@ -163,11 +165,22 @@ def l1_bytes_for_global(device: Any, shared_memory_per_sm_used: float) -> float:
 # ---------------------------------------------------------------------------------------------------------
 # One small function per resource: work -> seconds at the peak rate.
 
-def fp32_time(fp_ops: dict, rates: DeviceRates) -> float:
+def fp32_time(fp_ops: dict, rates: DeviceRates, fp64_ops: float = 0.0) -> float:
     """FP32 lane operations at peak. Division is ~4 lane ops (reciprocal + Newton step); special functions run
-    on the SFUs and are counted by :func:`sfu_time`."""
+    on the SFUs and are counted by :func:`sfu_time`; double-precision operations (``fp64_ops``, part of
+    ``fp_ops``) run on the FP64 units, :func:`fp64_time`."""
     lane_ops = (fp_ops.get("add", 0) + fp_ops.get("mul", 0) + fp_ops.get("fma", 0) + 4 * fp_ops.get("div", 0))
-    return lane_ops / rates.fp32_lane_ops_per_s
+    return max(0.0, lane_ops - fp64_ops) / rates.fp32_lane_ops_per_s
+
+
+def fp64_time(fp64_ops: float, rates: DeviceRates) -> float:
+    """Double-precision lane operations (add, mul, fma, div each one) on the SM's FP64 units:
+    ``fp64_lanes_per_sm`` results per clock per SM, NVIDIA's arithmetic-throughput table (64 on the H100 and
+    A100, 2 on the GeForce and L4 parts: 1/64 of FP32). A device without FP64 units gets the FP32 rate / 64."""
+    if fp64_ops <= 0:
+        return 0.0
+    rate = rates.fp64_lane_ops_per_s if rates.fp64_lane_ops_per_s > 0 else rates.fp32_lane_ops_per_s / 64.0
+    return fp64_ops / rate
 
 
 def sfu_time(fp_ops: dict, rates: DeviceRates) -> float:
@@ -321,6 +334,7 @@ class BottleneckResult:
 
 RESOURCE_LABELS = {
     "fp32": "FP32 pipe",
+    "fp64": "FP64 pipe",
     "sfu": "SFU (special functions)",
     "issue": "instruction issue",
     "lsu": "load/store unit requests",
@@ -354,7 +368,7 @@ def combine(times: dict[str, float], overlap_exponent: float) -> float:
 # Resources that are different views of one unit are combined by max before the overlap combination: the LSU
 # instruction queue, shared-memory wavefronts and L1 tag lookups all go through the SM's L1/shared-memory
 # pipeline; FP32, SFU and issue are the SM's instruction issue.
-RESOURCE_GROUPS = {"fp32": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
+RESOURCE_GROUPS = {"fp32": "issue", "fp64": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
                    "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency",
                    "atomics": "atomics"}
 
@@ -434,6 +448,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     c = counts.get("constant", {})
     local = counts.get("local", {})
     fp_ops = counts.get("fp_ops", {})
+    fp64 = float(counts.get("fp64_ops", 0) or 0)
     warps = max(1.0, float(counts.get("warps", 0) or total_blocks * warps_per_block))
 
     active_sms = max(1, min(rates.sm_count, total_blocks))
@@ -447,7 +462,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     l1_work = l1_lines(g, rates)
     issued = float(counts.get("warp_instructions", 0))   # SASS-level (perfmodel.kernel._sass_weights)
     times = {
-        "fp32": (fp32_time(fp_ops, rates), float(counts.get("flops", 0)), "flop"),
+        "fp32": (fp32_time(fp_ops, rates, fp64), float(counts.get("flops", 0)), "flop"),
+        "fp64": (fp64_time(fp64, rates), fp64, "op"),
         "sfu": (sfu_time(fp_ops, rates), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),
         "issue": (issue_time(issued, active_sms, rates), issued, "warp instr"),
         "lsu": (lsu_time(memory_requests, active_sms, rates), float(memory_requests), "request"),
@@ -460,7 +476,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         "atomics": (atomics_time(g, s, active_sms, rates),
                     float(g.get("atomic_ops", 0) or 0) + float(s.get("atomic_ops", 0) or 0), "op"),
     }
-    sm_local = {"fp32", "sfu", "issue", "lsu", "shared", "l1"}
+    sm_local = {"fp32", "fp64", "sfu", "issue", "lsu", "shared", "l1"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}
 
     # the latency chain: compiled instructions per warp x dependent-issue latency, plus DRAM round trips
