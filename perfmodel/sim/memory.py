@@ -441,7 +441,6 @@ def _apply_atomic(view, idx, b, c, op, dt):
             elif op in ("cas", "inc", "dec"):
                 cur = view[i].item()
                 vals, cs = v.tolist(), (c[lanes].astype(dt, copy=False).tolist() if op == "cas" else None)
-                top = np.iinfo(dt).max if dt.kind in "iu" else None
                 outs = []
                 for k, x in enumerate(vals):
                     outs.append(cur)
@@ -451,8 +450,6 @@ def _apply_atomic(view, idx, b, c, op, dt):
                         cur = 0 if cur >= x else cur + 1
                     else:
                         cur = x if (cur == 0 or cur > x) else cur - 1
-                    if top is not None:
-                        cur &= top if dt.kind == "u" else -1
                 old[lanes] = np.array(outs).astype(dt)
                 view[i] = np.array(cur).astype(dt)
             else:
