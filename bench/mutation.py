@@ -64,6 +64,10 @@ AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "coalescing": ("per-generation coalescing rules and atomic contention counts",
                    ("perfmodel/sim/coalesce.py", "perfmodel/sim/atomic_count.py"),
                    ("perfmodel.sim.coalesce.*", "perfmodel.sim.atomic_count.*")),
+    "compiled": ("what the compiled code decides: loads in flight per warp (PTX basic blocks), which atomics the "
+                 "compiler combines across a warp, ptxas's further unrolling of loops regrouped from the SASS",
+                 ("perfmodel/model/mlp.py", "perfmodel/sim/uniform.py", "perfmodel/sim/regroup.py"),
+                 ("perfmodel.model.mlp.*", "perfmodel.sim.uniform.*", "perfmodel.sim.regroup.*")),
 }
 
 
