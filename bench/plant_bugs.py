@@ -55,8 +55,8 @@ BUGS = (
         "__syncthreads ignored in the loads-in-flight term of the bottleneck model (all of a warp's loads "
         "counted as one interval)",
         (("perfmodel/model/bottleneck.py",
-          "mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates)",
-          "mlp = loads_in_flight_per_warp(requests_per_warp, 1.0, rates)"),),
+          "mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)",
+          "mlp = loads_in_flight_per_warp(requests_per_warp, 1.0, rates, loads_in_flight)"),),
         ("tests/test_model_bottleneck.py", "tests/test_mutation_kills_planted.py")),
     Bug("syncthreads-ignored-in-helper",
         "the same bug inside loads_in_flight_per_warp (its barrier intervals argument unused)",
@@ -105,7 +105,8 @@ def apply(dest: Path, bug: Bug) -> None:
 
 
 def run_tests(dest: Path, tests: list[str], without: list[str]) -> tuple[int, str, float]:
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    # one process (-n 0): under pytest-xdist a run stopped by -x exits 2 ("interrupted"), not 1
+    cmd = [sys.executable, "-m", "pytest", "-n", "0", "-x", "-q", "-p", "no:cacheprovider", *tests]
     cmd += [f"--ignore={w}" for w in without]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     started = time.perf_counter()

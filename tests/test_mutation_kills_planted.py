@@ -74,6 +74,22 @@ def test_tiled_matmul_warp_never_has_more_than_two_loads_in_flight():
     assert naive.model.loads_in_flight_per_warp > 2.0
 
 
+def test_barriers_bound_loads_in_flight_of_counts_without_the_compiled_figure():
+    """The same rule where the compiled code's figure (perfmodel/model/mlp.py, which also stops at barriers) is
+    not there - hand-written counts: 4 warps of one block, 8 global load requests per warp and 3 barriers per
+    warp, so 4 intervals of 2 loads: 2 in flight. Ignoring the barriers would give 8 (the per-warp cap)."""
+    from perfmodel.devices import load_device
+    from perfmodel.model.bottleneck import bottleneck_model, device_rates
+
+    counts = {"warps": 4, "global": {"load_requests": 32, "load_sectors": 128}, "barrier_warps": 12}
+    traffic = estimate_traffic(load_sectors=128, store_sectors=0, unique_load_sectors=128, unique_store_sectors=0,
+                               block_load_sectors=128, block_footprint_sectors=128, wave_blocks=1, total_blocks=1,
+                               l1_bytes=0, l2_bytes=0)
+    result = bottleneck_model(counts, rates=device_rates(load_device("h100")), traffic=traffic, total_blocks=1,
+                              warps_per_sm=4, blocks_per_sm=1, warps_per_block=4, loads_in_flight=None)
+    assert result.loads_in_flight_per_warp == pytest.approx(2.0)
+
+
 # ---- 3. the compulsory sectors reach L2 (and DRAM) whatever L1 reuse says --------------------------------
 
 @pytest.mark.parametrize("l2_bytes", [0.0, 1e3, 50e6])
