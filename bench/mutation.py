@@ -272,7 +272,8 @@ def recheck(areas: list[str], tests: list[str], samples: dict[str, list[str]] | 
     killed = 0
     for name in names:
         env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONDONTWRITEBYTECODE="1")
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        # one process (-n 0): under pytest-xdist a run stopped by -x exits 2 ("interrupted"), not 1
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-x", "-q", "-p", "no:cacheprovider",
                                *[str(ROOT / t) for t in tests]], cwd=MUTANTS, env=env, capture_output=True,
                               text=True)
         status = "killed" if proc.returncode == 1 else ("survived" if proc.returncode == 0 else

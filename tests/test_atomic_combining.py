@@ -94,3 +94,25 @@ __global__ void k(unsigned int *t) { bump(&t[threadIdx.x & 1]); atomicAdd(&t[2],
     atoms = [k for k, ins in enumerate(entry.instrs) if ins.opcode in ("atom", "red")]
     assert len(atoms) == 1 and combined_atomics(entry) == frozenset(atoms)
     assert combined_atomics(other) == frozenset()
+
+
+def test_a_value_set_in_one_arm_of_a_divergent_branch_is_not_uniform():
+    """``k = 6; if (threadIdx.x < 16) { k = 7 + n; ... }``: the store in the arm keeps it a real branch (no selp),
+    and the two definitions of k meet after it. Lanes 0-15 of the first warp hold 7, the others 6, so the atomic on
+    t[k] is not combined: one operation per lane, 64 (a combining proof that ignored the branch arms would merge
+    them into 3: two addresses in the first warp, one in the second)."""
+    from perfmodel.sim.uniform import combined_atomics
+
+    src = r"""
+__global__ void k(unsigned int *t, int *flag, int n) {
+    unsigned int k = 6;
+    if (threadIdx.x < 16) { k = 7 + n; flag[threadIdx.x] = 1; }
+    atomicOr(&t[k], 1u);
+}
+"""
+    program = load_kernel(source=src)
+    assert combined_atomics(program.module.functions[program.entry]) == frozenset()
+    t = np.zeros(16, np.uint32)
+    r = simulate(program, 1, 64, [t, np.zeros(64, np.int32), 0])
+    assert t[6] == 1 and t[7] == 1
+    assert r.counts.to_json()["global"]["atomic_ops"] == 64
