@@ -275,14 +275,18 @@ def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
             acc[i] += v * w
     for key, v in c.atomic_ops.items():      # atomic operations and per-line work (sim/atomic_count.py): every
         # block aims at the same lines (the probe refuses global atomics that move), so they scale; which
-        # addresses each line has seen does not
-        if key == "line_addr":
-            total.atomic_ops[key] = np.where(total.atomic_ops[key] >= 0, total.atomic_ops[key], v) \
-                if key in total.atomic_ops else v.copy()
-        elif key == "line_multi":
-            total.atomic_ops[key] = total.atomic_ops[key] | v if key in total.atomic_ops else v.copy()
-        else:
+        # addresses each line has seen does not (merged below)
+        if key not in ("line_addr", "line_multi"):
             total.atomic_ops[key] = total.atomic_ops[key] + v * w if key in total.atomic_ops else v * w
+    if "line_addr" in c.atomic_ops:
+        seen, multi = c.atomic_ops["line_addr"], c.atomic_ops["line_multi"]
+        if "line_addr" not in total.atomic_ops:
+            total.atomic_ops["line_addr"], total.atomic_ops["line_multi"] = seen.copy(), multi.copy()
+        else:
+            old = total.atomic_ops["line_addr"]
+            total.atomic_ops["line_multi"] = (total.atomic_ops["line_multi"] | multi
+                                              | ((old >= 0) & (seen >= 0) & (old != seen)))
+            total.atomic_ops["line_addr"] = np.where(old >= 0, old, seen)
     for k, v in c.fp.items():
         total.fp[k] = total.fp.get(k, 0) + v * w
     total.fp64 += c.fp64 * w
