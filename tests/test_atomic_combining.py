@@ -116,3 +116,26 @@ __global__ void k(unsigned int *t, int *flag, int n) {
     r = simulate(program, 1, 64, [t, np.zeros(64, np.int32), 0])
     assert t[6] == 1 and t[7] == 1
     assert r.counts.to_json()["global"]["atomic_ops"] == 64
+
+
+def test_a_value_computed_after_the_arms_meet_is_not_uniform_either():
+    """The same branch, but the atomic's address is computed from k after the arms meet (``t[(k * m) >> 3]``, one
+    multiply and shift in the block after the branch): k's class comes from the arms, and the address's from k, so
+    the proof must go on after it marks k (a proof that stopped there would combine the warps' lanes: 3 operations,
+    not 64). m = 16: lanes 0-15 of the first warp hit t[2 * (7 + n)], every other lane t[12]."""
+    from perfmodel.sim.uniform import combined_atomics
+
+    src = r"""
+__global__ void k(unsigned int *t, int *flag, int n, int m) {
+    unsigned int k = 6;
+    if (threadIdx.x < 16) { k = 7 + n; flag[threadIdx.x] = 1; }
+    flag[blockIdx.x + 64] = m;
+    atomicOr(&t[(k * m) >> 3], 1u);
+}
+"""
+    program = load_kernel(source=src)
+    assert combined_atomics(program.module.functions[program.entry]) == frozenset()
+    t = np.zeros(32, np.uint32)
+    r = simulate(program, 1, 64, [t, np.zeros(128, np.int32), 0, 16])
+    assert t[12] == 1 and t[14] == 1 and t.sum() == 2
+    assert r.counts.to_json()["global"]["atomic_ops"] == 64

@@ -219,3 +219,37 @@ def test_l1_left_beside_the_carveout(h100):
     assert bn.l1_bytes_for_global(h100, 16 * 1024) == 240 * 1024
     fermi = load_device("fermi")
     assert bn.l1_bytes_for_global(fermi, 0) == 16 * 1024
+
+
+# block_loads_in_flight on hand-written PTX blocks: a warp stops at the first use of a pending load, so a load
+# waits for the loads its address - or its guard predicate - depends on.
+_MLP_PTX = {
+    # ldu (the read-only uniform load) is a global load like ld.global: 2 independent loads, 1 round
+    "ldu": ("ldu.global.f32 %f1, [%rd1];\nld.global.f32 %f2, [%rd2];\nadd.f32 %f3, %f1, %f2;", (2, 2.0)),
+    # the second load is guarded by a predicate computed from the first load's value: 2 rounds
+    "guard_in_block": ("ld.global.u32 %r1, [%rd1];\nsetp.ne.s32 %p1, %r1, 0;\n@%p1 ld.global.f32 %f1, [%rd2];",
+                       (2, 1.0)),
+    # a guard computed in another block (%p2 is never written here) is ready: 1 load in 1 round
+    "guard_elsewhere": ("@%p2 ld.global.f32 %f1, [%rd2];\nld.global.f32 %f2, [%rd3];", (2, 2.0)),
+    # an address taken from one element of a vector load: the gather waits for it
+    "vector_gather": ("ld.global.v2.u32 {%r1, %r2}, [%rd1];\ncvt.u64.u32 %rd3, %r2;\nld.global.f32 %f1, [%rd3];",
+                      (2, 1.0)),
+    # shared, constant, local and parameter loads are not global loads
+    "other_spaces": ("ld.shared.f32 %f1, [%rd1];\nld.const.f32 %f2, [%rd2];\nld.local.f32 %f3, [%rd3];", (0, 0.0)),
+    # a global reduction (no destination) writes memory the next load may read: it waits for the red's operand
+    "red_fence": ("ld.global.f32 %f1, [%rd1];\nred.global.add.f32 [%rd2], %f1;\nld.global.f32 %f2, [%rd3];",
+                  (2, 1.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MLP_PTX))
+def test_loads_in_flight_of_hand_written_ptx(name):
+    from perfmodel.model.mlp import block_loads_in_flight
+    from perfmodel.ptx import parse_ptx
+
+    body, expected = _MLP_PTX[name]
+    text = (".version 9.5\n.target sm_90\n.address_size 64\n\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+            "\t.reg .pred %p<5>;\n\t.reg .b32 %r<20>;\n\t.reg .f32 %f<10>;\n\t.reg .b64 %rd<10>;\n"
+            + body + "\nret;\n}\n")
+    f = parse_ptx(text).functions["k"]
+    assert block_loads_in_flight(f.instrs) == expected

@@ -220,3 +220,114 @@ def test_a_shared_float_atomic_is_a_cas_loop_repeated_per_lane_on_one_address():
     one, spread = run([0] * 32), run(list(range(32)))
     assert one.global_["load_requests"] == spread.global_["load_requests"]
     assert one.warp_instructions - spread.warp_instructions == 31 * 5
+
+
+# The regrouping's other counting paths: shared-memory loads (wavefronts), blocks whose thread count is not a
+# multiple of 32 (the last warp partly empty), and 16-byte loads. Each count below is derived by hand from the SASS
+# slot rule of the module docstring.
+MORE_SRC = r"""
+__global__ void sum_shared(const int *start, const int *end, const float *a, float *out) {
+    __shared__ float sa[512];
+    int t = threadIdx.x;
+    for (int i = t; i < 512; i += blockDim.x) sa[i] = a[i];
+    __syncthreads();
+    int lo = start[t];
+    int hi = end[t];
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        s += sa[i];
+    }
+    out[t + blockDim.x * blockIdx.x] = s;
+}
+
+__global__ void sum_wide(const int *start, const int *end, const float4 *a, float *out) {
+    int t = threadIdx.x;
+    int lo = start[t];
+    int hi = end[t];
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        float4 v = a[i];
+        s += v.x + v.y + v.z + v.w;
+    }
+    out[t + blockDim.x * blockIdx.x] = s;
+}
+"""
+
+
+def _rows(program, ptx_trips, elements=4096):
+    """One block of len(ptx_trips) threads; thread l runs ptx_trips[l] PTX iterations (4 elements each) from 0;
+    a[] holds 0, 1, 2, ... (sum_wide reads it as float4)."""
+    trips = np.asarray(ptx_trips, np.int32)
+    n = len(trips)
+    a = np.arange(elements, dtype=np.float32)
+    args = [np.zeros(n, np.int32), 4 * trips, a, np.zeros(n, np.float32)]
+    res = simulate(program, 1, n, args)
+    floats = 4 if "sum_wide" in program.entry else 1                           # floats per element
+    assert np.allclose(args[3], [a[:4 * t * floats].sum() for t in trips])     # values are the PTX's
+    return res
+
+
+def _loop_line(needle):
+    return next(i for i, t in enumerate(MORE_SRC.splitlines(), 1) if needle in t)
+
+
+@pytest.fixture(scope="module")
+def sum_shared():
+    p = load_kernel(source=MORE_SRC, path="more.cu", entry="sum_shared")
+    assert [(lp.factor, lp.chunks) for lp in p.sass_loops.values() if lp.factor > 1] == [(4, (2, 1))]
+    return p
+
+
+@pytest.fixture(scope="module")
+def sum_wide():
+    p = load_kernel(source=MORE_SRC, path="more.cu", entry="sum_wide")
+    assert [(lp.factor, lp.chunks) for lp in p.sass_loops.values() if lp.factor > 1] == [(4, (2, 1))]
+    return p
+
+
+def test_shared_loads_regrouped_as_wavefronts(sum_shared):
+    # lanes 0-7: t = 3 (q = 0, remainder 2 + 1); lanes 8-15: t = 11 (q = 2, remainder 2 + 1); lanes 16-31: t = 4.
+    # Lanes at one PTX iteration read one word: 1 wavefront. SASS slots:
+    #   main loop, twice: lanes 8-31 at iterations 0-3, then lanes 8-15 at 4-7: 32 loads x 1 wavefront;
+    #   2-copy chunk: lanes 0-7 at iterations 0, 1 (sa[0..7]) with lanes 8-15 at 8, 9 (sa[32..39]): word j and
+    #     word 32 + j are in one bank: 2 wavefronts for each of its 8 loads;
+    #   1-copy chunk: lanes 0-7 at iteration 2 (sa[8..11]) with lanes 8-15 at 10 (sa[40..43]): 4 loads x 2.
+    # 44 requests, 32 + 16 + 8 = 56 wavefronts; the PTX grouping: 11 iterations x 4 loads, 1 wavefront each: 44.
+    trips = [3] * 8 + [11] * 8 + [4] * 16
+    sass = _rows(sum_shared, trips)
+    ptx = _rows(_ptx_grouping(sum_shared), trips)
+    assert (ptx.counts.shared["load_requests"], ptx.counts.shared["load_wavefronts"]) == (44, 44)
+    assert (sass.counts.shared["load_requests"], sass.counts.shared["load_wavefronts"]) == (44, 56)
+    line = _loop_line("s += sa[i];")
+    assert sass.lines[line]["shared_wavefronts"] == 56
+    # the per-block figure holds the loads' 56 and the staging stores' 16 (512 words by 32 lanes, 1 wavefront each)
+    assert int(sass.per_block["shared_wavefronts"][0]) == 56 + 16 == sass.counts.shared["store_wavefronts"] + 56
+
+
+@pytest.mark.parametrize("which, lines", [("sum_range", 28), ("sum_wide", 32)])
+def test_a_block_of_24_threads(sum_range, sum_wide, which, lines):
+    # the trip counts of test_lanes_reach_one_chunk_at_different_iterations on 24 lanes (lanes 16-23: t = 4):
+    # 16 + 8 + 4 = 28 requests; the 1-copy chunk's loads read 2 sectors each (element 8 + j with 16 + j): 32 sectors.
+    # Lines: 4-byte elements 8 + j and 16 + j share a 128-byte line (28 lines); 16-byte ones (bytes 128 + 16 j and
+    # 256 + 16 j) do not (32).
+    program = {"sum_range": sum_range, "sum_wide": sum_wide}[which]
+    trips = [3] * 8 + [5] * 8 + [4] * 8
+    res = _rows(program, trips)
+    (agg,) = [v for v in res.lines.values() if v["global_loads"] and v["global_requests"] > 4]
+    assert (agg["global_requests"], agg["global_sectors"], agg["global_lines"]) == (28, 32, lines)
+    ptx = _rows(_ptx_grouping(program), trips)
+    assert res.counts.global_["load_sectors"] - ptx.counts.global_["load_sectors"] == 32 - 20
+    assert int(res.per_block["global_load_sectors"][0]) == res.counts.global_["load_sectors"]
+
+
+def test_two_warps_the_second_partly_empty(sum_range, sum_wide):
+    # 40 threads: warp 0 as above with lanes 24-31 at t = 4 (28 requests, 32 sectors); warp 1 has 8 lanes:
+    # lanes 32-35 t = 2 (q = 0, remainder 2), lanes 36-39 t = 6 (q = 1, remainder 2). Warp 1's main loop once
+    # (lanes 36-39 at iterations 0-3): 16 loads, 1 sector; its 2-copy chunk: lanes 32-35 at iterations 0, 1 with
+    # lanes 36-39 at 4, 5 - elements 4c + j and 16 + 4c + j, 64 bytes apart (4-byte) or 256 (16-byte): 8 loads,
+    # 2 sectors each; no 1-copy chunk. Warp 1: 24 requests, 32 sectors; 24 lines (4-byte: all in line 0) or 32.
+    trips = [3] * 8 + [5] * 8 + [4] * 16 + [2] * 4 + [6] * 4
+    for program, lines in ((sum_range, 28 + 24), (sum_wide, 32 + 32)):
+        res = _rows(program, trips)
+        (agg,) = [v for v in res.lines.values() if v["global_loads"] and v["global_requests"] > 4]
+        assert (agg["global_requests"], agg["global_sectors"], agg["global_lines"]) == (52, 64, lines)
