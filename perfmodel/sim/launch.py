@@ -20,6 +20,21 @@ def _align(n, a):
     return (n + a - 1) // a * a
 
 
+def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
+    """The module's compiled functions for this symbol table: built once and kept on the module, since a
+    compiled instruction depends only on the PTX and the addresses it resolves at build time (the symbols: the
+    arguments' places in the heap, shared, constant and local variables). A later launch with the same layout - the
+    same kernel on arrays of the same sizes - reuses them."""
+    key = (path, tuple(sorted(symbols.table.items())))
+    cache = module.__dict__.setdefault("_builders", {})
+    builder = cache.get(key)
+    if builder is None:
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        builder = cache[key] = ProgramBuilder(module, symbols, path)
+    return builder
+
+
 class LaunchState:
     def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout,
                  blank_inputs: bool = False, count_cc1: bool = True):
@@ -161,7 +176,7 @@ class LaunchState:
             symbols.add(pp.name, "param", off)
         self.param_buf = bytes(buf)
         self.param_offsets = offsets
-        self.builder = ProgramBuilder(module, symbols, program.path)
+        self.builder = _builder(module, symbols, program.path)
 
     def checkpoint(self):
         """Restore function for the global heap (argument arrays are restored from the caller's arrays, which the

@@ -125,7 +125,12 @@ class ProgramBuilder:
             if name not in self.module.functions:
                 raise SimulationError(f"call to '{name}', whose body is not in the compiled PTX (an external "
                                       "function); " + UNSUPPORTED_HINT)
-            cf = self.funcs[name] = self._build(self.module.functions[name])
+            n = len(self.instrs)
+            try:
+                cf = self.funcs[name] = self._build(self.module.functions[name])
+            except BaseException:
+                del self.instrs[n:], self.func_of[n:]     # as before the attempt (a builder is reused)
+                raise
         return cf
 
     def _location(self, ins) -> Location:
