@@ -23,7 +23,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "perfmodel.cli.main"]
+# the console script's entry (perfmodel.cli.entry since it holds the garbage collector off during start-up; a
+# baseline tree without it runs perfmodel.cli.main, its entry then)
+def _cli(tree: Path | None) -> list[str]:
+    entry = "perfmodel.cli.entry" if ((tree or ROOT) / "perfmodel" / "cli" / "entry.py").exists() else "perfmodel.cli.main"
+    return [sys.executable, "-m", entry]
+
+
+
 # matmul_rowwise with ha = wa = wb = W, exact, on h100 (the old engine's module was perfmodel.analyze)
 ROWWISE = ("import sys\nfrom perfmodel.analysis import analyze\nw = int(sys.argv[1])\n"
            "a = analyze('matmul_rowwise', 'h100', {'ha': w, 'wa': w, 'wb': w}, sample=0)\n"
@@ -71,7 +78,7 @@ def measure(tree: Path | None, repeats: int, only: set, rowwise: bool, baseline:
                 continue
             cmd = [sys.executable, "-c", ROWWISE if not baseline else ROWWISE_OLD, str(argv)]
         else:
-            cmd = CLI + argv
+            cmd = _cli(tree) + argv
         _run(cmd, env, cwd)          # warm-up: compile cache, bytecode
         runs = [_run(cmd, env, cwd) for _ in range(repeats)]
         out[name] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs))

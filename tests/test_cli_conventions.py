@@ -15,7 +15,7 @@ from tests.test_check_cli import TILED, tiled_on, write_budget
 
 # the installed console script (its name is what completion keys on), beside this Python
 SCRIPT = Path(sys.executable).with_name("perfmodel")
-PERFMODEL = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "perfmodel.cli.main"]
+PERFMODEL = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "perfmodel.cli.entry"]
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
