@@ -50,6 +50,7 @@ def test_a_closed_pipe_ends_as_with_pythons_own_exit():
 def test_exit_status_as_sys_exit_gives_it(monkeypatch, capsys, code, status):
     seen = []
     ran = []
+    monkeypatch.setattr(threading, "active_count", lambda: 1)   # pytest-xdist's worker has threads of its own
     monkeypatch.setattr("os._exit", seen.append)
     monkeypatch.setattr("atexit._run_exitfuncs", lambda: ran.append(True))
     entry._exit(code)
