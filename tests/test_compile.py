@@ -398,3 +398,25 @@ def test_kernel_declared_and_defined_with_different_signatures():
     k = mod.kernel("k")
     assert k.expression == "k" and k.mangled == "_Z1kPiii"
     assert [p.name for p in k.params] == ["a", "n", "m"]
+
+
+@pytest.mark.parametrize("name, defines", [("matmul_tiled", {"TILE_WIDTH": 16}), ("spmv_csr", {}),
+                                           ("conv2d_tiled", {})])
+def test_nvdisasm_without_dataflow_prints_the_same_listing(name, defines):
+    # perfmodel runs nvdisasm with -ndf (no register dataflow analysis: a third less time); the listing it
+    # reads must be the one nvdisasm prints with its default analysis
+    import subprocess
+    import tempfile
+
+    from perfmodel.compile.sass import find_nvdisasm
+
+    tool = find_nvdisasm()
+    if tool is None:
+        pytest.skip("nvdisasm (nvidia-cuda-nvdisasm wheel) not installed")
+    mod = compile_cuda(Path(__file__).parent.parent / "kernels_spec" / f"{name}.cu", defines=defines)
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(mod.cubin)
+        f.flush()
+        full, lean = (subprocess.run([tool, "-gi", "-c", *extra, f.name], capture_output=True, text=True,
+                                     check=True).stdout for extra in ((), ("-ndf",)))
+    assert lean == full and "LDG" in full
