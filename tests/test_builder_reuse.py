@@ -1,6 +1,8 @@
 """Launches of one kernel reuse its compiled functions when the memory layout is the same (perfmodel.sim.launch):
 the counts and outputs are those of a launch that compiles afresh, a different layout compiles again, and a build
 that fails leaves nothing half-built behind."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -105,3 +107,14 @@ def test_a_failed_build_leaves_the_builder_as_it_was(program, monkeypatch):
     cf = b.get(program.entry)
     ref = ProgramBuilder(program.module, symbols, "reuse.cu").get(program.entry)
     assert cf.gid0 == ref.gid0 == 0 and len(b.instrs) == len(program.module.functions[program.entry].instrs)
+
+
+def test_a_module_with_compiled_functions_still_pickles(program):
+    import pickle
+
+    _launch(program, 64)
+    assert program.module.__dict__["_builders"]
+    copy = pickle.loads(pickle.dumps(program.module))
+    assert "_builders" not in copy.__dict__ and list(copy.functions) == list(program.module.functions)
+    res, out = _launch(dataclasses.replace(program, module=copy), 64)
+    assert res.counts.global_["store_requests"] == 2

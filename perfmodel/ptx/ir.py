@@ -174,3 +174,7 @@ class Module:
     @property
     def entries(self) -> list[str]:
         return [n for n, f in self.functions.items() if f.is_entry]
+
+    def __getstate__(self) -> dict:
+        # the simulator's compiled functions (perfmodel.sim.launch keeps them here, as closures) stay behind
+        return {k: v for k, v in self.__dict__.items() if k != "_builders"}
