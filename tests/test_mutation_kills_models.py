@@ -12,6 +12,10 @@ import pytest
 import yaml
 
 from perfmodel.analysis import analyze
+from perfmodel.devices import load_device
+from perfmodel.model import bottleneck as bn
+from perfmodel.model import calibration
+from perfmodel.model.traffic import estimate_traffic, resident_fraction
 from perfmodel.paths import shipped_dir
 
 # profile key -> (value written into the profile, the model's rate key); every value differs from the H100's own
@@ -249,3 +253,99 @@ def test_h100_l1_left_for_global_loads_by_hand():
     h100 = load_device("h100")
     assert device_rates(h100).l1_bytes == 256 * 1024
     assert device_rates(h100, shared_memory_per_sm_used=50 * 1024).l1_bytes == 192 * 1024
+
+
+# ---- third pass (2026-11-24): survivors of a fresh sample (seed 24), each against a figure derived by hand ----
+
+
+def _by_hand_traffic(l2_bytes, l2_state):
+    # 1,000 load sectors (100 distinct) and 400 store sectors (50 distinct) in 10 blocks, one wave, no L1
+    return estimate_traffic(load_sectors=1000, store_sectors=400, unique_load_sectors=100, unique_store_sectors=50,
+                            block_load_sectors=None, block_footprint_sectors=None, wave_blocks=10, total_blocks=10,
+                            l1_bytes=0, l2_bytes=l2_bytes, l2_state=l2_state)
+
+
+def test_warm_l2_holding_the_footprint_reads_and_writes_no_dram():
+    # footprint 150 sectors x 32 B = 4,800 B fits a 1 GB L2: warm, every compulsory sector is an L2 hit, and one
+    # wave's working set fits too (no spill): no DRAM traffic at all; cold, the compulsory sectors come from DRAM
+    warm = _by_hand_traffic(1e9, "warm")
+    assert (warm.dram_read_bytes, warm.dram_write_bytes) == (0.0, 0.0) and warm.l2_hit_rate == 1.0
+    cold = _by_hand_traffic(1e9, "cold")
+    assert (cold.dram_read_bytes, cold.dram_write_bytes) == (100 * 32, 50 * 32)
+
+
+def test_a_spilling_working_set_rewrites_the_repeated_stores():
+    # L2 of 2,400 B, half the 4,800 B working set: half the non-compulsory traffic misses (l2_spill_fraction), and
+    # the footprint does not fit, so nothing is resident warm either. Reads: (100 + 0.5 x (1,000 - 100)) x 32 =
+    # 17,600 B; writes: (50 + 0.5 x (400 - 50)) x 32 = 7,200 B.
+    for state in ("cold", "warm"):
+        t = _by_hand_traffic(2400, state)
+        assert (t.dram_read_bytes, t.dram_write_bytes) == (17600.0, 7200.0), state
+
+
+def test_an_unknown_l2_state_is_named_in_the_error():
+    with pytest.raises(ValueError, match="'lukewarm'.*cold, warm"):
+        resident_fraction(4800, 1e9, "lukewarm")
+
+
+def test_shared_same_address_atomics_add_to_the_global_atomics():
+    rates = bn.device_rates(load_device("h100"))
+
+    # 686 spread global atomics at the measured 68.6 G ops/s: 10 ns; 2,640 same-address shared atomics over 132
+    # SMs: 20 per SM, each calibration.SHARED_ATOMIC_CYCLES (10.3) cycles at the H100's clock
+    g, s = {"atomic_ops": 686}, {"atomic_ops": 2640, "atomic_same_address": 2640}
+    expected = 686 / 68.6e9 + 20 * 10.3 / rates.clock_hz
+    assert calibration.GLOBAL_ATOMIC_OPS_PER_S == 68.6e9 and calibration.SHARED_ATOMIC_CYCLES == 10.3
+    assert bn.atomics_time(g, s, 132, rates) == pytest.approx(expected)
+
+
+def test_l1_lines_from_loads_alone():
+    # a kernel that only loads has load_lines and no store_lines: its simulated lines are the L1 work
+    rates = bn.device_rates(load_device("h100"))
+    assert bn.l1_lines({"load_lines": 70, "load_requests": 10, "load_sectors": 400}, rates) == 70
+
+
+def test_a_profile_without_an_issue_rate_gets_one_warp_instruction_per_lanes_clocks(tmp_path):
+    # G80: 8 scalar processors per SM take a warp instruction over 32 / 8 = 4 clocks (the profile's own note, from
+    # the CUDA programming guide 3.2 G.3.1): a user profile that leaves warp_instructions_per_clock out gets 0.25
+    doc = yaml.safe_load((shipped_dir("devices") / "g80.yaml").read_text())
+    assert doc["throughput"]["warp_instructions_per_clock"]["value"] == 0.25
+    del doc["throughput"]["warp_instructions_per_clock"]
+    doc["id"] = "myg80"
+    path = tmp_path / "myg80.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert bn.device_rates(load_device(str(path))).warp_instructions_per_clock == 0.25
+
+
+def test_resource_work_and_units_as_reported():
+    # hand-made counts on the H100, 264 blocks of 8 warps at 2 blocks per SM: one full wave
+    rates = bn.device_rates(load_device("h100"))
+    counts = {"flops": 2000, "fp_ops": {"fma": 1000, "special": 30, "div": 12}, "warp_instructions": 5000,
+              "global": {"atomic_ops": 7, "load_requests": 10, "load_sectors": 40, "unique_load_sectors": 40},
+              "shared": {"atomic_ops": 5, "load_wavefronts": 3}}
+    traffic = estimate_traffic(load_sectors=40, store_sectors=0, unique_load_sectors=40, unique_store_sectors=0,
+                               block_load_sectors=None, block_footprint_sectors=None, wave_blocks=264,
+                               total_blocks=264, l1_bytes=0, l2_bytes=50 << 20)
+    r = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=264, warps_per_sm=16,
+                            blocks_per_sm=2, warps_per_block=8)
+    got = {x.name: (x.work, x.unit) for x in r.resources}
+    assert got["fp32"] == (2000.0, "flop") and got["fp64"] == (0.0, "op")
+    assert got["sfu"] == (42.0, "op")                       # special functions and divisions
+    assert got["atomics"] == (12.0, "op")                   # global and shared operations
+    assert got["l2"][1] == got["dram"][1] == "B" and got["issue"] == (5000.0, "warp instr")
+    assert got["shared"] == (3.0, "wavefront") and got["blocks"] == (264.0, "block")
+    assert r.waves == pytest.approx(1.0)
+
+
+def test_a_second_wave_runs_the_chain_again():
+    # 265 blocks at 1 block per SM on 132 SMs: 2.01 waves, so the latency chain runs 3 times (whole waves)
+    rates = bn.device_rates(load_device("h100"))
+    counts = {"flops": 0, "warp_instructions": 1000, "warps": 265, "global": {}}
+    traffic = estimate_traffic(load_sectors=0, store_sectors=0, unique_load_sectors=0, unique_store_sectors=0,
+                               block_load_sectors=None, block_footprint_sectors=None, wave_blocks=132,
+                               total_blocks=265, l1_bytes=0, l2_bytes=50 << 20)
+    r = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=265, warps_per_sm=1,
+                            blocks_per_sm=1, warps_per_block=1)
+    assert r.waves == pytest.approx(265 / 132)
+    per_warp = 1000 / 265 * rates.dependent_issue_latency_cycles / rates.clock_hz
+    assert r.latency_time_s == pytest.approx(3 * per_warp)
