@@ -296,3 +296,54 @@ def test_callable_reference_names_what_is_available_when_a_parameter_is_missing(
     ctx = ReferenceContext(args={"x": np.zeros(2), "y": np.ones(2)}, constants={}, params={"n": 2}, output="x")
     with pytest.raises(SpecError, match=r"needs 'z', .*\(available: n, x, y\)"):
         callable_reference(ref, "mine.py:ref").function(ctx)
+
+
+# ---- third pass (2026-11-24): survivors of a fresh sample (seed 24) ----
+
+def test_a_reference_reads_a_launch_scalar_as_a_python_number():
+    # an int32 scalar argument of 70,000: a reference multiplying two of them (a matrix's element count) must get
+    # 4.9e9, which int32 arithmetic would wrap to 605,032,704
+    from perfmodel.references import ReferenceContext
+
+    ctx = ReferenceContext(args={"n": np.int32(70_000)}, constants={}, params={"s": np.float32(0.5)}, output="y")
+    n = ctx.number("n")
+    assert type(n) is int and n * n == 4_900_000_000
+    assert type(ctx.number("s")) is float and ctx.number(3) == 3
+
+
+def test_sampled_idle_figures_name_the_grid_size(pattern):
+    sampled = analyze(pattern, "h100", sample=24).to_json()
+    assert sampled["idle"]["blocks"] == 64 and sampled["idle"]["extrapolated"] is True
+
+
+INT_CU = """
+__global__ void Triple(const int* in, int* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 3 * in[i];
+}
+"""
+
+
+def test_a_sampled_run_checks_integer_outputs(tmp_path):
+    # integer outputs are merged stratum by stratum like float ones (no NaN to mask in them) and checked against
+    # the reference: out = 3 x in; a wrong reference (4 x in) fails the same check
+    (tmp_path / "triple.cu").write_text(INT_CU)
+    (tmp_path / "refs.py").write_text("import numpy as np\n"
+                                      "def triple(inp):\n    return 3 * np.asarray(inp, np.int64)\n"
+                                      "def quadruple(inp):\n    return 4 * np.asarray(inp, np.int64)\n")
+    for ref, ok in (("triple", True), ("quadruple", False)):
+        spec = (f"name: triple_{ref}\nsource: triple.cu\nentry: Triple\nparams:\n  N: {{default: 16384}}\n"
+                "grid: ['cdiv(N, 256)']\nblock: [256]\nargs:\n"
+                "  - {name: inp, dtype: int32, length: N, init: arange}\n"
+                "  - {name: out, dtype: int32, length: N, init: zeros}\n"
+                "  - {name: n, dtype: int32, value: N}\n"
+                f"outputs:\n  - {{arg: out, reference: 'refs.py:{ref}', rtol: 0, atol: 0}}\n")
+        (tmp_path / f"triple_{ref}.yaml").write_text(spec)
+        a = analyze(str(tmp_path / f"triple_{ref}.yaml"), "h100", sample=4)
+        assert a.sim.sampled and a.sim.blocks_simulated < 64
+        assert a.sim.correct is ok, a.sim.correct_detail
+        # the H100's model reads no CC 1.x transaction counts: a sampled run leaves them out, as an exact one does
+        assert not any(k.startswith(("cc10_", "cc12_")) for k in a.sim.counts["global"])
+    g80 = analyze(str(tmp_path / "triple_triple.yaml"), "g80", sample=4)
+    assert g80.sim.sampled and g80.sim.counts["global"]["cc10_load_transactions"] > 0

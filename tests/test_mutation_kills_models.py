@@ -349,3 +349,22 @@ def test_a_second_wave_runs_the_chain_again():
     assert r.waves == pytest.approx(265 / 132)
     per_warp = 1000 / 265 * rates.dependent_issue_latency_cycles / rates.clock_hz
     assert r.latency_time_s == pytest.approx(3 * per_warp)
+
+
+def test_two_carveouts_are_a_choice_too():
+    # a profile whose SRAM splits two ways (no shared memory, or all 228 KB of it): on Hopper L1 + shared memory
+    # are one 256 KB SRAM per SM (NVIDIA Hopper tuning guide), so a kernel without shared memory gets all 256 KB
+    # as L1 and one that needs the large carveout keeps the 28 KB beside it
+    h100 = load_device("h100")
+    assert h100.l1_cache_bytes + h100.shared_memory_per_sm == 256 * 1024
+    two = h100.model_copy(update={"shared_memory_carveouts": (0, 233472)})
+    assert bn.l1_bytes_for_global(two, 0) == 256 * 1024
+    assert bn.l1_bytes_for_global(two, 100_000) == 28 * 1024
+
+
+def test_loads_in_flight_skip_a_line_without_loads_wherever_it_is():
+    # the first line the compiled code lists has no executed global load; the second has: its figure is the answer
+    from perfmodel.model.mlp import weighted_loads_in_flight
+
+    lines = {3: {"global_loads": 0, "global_requests": 0}, 7: {"global_loads": 32, "global_requests": 4}}
+    assert weighted_loads_in_flight({3: 8.0, 7: 2.0}, lines) == 2.0

@@ -75,3 +75,18 @@ def test_block_limits_are_whole_numbers():
     assert occ.limits["registers"] == 8
     assert all(type(v) is int for v in occ.limits.values()), occ.limits
     assert type(occ.blocks_per_sm) is int
+
+
+def test_register_sweep_covers_one_to_the_device_maximum_and_zeroes_what_cannot_run():
+    # Hopper: at most 255 registers per thread and 65,536 per block (CUDA C++ Programming Guide, "Technical
+    # Specifications per Compute Capability"). 1,024 threads: up to 64 registers fit (65,536 / 1,024); from 65 on
+    # (allocated in units of 8 per thread: 72 x 1,024 = 73,728) the block cannot launch - no blocks, no warps
+    from perfmodel.occupancy import sweep_registers
+
+    pts = sweep_registers("h100", 1024, 0)
+    assert [p.x for p in pts] == list(range(1, 256))
+    fits = {p.x: p for p in pts}
+    assert (fits[64].blocks_per_sm, fits[64].warps_per_sm, fits[64].error) == (1, 32, None)
+    assert "73728" in fits[65].error
+    for r in (65, 128, 255):
+        assert (fits[r].blocks_per_sm, fits[r].warps_per_sm, fits[r].occupancy) == (0, 0, 0.0)

@@ -331,3 +331,91 @@ def test_two_warps_the_second_partly_empty(sum_range, sum_wide):
         res = _rows(program, trips)
         (agg,) = [v for v in res.lines.values() if v["global_loads"] and v["global_requests"] > 4]
         assert (agg["global_requests"], agg["global_sectors"], agg["global_lines"]) == (52, 64, lines)
+
+
+SHARED_LANES_SRC = r"""
+__global__ void sum_shared_lanes(const float *a, float *out, int n0, int n1, int n2) {
+    __shared__ float sa[512];
+    int t = threadIdx.x;
+    for (int i = t; i < 512; i += blockDim.x) sa[i] = a[i];
+    __syncthreads();
+    int lo = t & 7;
+    int hi = lo + (t < 8 ? n0 : (t < 16 ? n1 : n2));
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        s += sa[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
+"""
+
+
+def test_blocks_with_one_address_pattern_count_once_each():
+    # bounds from threadIdx and parameters only: every block of the grid reads the same shared words, so the
+    # simulator counts the pattern once for all of them. Lanes 0-7 (lo = 0-7) run 12 elements (3 PTX iterations),
+    # lanes 8-15 20 (5), lanes 16-31 16 (4); lane l reads word lo + 4k + j, so the words of one load are 8
+    # consecutive words - 8 banks, 1 wavefront - in every slot where lanes 0-7 are alone, with lanes 8-15, or with
+    # all; except in the 1-copy chunk, where lanes 0-7 (iteration 2: words lo + 8 + j) meet lanes 8-15 (iteration
+    # 4: lo + 16 + j): 16 distinct words in 16 banks, still 1 wavefront. So every one of the SASS slots' loads is 1
+    # wavefront: main loop 16 + 2-copy chunk 8 + 1-copy chunk 4 = 28 per block, 56 for 2 blocks; the per-block
+    # figure adds the 16 staging stores.
+    program = load_kernel(source=SHARED_LANES_SRC, path="lanes.cu", entry="sum_shared_lanes")
+    assert [(lp.factor, lp.chunks) for lp in program.sass_loops.values() if lp.factor > 1] == [(4, (2, 1))]
+    a = np.arange(512, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    res = simulate(program, 2, 32, [a, out, 12, 20, 16])
+    lo = np.arange(32) & 7
+    count = np.where(np.arange(32) < 8, 12, np.where(np.arange(32) < 16, 20, 16))
+    assert np.array_equal(out, np.tile([a[x:x + c].sum() for x, c in zip(lo, count)], 2))
+    assert (res.counts.shared["load_requests"], res.counts.shared["load_wavefronts"]) == (56, 56)
+    assert res.per_block["shared_wavefronts"].tolist() == [28 + 16, 28 + 16]
+
+
+def test_lanes_that_leave_early_are_counted_in_their_chunks_only(sum_range):
+    # lanes 0-7 read from element 64 (t = 3), the others from 0 (lanes 8-15 t = 5, 16-31 t = 4). Main loop once:
+    # lanes 8-31 at iterations 0-3, one address per load: 16 requests, 16 sectors - the lanes 0-7 that leave
+    # during this group are not in it (counting them there would add a second sector to 12 of its loads). 2-copy
+    # chunk: lanes 0-7 at iterations 0, 1 (elements 64-71): 8 requests, 8 sectors. 1-copy chunk: lanes 0-7 at
+    # iteration 2 (elements 72-75, sector 9) with lanes 8-15 at 4 (elements 16-19, sector 2): 4 requests, 8
+    # sectors. 28 requests, 32 sectors; lines: bytes 288 and 64 are in lines 2 and 0, so 16 + 8 + 8 = 32.
+    trips = np.asarray([3] * 8 + [5] * 8 + [4] * 16, np.int32)
+    start = np.asarray([64] * 8 + [0] * 24, np.int32)
+    a = np.arange(256, dtype=np.float32)
+    args = [start, start + 4 * trips, a, np.zeros(32, np.float32)]
+    res = simulate(sum_range, 1, 32, args)
+    assert np.array_equal(args[3], [a[s:s + 4 * t].sum() for s, t in zip(start, trips)])
+    agg = res.lines[LOOP_LINE]
+    assert (agg["global_requests"], agg["global_sectors"], agg["global_lines"]) == (28, 32, 32)
+
+
+PARTIAL_SRC = r"""
+__global__ void sum_some(const float *a, float *out, int n0, int n1) {
+    int t = threadIdx.x;
+    int lo = t & 7;
+    int hi = lo + (t < 8 ? n0 : (t < 24 ? n1 : 0));
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++) {
+        s += a[i];
+    }
+    out[t + 32 * blockIdx.x] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [(12, 20), (16, 16)])
+def test_fast_forward_of_a_loop_that_some_lanes_skip(n):
+    # lanes 24-31 have no iterations: the loop starts under a partial mask, and the fast-forward must run it under
+    # that mask (the unoptimised run's counts, per line and per block, and its values)
+    program = load_kernel(source=PARTIAL_SRC, path="some.cu", entry="sum_some")
+    assert [(lp.factor, lp.chunks) for lp in program.sass_loops.values() if lp.factor > 1] == [(4, (2, 1))]
+    a = np.arange(256, dtype=np.float32)
+    runs = []
+    for fast in (False, True):
+        out = np.zeros(32, np.float32)
+        runs.append((simulate(program, 1, 32, [a, out, *n], fast_loops=fast), out))
+    (full, out_full), (fast, out_fast) = runs
+    _same(full, fast)
+    assert np.array_equal(out_full, out_fast)
+    lo = np.arange(32) & 7
+    count = np.where(np.arange(32) < 8, n[0], np.where(np.arange(32) < 24, n[1], 0))
+    assert np.array_equal(out_full, [a[l:l + c].sum() for l, c in zip(lo, count)])
