@@ -239,6 +239,13 @@ _MLP_PTX = {
     # a global reduction (no destination) writes memory the next load may read: it waits for the red's operand
     "red_fence": ("ld.global.f32 %f1, [%rd1];\nred.global.add.f32 [%rd2], %f1;\nld.global.f32 %f2, [%rd3];",
                   (2, 1.0)),
+    # a register written again from a ready value: the load through it no longer waits for the first load
+    "reused_register": ("ld.global.u64 %rd3, [%rd1];\nmov.u64 %rd3, %rd2;\nld.global.f32 %f1, [%rd3];", (2, 2.0)),
+    # a memory barrier issues once the values used before it are back: the load after it is a second round
+    "membar": ("ld.global.f32 %f1, [%rd1];\nadd.f32 %f2, %f1, %f1;\nmembar.gl;\nld.global.f32 %f3, [%rd2];",
+               (2, 1.0)),
+    "fence": ("ld.global.f32 %f1, [%rd1];\nadd.f32 %f2, %f1, %f1;\nfence.sc.gpu;\nld.global.f32 %f3, [%rd2];",
+              (2, 1.0)),
 }
 
 

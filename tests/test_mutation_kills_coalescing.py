@@ -115,3 +115,17 @@ def test_cc12_dram_traffic_of_a_misaligned_warp_by_hand():
     t = cc1_traffic(sectors, g, "cc1.2")
     assert (t.dram_read_bytes, t.dram_write_bytes) == (224, 128)
     assert cc1_traffic(sectors, g, "sectors") == sectors
+
+
+def test_a_short_row_counts_as_a_warp_whose_missing_lanes_are_inactive():
+    # 20 lanes given: the same transactions and bytes as the 32-lane warp with lanes 20-31 switched off, under
+    # every rule (the half-warp rules see the second half-warp's 4 lanes, Fermi's 8-byte rows their quarter)
+    from perfmodel.sim.coalesce import RULES, transactions
+
+    for size in (4, 8):
+        addr = np.arange(32, dtype=np.int64) * size * 3 + 1024
+        active = np.arange(32) < 20
+        for rule in RULES:
+            short = transactions(addr[:20], size, rule=rule)
+            masked = transactions(addr, size, active=active, rule=rule)
+            assert [x.tolist() for x in short] == [x.tolist() for x in masked], (rule, size)

@@ -207,3 +207,43 @@ def test_inline_ptx_ldu_and_exit_are_classed_like_the_compilers_own():
     assert out.tolist() == [10.0] * 16 + [5.0] * 16
     classes = _counts_json(result.counts)["ptx_classes"]
     assert classes["memory"] == 3 and classes["exit"] == 2
+
+
+def test_ptx_classes_of_a_floating_mad_and_64_bit_logic():
+    # the PTX ISA: mad.rn.f32 is floating-point arithmetic (class fp); and.b64 / or.b64 are 64-bit integer
+    # operations, which ptxas splits into two 32-bit ones (class int64, like add.s64). The same kernel with the
+    # three replaced by moves: one fp and two int64 instructions fewer per warp, three register moves more.
+    import numpy as np
+
+    from perfmodel.analysis import _counts_json
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    template = r'''__global__ void k(const float *a, float *out, unsigned long long *bits) {
+    float v = a[threadIdx.x], r;
+    unsigned long long m = bits[threadIdx.x], x, y;
+    asm volatile("MAD" : "=f"(r) : "f"(v), "f"(v), "f"(v));
+    asm volatile("AND" : "=l"(x) : "l"(m), "l"(m));
+    asm volatile("OR" : "=l"(y) : "l"(x), "l"(m));
+    out[threadIdx.x] = r;
+    bits[threadIdx.x] = y;
+}'''
+    ops = {"MAD": "mad.rn.f32 %0, %1, %2, %3;", "AND": "and.b64 %0, %1, %2;", "OR": "or.b64 %0, %1, %2;"}
+    moves = {"MAD": "mov.f32 %0, %1;", "AND": "mov.b64 %0, %1;", "OR": "mov.b64 %0, %1;"}
+
+    def classes(table, name):
+        src = template
+        for key, text in table.items():
+            src = src.replace(key, text)
+        a = np.full(32, 3.0, np.float32)
+        bits = np.arange(32, dtype=np.uint64)
+        out = np.zeros(32, np.float32)
+        result = simulate(load_kernel(source=src, path=name), 1, 32, [a, out, bits])
+        return _counts_json(result.counts)["ptx_classes"], out, bits
+
+    with_ops, out, bits = classes(ops, "classes.cu")
+    assert out.tolist() == [12.0] * 32 and bits.tolist() == list(range(32))
+    with_moves, _, _ = classes(moves, "moves.cu")
+    assert with_ops.get("fp", 0) - with_moves.get("fp", 0) == 1
+    assert with_ops.get("int64", 0) - with_moves.get("int64", 0) == 2
+    assert with_moves.get("mov", 0) - with_ops.get("mov", 0) == 3

@@ -168,3 +168,47 @@ def test_one_thread_loop_with_a_line_sized_step_executes_two_iterations_of_1000(
     fast, full = run(True), run(False)
     assert fast.skipped_iterations == 998
     assert _counts_json(fast.counts) == _counts_json(full.counts)
+
+
+# ---- third pass (2026-11-24): survivors of a fresh sample (seed 24) ----
+
+def _fast_and_full(src, name, n=1000):
+    import numpy as np
+
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source=src, path=f"{name}.cu")
+    runs = []
+    for fast in (True, False):
+        out = np.zeros(32, np.float32)
+        runs.append(simulate(program, 1, 32, [np.ones(32 * 1024, np.float32), out, n], fast_loops=fast))
+    return runs
+
+
+def test_a_stepwise_address_is_not_affine_so_the_loop_runs_whole():
+    """``a[(j >> 3) * 32 + t]`` stays put for 8 iterations, then jumps: not affine in j, so the loop is executed
+    (docs/semantics.md: addresses affine in the iteration). Extrapolating its first two iterations (the same
+    address) would miss the 124 later lines it reads. Oracle: every iteration executed."""
+    from perfmodel.analysis import _counts_json
+
+    src = ("__global__ void k(const float *a, float *out, int n) { float s = 0;\n#pragma unroll 1\n"
+           " for (int j = 0; j < n; ++j) s += a[(j >> 3) * 32 + threadIdx.x]; out[threadIdx.x] = s; }")
+    fast, full = _fast_and_full(src, "stepwise")
+    assert fast.skipped_iterations == 0
+    assert _counts_json(fast.counts) == _counts_json(full.counts)
+    assert full.counts.global_["unique_load_sectors"] == 125 * 4       # 1000 / 8 lines of 4 sectors
+
+
+def test_a_signed_induction_near_the_bottom_of_int_is_fast_forwarded():
+    """``for (j = -2,000,000,000; j < -2,000,000,000 + n; ++j)``: every value of j and of the bound lies inside
+    int32 ([-2^31, 2^31)), so the trip count is linear and the loop is counted from 2 of its 1,000 iterations;
+    the counts are those of the whole run."""
+    from perfmodel.analysis import _counts_json
+
+    src = ("__global__ void k(const float *a, float *out, int n) { float s = 0;\n#pragma unroll 1\n"
+           " for (int j = -2000000000; j < -2000000000 + n; ++j) s += a[(j + 2000000000) * 32 + threadIdx.x];"
+           " out[threadIdx.x] = s; }")
+    fast, full = _fast_and_full(src, "signed_low")
+    assert fast.skipped_iterations == 998
+    assert _counts_json(fast.counts) == _counts_json(full.counts)
