@@ -247,3 +247,35 @@ def test_ptx_classes_of_a_floating_mad_and_64_bit_logic():
     assert with_ops.get("fp", 0) - with_moves.get("fp", 0) == 1
     assert with_ops.get("int64", 0) - with_moves.get("int64", 0) == 2
     assert with_moves.get("mov", 0) - with_ops.get("mov", 0) == 3
+
+
+def test_one_load_through_a_pointer_to_either_of_two_arrays():
+    # p is a or b by the lane's parity, and lanes 24-31 do not load: 12 active lanes read a, 12 read b; a grid of 2
+    # identical blocks twice that. No shared memory anywhere: every line's shared_loads is 0. Without the SASS
+    # weights (no nvdisasm), the issue count is the executed PTX's.
+    import dataclasses
+
+    import numpy as np
+
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = r'''__global__ void k(const float *a, const float *b, float *out) {
+    int t = threadIdx.x;
+    const float *p = (t & 1) ? b : a;
+    if (t < 24) out[t + 32 * blockIdx.x] = p[t];
+}'''
+    program = load_kernel(source=src, path="two_arrays.cu")
+    for grid in (1, 2):
+        out = np.zeros(64, np.float32)
+        a, b = np.arange(32, dtype=np.float32), 100 + np.arange(32, dtype=np.float32)
+        r = simulate(program, grid, 32, [a, b, out])
+        t = np.arange(24)
+        assert np.array_equal(out[:24], np.where(t & 1, b[:24], a[:24]))
+        (load,) = [row for row in r.instructions if row["kind"] == "global ld"]
+        assert load["arrays"] == {"a": 12 * grid, "b": 12 * grid} and load["threads"] == 24 * grid
+        assert all(agg["shared_loads"] == 0 and agg["shared_stores"] == 0 for agg in r.lines.values())
+    plain = simulate(dataclasses.replace(program, sass_weights=None), 1, 32,
+                     [a, b, np.zeros(64, np.float32)])
+    assert plain.counts.warp_instructions == plain.counts.ptx_warp_instructions > 0
+    assert sum(agg["warp_instructions"] for agg in plain.lines.values()) == plain.counts.warp_instructions
