@@ -90,3 +90,25 @@ def test_register_sweep_covers_one_to_the_device_maximum_and_zeroes_what_cannot_
     assert "73728" in fits[65].error
     for r in (65, 128, 255):
         assert (fits[r].blocks_per_sm, fits[r].warps_per_sm, fits[r].occupancy) == (0, 0, 0.0)
+
+
+def test_shared_memory_messages_name_the_figures_a_user_acts_on():
+    # NVIDIA's figures for CC 9.0 (CUDA C++ Programming Guide, compute capability 9.0: shared memory carveouts of
+    # 0, 8, 16, 32, 64, 100, 132, 164, 196 and 228 KB; 48 KB per block unless the kernel opts in with
+    # cudaFuncAttributeMaxDynamicSharedMemorySize)
+    from perfmodel.devices import load_device
+    from perfmodel.errors import OccupancyError
+    from perfmodel.occupancy import occupancy
+
+    h100 = load_device("h100")
+    with pytest.raises(OccupancyError) as err:
+        occupancy(h100, 256, 32, 1000, carveout="300 KB")
+    assert "carveouts: 0 B, 8 KiB, 16 KiB, 32 KiB, 64 KiB, 100 KiB, 132 KiB, 164 KiB, 196 KiB, 228 KiB" in str(err.value)
+    big = occupancy(h100, 256, 32, 60000)
+    assert "more than the default 48 KiB per block: the kernel must opt in " \
+           "(cudaFuncAttributeMaxDynamicSharedMemorySize)" in big.notes
+    # 40,000 bytes do not fit an 8 KB carveout: the driver takes the smallest that holds a block, 64 KB
+    small = occupancy(h100, 256, 32, 40000, carveout="8 KB")
+    assert "carveout 8 KiB is too small for one block; the driver uses 64 KiB" in small.notes
+    assert small.blocks_per_sm == 1
+    assert not any("too small" in n for n in occupancy(h100, 256, 32, 40000).notes)
