@@ -212,3 +212,26 @@ def test_a_signed_induction_near_the_bottom_of_int_is_fast_forwarded():
     fast, full = _fast_and_full(src, "signed_low")
     assert fast.skipped_iterations == 998
     assert _counts_json(fast.counts) == _counts_json(full.counts)
+
+
+def test_blocks_one_byte_apart_fall_into_too_many_classes_to_replicate():
+    """Block b reads and writes bytes b, b + 256, ...: its 128-byte residue is b mod 128, so the 256 blocks fall into
+    128 classes of one pattern each, more than replicate.MAX_CLASSES (64): the run simulates every block and says
+    why. Oracle for the values: numpy."""
+    import numpy as np
+
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source="__global__ void k(const unsigned char *a, unsigned char *out) {"
+                                 " int i = blockIdx.x + threadIdx.x * gridDim.x; out[i] = a[i] + 1; }",
+                          path="bytes.cu")
+    n = 256 * 32
+    a = (np.arange(n) % 200).astype(np.uint8)
+    out = np.zeros(n, np.uint8)
+    r = simulate(program, 256, 32, [a, out], replicate=True)
+    assert np.array_equal(out, a + 1)
+    assert not r.replication.proved
+    assert r.replication.reason == ("the blocks' addresses fall into 128 classes by their 128-byte residues (more "
+                                    "than 64: simulating every block is about as cheap)")
+    assert r.counts.global_["load_requests"] == 256

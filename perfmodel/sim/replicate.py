@@ -136,9 +136,8 @@ def replicated_counters(launch, builder, cf, program, total_blocks: int, max_lan
             reason = reason or probe.failed
             continue
         out = _replicate(launch, builder, cf, probe, coords, box_ids, all_ids[~in_box], total_blocks, max_lanes)
-        if out is None:
-            reason = reason or ("a representative block ran its memory instructions a different number of times "
-                                "than the pilot blocks")
+        if isinstance(out, str):
+            reason = reason or out
             continue
         total, rep, n_classes = out
         return total, Replication(True, "", classes=n_classes, rep_ids=rep, pilot_blocks=pilots,
@@ -163,7 +162,8 @@ def _pilot(launch, builder, cf, proof, grid, ids, unit_rows) -> Probe:
 
 
 def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_blocks, max_lanes):
-    """Counters of the whole grid: one block per class of the box, weighted, plus every block outside the box."""
+    """Counters of the whole grid: one block per class of the box, weighted, plus every block outside the box;
+    or why not (a string)."""
     from perfmodel.sim import _finish_batch
     from perfmodel.sim.values import Frame
 
@@ -178,7 +178,8 @@ def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_bloc
     else:
         first, inverse = np.zeros(1, np.int64), np.zeros(len(box_ids), np.int64)
     if len(first) > MAX_CLASSES:
-        return None
+        return (f"the blocks' addresses fall into {len(first)} classes by their {granule}-byte residues (more than "
+                f"{MAX_CLASSES}: simulating every block is about as cheap)")
     restore = launch.checkpoint()
     total = Counters(len(builder.instrs), total_blocks)
     reps = []
@@ -193,7 +194,8 @@ def _replicate(launch, builder, cf, probe, coords, box_ids, rest_ids, total_bloc
         _finish_batch(st, counters)
         if not replica.consistent():
             restore()
-            return None
+            return ("a representative block ran its memory instructions a different number of times than the "
+                    "pilot blocks")
         replica.mark(launch.heap)
         _add_scaled(total, counters, len(members), members)
     if len(rest_ids):
