@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the console script's entry (perfmodel.cli.entry since it holds the garbage collector off during start-up; a
-# baseline tree without it runs perfmodel.cli.main, its entry then)
-def _cli(tree: Path | None) -> list[str]:
-    entry = "perfmodel.cli.entry" if ((tree or ROOT) / "perfmodel" / "cli" / "entry.py").exists() else "perfmodel.cli.main"
-    return [sys.executable, "-m", entry]
 
+
+def _cli(tree: Path | None) -> list[str]:
+    """The console script's module: perfmodel.cli.entry, or perfmodel.cli.main in a baseline tree from before it."""
+    entry = "entry" if ((tree or ROOT) / "perfmodel" / "cli" / "entry.py").exists() else "main"
+    return [sys.executable, "-m", f"perfmodel.cli.{entry}"]
 
 
 # matmul_rowwise with ha = wa = wb = W, exact, on h100 (the old engine's module was perfmodel.analyze)

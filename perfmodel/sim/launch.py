@@ -22,9 +22,10 @@ def _align(n, a):
 
 def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
     """The module's compiled functions for this symbol table: built once and kept on the module, since a
-    compiled instruction depends only on the PTX and the addresses it resolves at build time (the symbols: the
-    arguments' places in the heap, shared, constant and local variables). A later launch with the same layout - the
-    same kernel on arrays of the same sizes - reuses them."""
+    compiled instruction depends only on the PTX and on what it resolves at build time - the symbols: the offsets of
+    the kernel's parameters and the places of its global, constant, shared and local variables. Pointer arguments
+    are read from the parameter buffer at run time, so a later launch of the same kernel, on arrays of any size,
+    reuses them."""
     key = (path, tuple(sorted(symbols.table.items())))
     cache = module.__dict__.setdefault("_builders", {})
     builder = cache.get(key)
