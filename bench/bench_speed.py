@@ -31,7 +31,7 @@ def _cli(tree: Path | None) -> list[str]:
     return [sys.executable, "-m", f"perfmodel.cli.{entry}"]
 
 
-# matmul_rowwise with ha = wa = wb = W, exact, on h100 (the old engine's module was perfmodel.analyze)
+# matmul_rowwise with ha = wa = wb = W, exact, on h100 (engines before perfmodel.analysis named it perfmodel.analyze)
 ROWWISE = ("import sys\nfrom perfmodel.analysis import analyze\nw = int(sys.argv[1])\n"
            "a = analyze('matmul_rowwise', 'h100', {'ha': w, 'wa': w, 'wb': w}, sample=0)\n"
            "assert a.sim.correct is not False, a.sim.correct_detail\n")
@@ -76,7 +76,8 @@ def measure(tree: Path | None, repeats: int, only: set, rowwise: bool, baseline:
         if name.startswith("rowwise"):
             if not rowwise:
                 continue
-            cmd = [sys.executable, "-c", ROWWISE if not baseline else ROWWISE_OLD, str(argv)]
+            old_module = not ((tree or ROOT) / "perfmodel" / "analysis.py").exists()
+            cmd = [sys.executable, "-c", ROWWISE_OLD if old_module else ROWWISE, str(argv)]
         else:
             cmd = _cli(tree) + argv
         _run(cmd, env, cwd)          # warm-up: compile cache, bytecode
