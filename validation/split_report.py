@@ -18,18 +18,18 @@ from pathlib import Path
 
 import yaml
 
-from perfmodel.gpu.accuracy import accuracy, case_classes
+from perfmodel.gpu.accuracy import accuracy, case_classes, time_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 H100, FIDELITY, H200 = "validation/h100.json", "validation/h100_fidelity.json", "validation/h200.json"
 
 
-def figures(errors: list[float]) -> str:
-    if not errors:
+def figures(cases) -> str:
+    s = time_summary(cases)
+    if not s["timed"]:
         return "   0 cases"
-    factors = [max(1 + e, 1 / (1 + e)) for e in errors]
-    return (f"{len(errors):4d} cases  median |error| {100 * statistics.median(abs(e) for e in errors):5.1f}%  "
-            f"worst {max(factors):.2f}x  within 25% {sum(abs(e) <= 0.25 for e in errors):4d}")
+    return (f"{s['timed']:4d} cases  median |error| {100 * s['median_abs_time_error']:5.1f}%  "
+            f"worst {s['max_time_factor']:.2f}x  within 25% {s['within_25pct']:4d}")
 
 
 def main() -> int:
@@ -39,31 +39,29 @@ def main() -> int:
     atomics_kernels = set(split["kernels"])
     for l2 in ("cold", "warm"):
         reports = {ds: accuracy(ROOT / ds, l2=l2) for ds in (H100, FIDELITY, H200)}
+        h100 = reports[H100].cases
+        fidelity_fit = [c for c in reports[FIDELITY].cases if c.id in latency_fit]
+        # the cases of h100_fidelity.json no constant was fitted on
+        fidelity_held = [c for c in reports[FIDELITY].cases if c.id not in latency_fit and c.id not in atomics_fit]
+        h200 = reports[H200].cases
 
-        def errs(ds, keep):
-            return [c.time_error for c in reports[ds].cases if c.time_error is not None and keep(c)]
+        def in_class(name, cases, ds):
+            return [c for c in cases if name in case_classes(c.kernel, c.total_blocks, split["classes"],
+                                                              reports[ds].sm_count)]
 
-        def held(c):          # a case of h100_fidelity.json no constant was fitted on
-            return c.id not in latency_fit and c.id not in atomics_fit
-
-        print(f"== {l2}")
         rows = [
-            ("latency: fit part (in sample)", errs(H100, lambda c: True) + errs(FIDELITY, lambda c: c.id in latency_fit)),
-            ("latency: held out, h100_fidelity", errs(FIDELITY, held)),
-            ("latency: held out, h200", errs(H200, lambda c: True)),
-            ("latency: held out, all", errs(FIDELITY, held) + errs(H200, lambda c: True)),
-            ("atomics: fit part (in sample)", errs(FIDELITY, lambda c: c.id in atomics_fit)),
-            ("atomics: held out, H100", errs(FIDELITY, lambda c: c.kernel in atomics_kernels and held(c))),
-            ("atomics: held out, H200", errs(H200, lambda c: c.kernel in atomics_kernels)),
-        ]
-        for name in split["classes"]:
-            def in_class(c, name=name, report=None):
-                return name in case_classes(c.kernel, c.total_blocks, split["classes"], report.sm_count)
-            rows.append((f"class {name}, held out",
-                         errs(FIDELITY, lambda c, n=name: held(c) and in_class(c, n, reports[FIDELITY]))
-                         + errs(H200, lambda c, n=name: in_class(c, n, reports[H200]))))
-        for name, e in rows:
-            print(f"  {name:<36} {figures(e)}")
+            ("latency: fit part (in sample)", h100 + fidelity_fit),
+            ("latency: held out, h100_fidelity", fidelity_held),
+            ("latency: held out, h200", h200),
+            ("latency: held out, all", fidelity_held + h200),
+            ("atomics: fit part (in sample)", [c for c in reports[FIDELITY].cases if c.id in atomics_fit]),
+            ("atomics: held out, H100", [c for c in fidelity_held if c.kernel in atomics_kernels]),
+            ("atomics: held out, H200", [c for c in h200 if c.kernel in atomics_kernels]),
+        ] + [(f"class {name}, held out", in_class(name, fidelity_held, FIDELITY) + in_class(name, h200, H200))
+             for name in split["classes"]]
+        print(f"== {l2}")
+        for name, cases in rows:
+            print(f"  {name:<36} {figures(cases)}")
     return 0
 
 
