@@ -23,6 +23,21 @@ def cli(monkeypatch, capsys):
     return lambda *args: run_cli(monkeypatch, capsys, *args)
 
 
+@pytest.fixture
+def no_sass_weights(monkeypatch):
+    """For tests of what the PTX computes and counts, not the SASS-weighted issue count: no SASS weights (loops
+    are still grouped as the SASS issues them, so nvdisasm still runs once per compiled kernel)."""
+    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
+
+
+@pytest.fixture
+def ptx_only(no_sass_weights, monkeypatch):
+    """For tests of what the PTX computes, not how the SASS issues it: no nvdisasm run per compiled kernel (0.2-0.3 s
+    each with a cold compile cache) - no SASS weights, and loops grouped as the PTX has them (what perfmodel does
+    without nvdisasm; the SASS grouping has its own tests, tests/test_regroup.py)."""
+    monkeypatch.setattr("perfmodel.compile.sass.kernel_flow", lambda *args, **kwargs: None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_result_cache(tmp_path_factory):
     """Every test session uses a fresh result cache of its own (never the user's ~/.cache/perfmodel/results);

@@ -13,10 +13,7 @@ from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
 
 
-@pytest.fixture(autouse=True)
-def _no_sass_weights(monkeypatch):
-    # what the PTX computes and counts, not the SASS-weighted issue count: skip nvdisasm per compiled kernel
-    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
+pytestmark = pytest.mark.usefixtures("no_sass_weights")   # conftest.py: counts, not the SASS issue count
 
 
 def run(src, grid, block, args, **kw):

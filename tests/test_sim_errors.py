@@ -9,13 +9,7 @@ from perfmodel.kernel import load_kernel
 from perfmodel.sim import simulate
 
 
-@pytest.fixture(autouse=True)
-def _no_sass_weights(monkeypatch):
-    """These tests check what the PTX computes, not how the SASS issues it: skip the nvdisasm run per compiled
-    kernel (0.2-0.3 s each with a cold compile cache) - no SASS weights, and loops grouped as the PTX has them
-    (what perfmodel does without nvdisasm; the SASS grouping has its own tests, tests/test_regroup.py)."""
-    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
-    monkeypatch.setattr("perfmodel.compile.sass.kernel_flow", lambda *args, **kwargs: None)
+pytestmark = pytest.mark.usefixtures("ptx_only")   # conftest.py: no nvdisasm, no SASS weights
 
 
 def run(src, grid, block, args, **kw):

@@ -11,11 +11,7 @@ from perfmodel.sim import simulate
 from perfmodel.sim import warps as W
 
 
-@pytest.fixture(autouse=True)
-def _no_sass_weights(monkeypatch):
-    """These tests check what the PTX computes and counts, not the SASS-weighted issue count: skip the nvdisasm run
-    per compiled kernel (about 1 s each with a cold compile cache)."""
-    monkeypatch.setattr("perfmodel.kernel._sass_weights", lambda *args, **kwargs: None)
+pytestmark = pytest.mark.usefixtures("no_sass_weights")   # conftest.py: counts, not the SASS issue count
 
 
 def access_kernel(expr, dtype="float"):
