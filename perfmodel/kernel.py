@@ -65,7 +65,7 @@ def _parsed(compiled):
     return module
 
 
-_SASS_GLOBAL = ("LDG", "STG", "ATOMG", "RED", "ATOM")
+_SASS_GLOBAL = ("LDG", "STG", "ATOMG", "RED", "ATOM", "LDGSTS")   # LDGSTS: cp.async (a global load)
 _SASS_SHARED = ("LDS", "STS", "ATOMS")
 
 

@@ -789,8 +789,9 @@ def corpus_merge_limits(ctx: ReferenceContext, *, ranks: str = "d_Ranks", stride
 @reference("corpus_matmul_large_chunk_as_written")
 def corpus_matmul_large_chunk_as_written(ctx: ReferenceContext, *, a: str = "A", b: str = "B", ha: str = "hA",
                                          wa: str = "wA", wb: str = "wB", block: int = 16) -> np.ndarray:
-    """globalToShmemAsyncCopy's MatrixMulNaiveLargeChunk as written: it loads the B tile with A's indexing
-    (``&B[a + wA * threadIdx.y + t4x]``), so C[16 by + ty, 16 bx + tx] = sum_kt sum_k A[16 by + ty, 16 kt + k]
+    """globalToShmemAsyncCopy's MatrixMulNaiveLargeChunk, MatrixMulAsyncCopyLargeChunk and
+    MatrixMulAsyncCopyMultiStageLargeChunk as written: they load the B tile with A's indexing
+    (``&B[a + wA * threadIdx.y + t4x]``, ``aStage`` in the multi-stage one), so C[16 by + ty, 16 bx + tx] = sum_kt sum_k A[16 by + ty, 16 kt + k]
     * B[16 by + k, 16 kt + tx] (B read as a wA-wide matrix; the sample's own check passes only because it fills
     A and B with constants)."""
     rows, inner, cols = _corpus_int(ctx, ha), _corpus_int(ctx, wa), _corpus_int(ctx, wb)

@@ -62,7 +62,8 @@ def block_loads_in_flight(instrs: list) -> tuple[int, float]:
             used = max(used, d)
             if ins.opcode in ("st", "atom", "red") and not any(m in ins.mods for m in ("shared", "local", "param")):
                 fence = max(fence, d)
-            elif ins.opcode in ("bar", "barrier", "membar", "fence"):
+            elif ins.opcode in ("bar", "barrier", "membar", "fence") or (
+                    ins.opcode == "cp" and ins.mods[1:2] in (("wait_group",), ("wait_all",))):   # cp.async waits
                 fence = max(fence, used)
         if writes:
             for r in _regs(ins.operands[0]):

@@ -90,6 +90,9 @@ class Instr:
         return any(m in self.mods for m in mods)
 
 
+# cp.async's group instructions (the copies themselves are lowered to a load and a store: perfmodel.ptx.parse)
+CP_ASYNC_WAITS = ("commit_group", "wait_group", "wait_all")
+
 # PTX fundamental types and their (numpy dtype name, bytes)
 TYPES = {
     "pred": ("bool", 1),

@@ -438,7 +438,7 @@ class _Parser:
             return
         if s.startswith("."):
             raise self.error(f"unsupported PTX directive in {f.name}: {s[:100]}")
-        f.instrs.append(self._instruction(s))
+        f.instrs.extend(lower_cp_async(self._instruction(s), f.regs))
 
     def _instruction(self, s: str) -> Instr:
         text = s
@@ -518,3 +518,38 @@ class _Parser:
                 return Addr(Sym(m.group(2)), int(m.group(3)))
             return Sym(m.group(2))
         raise self.error(f"cannot read the operand {o!r}")
+
+
+# ---- cp.async: a global load and a shared store --------------------------------------------------------------
+
+_CP_ASYNC_TYPE = {4: ("u32", None), 8: ("u32", "v2"), 16: ("u32", "v4")}
+
+
+def lower_cp_async(ins: Instr, regs: dict) -> list[Instr]:
+    """``cp.async.ca|cg.shared.global [dst], [src], cp-size`` as the two accesses it makes: ``ld.global.ca|cg`` of
+    ``cp-size`` bytes into registers of its own, then ``st.shared.async`` of them (a store that lands when the
+    copy's group completes: :mod:`perfmodel.sim.async_copy`), with the same guard and source line. A copy with a
+    ``src-size`` below its ``cp-size`` (the rest zero-filled), an ``ignore-src`` predicate or a cache-policy operand
+    is left as written, so the executor stops at it with its source line; so is every other instruction."""
+    m = ins.mods
+    if ins.opcode != "cp" or m[:1] != ("async",) or len(m) < 2 or m[1] not in ("ca", "cg"):
+        return [ins]
+    spaces = [x.split("::")[0] for x in m[2:4]]
+    ops = ins.operands
+    if spaces != ["shared", "global"] or len(ops) not in (3, 4) or not isinstance(ops[2], Imm):
+        return [ins]
+    size = int(ops[2].value)
+    if size not in _CP_ASYNC_TYPE or (len(ops) == 4 and not (isinstance(ops[3], Imm) and int(ops[3].value) == size)):
+        return [ins]
+    t, vec = _CP_ASYNC_TYPE[size]
+    temps = []
+    for k in range(size // 4):
+        name = f"%cp_async_{k}"
+        regs.setdefault(name, "b32")
+        temps.append(Reg(name))
+    data = Vec(tuple(temps)) if vec else temps[0]
+    shape = (vec,) if vec else ()
+    common = dict(guard=ins.guard, guard_neg=ins.guard_neg, file=ins.file, line=ins.line, col=ins.col, text=ins.text)
+    return [Instr("ld", ("global", m[1]) + shape + (t,), (data, ops[1]), **common),
+            Instr("st", ("shared", "async") + shape + (t,), (ops[0], data), **common)]
+

@@ -37,7 +37,7 @@ _LINEAR = {"add", "sub", "neg", "mov", "cvta"}
 _PRODUCT = {"mul", "mad", "mul24", "mad24"}
 _MEMORY = {"ld", "ldu", "st", "atom", "red"}
 _NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "trap", "membar", "fence", "prefetch", "prefetchu",
-            "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg"}
+            "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "cp"}
 _DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy"}
 
 

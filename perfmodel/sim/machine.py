@@ -87,6 +87,7 @@ class State(MemoryMixin):
         self.fast_loops = launch.fast_loops   # count long uniform loops from a few iterations (sim.loops)
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
         self.loop_resume = None  # the traces of the iterations a fast-forward attempt ran before giving up
+        self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))

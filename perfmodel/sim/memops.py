@@ -102,11 +102,31 @@ def b_st(ins, ops):
     size = TYPES[t][1]
     idx = ins.index
     dt = DT[t]
+    if "async" in ins.mods:         # the shared store of a cp.async (perfmodel.ptx.parse.lower_cp_async)
+        def st_async(st, fr):
+            st.mem_access(idx, space, ga(st, fr), size, vec, dt, [g(st, fr) for g in getters], defer=True)
+        return st_async
 
     def st_(st, fr):
         a = ga(st, fr)
         st.mem_access(idx, space, a, size, vec, dt, [g(st, fr) for g in getters])
     return st_
+
+
+def b_cp_async_group(ins, ops):
+    """``cp.async.commit_group``, ``cp.async.wait_group N``, ``cp.async.wait_all`` (perfmodel/sim/async_copy.py)."""
+    kind = ins.mods[1]
+    if kind == "commit_group":
+        return lambda st, fr: st.cp_async_commit()
+    if kind == "wait_all":
+        def wait_all(st, fr):
+            st.cp_async_commit()
+            st.cp_async_wait(0)
+        return wait_all
+    if len(ins.operands) != 1 or not isinstance(ins.operands[0], Imm):
+        raise Unsupported("cp.async.wait_group without a constant group count")
+    n = int(ins.operands[0].value)
+    return lambda st, fr: st.cp_async_wait(n)
 
 
 def _param_load(ins, ops, vec, t):

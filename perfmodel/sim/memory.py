@@ -21,7 +21,9 @@ SPACE_OF_WINDOW = ((LOCAL_BASE, "local"), (SHARED_BASE, "shared"), (CONST_BASE, 
 class MemoryMixin:
     """Memory access of a :class:`~perfmodel.sim.machine.State` (uses its mask, stats, counters and spaces)."""
 
-    def mem_access(self, gid, space, a, size, vec, dt, values):
+    def mem_access(self, gid, space, a, size, vec, dt, values, defer=False):
+        """``defer``: a shared store of ``cp.async``, counted now, written when its group completes
+        (:mod:`perfmodel.sim.async_copy`)."""
         if space == "generic":
             return self._generic(gid, a, size, vec, dt, values)
         nbytes = size * vec
@@ -41,7 +43,7 @@ class MemoryMixin:
         if space == "global":
             return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st)
         if space == "shared":
-            return self._shared(gid, a, size, vec, dt, values, nbytes)
+            return self._shared(gid, a, size, vec, dt, values, nbytes, defer)
         if space == "local":
             return self._local(gid, a, size, vec, dt, values)
         if space == "const":
@@ -193,7 +195,7 @@ class MemoryMixin:
                 else:
                     view[rb[mb], ib[mb]] = vb[mb]
 
-    def _shared(self, gid, a, size, vec, dt, values, nbytes):
+    def _shared(self, gid, a, size, vec, dt, values, nbytes, defer=False):
         m = self.mask
         off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
         c = self.counters
@@ -211,8 +213,31 @@ class MemoryMixin:
                 else:
                     out.append(np.take_along_axis(view, np.broadcast_to(ij, (self.nB, ij.shape[1])), axis=1))
             return out
+        if defer:
+            self._async_copies().issue(self.mask_full(), dt, idx, values)
+            return None
         self._scatter(view, idx, values, m, rows=np.arange(self.nB).reshape(-1, 1))
         return None
+
+    # ---- cp.async groups (perfmodel/sim/async_copy.py) ----------------------------------------------------------
+    def _async_copies(self):
+        if self.async_copies is None:
+            from perfmodel.sim.async_copy import AsyncCopies
+
+            self.async_copies = AsyncCopies(self.nB, self.Tp)
+        return self.async_copies
+
+    def cp_async_commit(self) -> None:
+        if self.async_copies is not None:
+            self.async_copies.commit(self.mask_full())
+
+    def cp_async_wait(self, newest_left: int) -> None:
+        if self.async_copies is None:
+            return
+        rows = np.arange(self.nB).reshape(-1, 1)
+        self.async_copies.wait(self.mask_full(), newest_left,
+                               lambda dt, idx, values, lanes: self._scatter(self.shared.view(dt), idx, values,
+                                                                            lanes, rows=rows))
 
     def _local(self, gid, a, size, vec, dt, values):
         m = self.mask

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.errors import Location, SimulationError
-from perfmodel.ptx.ir import Function, Module, Sym
+from perfmodel.ptx.ir import CP_ASYNC_WAITS, Function, Module, Sym
 from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.values import Operands
 
@@ -20,7 +20,10 @@ NOOPS = {"membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "di
 MEMORY = {"ld", "st", "ldu", "atom", "red"}
 
 
-def _builder(opcode: str):
+def _builder(ins):
+    opcode = ins.opcode
+    if opcode == "cp" and ins.mods[:1] == ("async",) and ins.mods[1:2] and ins.mods[1] in CP_ASYNC_WAITS:
+        return memops.b_cp_async_group
     if opcode in alu.BUILDERS:
         return alu.BUILDERS[opcode]
     if opcode in ("ld", "ldu"):
@@ -221,7 +224,7 @@ class ProgramBuilder:
                                location=loc)
 
     def _instr(self, ins, ops):
-        b = _builder(ins.opcode)
+        b = _builder(ins)
         if b is None:
             raise self._unsupported(ins)
         try:
