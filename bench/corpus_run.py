@@ -141,6 +141,8 @@ def failure_class(row: dict) -> str:
         return "engine bug: executor"
     if "but the array has dtype" in detail:
         return "spec limitation: no float16 array dtype"
+    if "data race:" in detail:
+        return "the kernel's own data race (reported by the executor)"
     return "error"
 
 

@@ -198,6 +198,8 @@ class MemoryMixin:
     def _shared(self, gid, a, size, vec, dt, values, nbytes, defer=False):
         m = self.mask
         off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
+        if self.async_copies is not None and self.async_copies.pending and not defer:
+            self._no_copy_in_flight(gid, off, nbytes, values is not None)
         c = self.counters
         wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes)
         c.units[gid] += int(wf.sum()) * f
@@ -214,7 +216,7 @@ class MemoryMixin:
                     out.append(np.take_along_axis(view, np.broadcast_to(ij, (self.nB, ij.shape[1])), axis=1))
             return out
         if defer:
-            self._async_copies().issue(self.mask_full(), dt, idx, values)
+            self._async_copies().issue(self.mask_full(), dt, idx, values, gid)
             return None
         self._scatter(view, idx, values, m, rows=np.arange(self.nB).reshape(-1, 1))
         return None
@@ -226,6 +228,20 @@ class MemoryMixin:
 
             self.async_copies = AsyncCopies(self.nB, self.Tp)
         return self.async_copies
+
+    def _no_copy_in_flight(self, gid, off, nbytes, store: bool) -> None:
+        """An ordinary shared access to words a cp.async in flight will write is a data race: an error naming the
+        access and the copy (perfmodel/sim/async_copy.py)."""
+        shape = (self.nB, self.Tp)
+        hit = self.async_copies.racing(np.broadcast_to(off, shape) // 4, (nbytes + 3) // 4,
+                                       np.broadcast_to(self.mask_full(), shape), self.shared.bytes.shape[1] // 4)
+        if hit is None:
+            return
+        copy, bad = hit
+        where = self.builder._location(self.builder.instrs[copy])
+        self.fault_where(bad, f"data race: a shared-memory {'store' if store else 'load'} of words that the "
+                         f"cp.async at {where} has not finished writing (no cp.async.wait_group / wait_all has "
+                         "completed its group yet)", gid)
 
     def cp_async_commit(self) -> None:
         if self.async_copies is not None:
