@@ -48,9 +48,12 @@ MUTANTS = ROOT / "mutants"
 # area -> (description, the files it covers, mutmut name patterns)
 AREAS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "occupancy": ("NVIDIA's occupancy rules", ("perfmodel/occupancy.py",), ("perfmodel.occupancy.*",)),
-    "counters": ("the simulator's counters: memory requests, sectors, wavefronts; the result; issue classes",
-                 ("perfmodel/sim/memory.py", "perfmodel/sim/result.py", "perfmodel/sim/issue.py"),
-                 ("perfmodel.sim.memory.*", "perfmodel.sim.result.*", "perfmodel.sim.issue.*")),
+    "counters": ("the simulator's counters: memory requests, sectors, wavefronts; the result; issue classes; "
+                 "cp.async's groups and data races",
+                 ("perfmodel/sim/memory.py", "perfmodel/sim/result.py", "perfmodel/sim/issue.py",
+                  "perfmodel/sim/async_copy.py"),
+                 ("perfmodel.sim.memory.*", "perfmodel.sim.result.*", "perfmodel.sim.issue.*",
+                  "perfmodel.sim.async_copy.*")),
     "models": ("the seed CGMA model, the traffic estimate and the bottleneck model",
                ("perfmodel/model/seed.py", "perfmodel/model/traffic.py", "perfmodel/model/bottleneck.py"),
                ("perfmodel.model.seed.*", "perfmodel.model.traffic.*", "perfmodel.model.bottleneck.*")),
