@@ -28,6 +28,7 @@ __device__ void copy16(float *dst, const float *src) {
 __device__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ void wait_group() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 __device__ void wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ float dot(float4 q) { return q.x + q.y + q.z + q.w; }
 """
 
 
@@ -172,6 +173,95 @@ def test_groups_are_per_thread(branch):
     out = np.zeros(32, np.float32)
     run(body, 1, 32, [a, out])
     assert out.tolist() == [float(v) if i % 2 == 0 else -1.0 for i, v in enumerate(a)]
+
+
+def test_the_race_is_reported_in_its_block():
+    """40 blocks of 32 threads (more blocks than threads per block); only block 37 reads before its wait."""
+    body = r"""
+    __global__ void k(const float *a, float *out) {
+        __shared__ float ta[32];
+        int t = threadIdx.x;
+        copy4(&ta[t], &a[blockIdx.x * 32 + t]); commit();
+        if (blockIdx.x == 37 && t == 5) out[0] = ta[(t + 1) % 32];   // in flight
+        wait_all();
+        out[blockIdx.x * 32 + t] = ta[t];
+    }"""
+    a = np.arange(40 * 32, dtype=np.float32)
+    with pytest.raises(SimulationError, match=r"data race.*\(thread \(5, 0, 0\), block \(37, 0, 0\)\)"):
+        run(body, 40, 32, [a, np.zeros_like(a)])
+    out = np.zeros_like(a)
+    run(body.replace("blockIdx.x == 37", "blockIdx.x == 99"), 40, 32, [a, out])
+    assert out.tolist() == a.tolist()
+
+
+def test_lanes_without_a_copy_read_freely():
+    """Only the even lanes copy; the odd lanes read their own words (no copy writes them) before the wait."""
+    body = r"""
+    __global__ void k(const float *a, float *out) {
+        __shared__ float ta[32];
+        int t = threadIdx.x;
+        ta[t] = -1.0f;
+        __syncthreads();
+        if (t % 2 == 0) { copy4(&ta[t], &a[t]); }
+        commit();
+        if (t % 2 == 1) out[t] = ta[t];
+        wait_all();
+        if (t % 2 == 0) out[t] = ta[t];
+    }"""
+    a = np.arange(32, dtype=np.float32) + 1
+    out = np.zeros(32, np.float32)
+    run(body, 1, 32, [a, out])
+    assert out.tolist() == [float(v) if i % 2 == 0 else -1.0 for i, v in enumerate(a)]
+
+
+V4 = "dot(*reinterpret_cast<float4 *>(&tile[0]))"      # one 16-byte shared load of tile[0..3]
+
+
+@pytest.mark.parametrize("copy,read,races", [
+    ("copy16(&tile[0], &a[0]);", "tile[3]", True),          # the 4th word of one lane's 16-byte copy
+    ("copy16(&tile[0], &a[0]);", "tile[4]", False),         # the word after it
+    ("copy4(&tile[0], &a[0]);", V4, True),                  # a 16-byte read whose first word is in flight
+    ("copy4(&tile[3], &a[3]);", V4, True),                  # ... whose last word is
+    ("copy4(&tile[4], &a[4]);", V4, False),                 # ... next to it
+])
+def test_races_are_found_word_by_word(copy, read, races):
+    """Lane 0 issues one copy; lane 1 reads before the wait. Words are 4 bytes; a 16-byte copy writes 4 of them and
+    a float4 read touches 4."""
+    body = r"""
+    __global__ void k(const float *a, float *out) {
+        __shared__ __align__(16) float tile[8];
+        int t = threadIdx.x;
+        if (t < 8) tile[t] = 0.0f;
+        __syncthreads();
+        if (t == 0) COPY
+        commit();
+        if (t == 1) out[0] = READ;
+        wait_all();
+    }""".replace("COPY", copy).replace("READ", read)
+    args = [np.arange(8, dtype=np.float32), np.zeros(1, np.float32)]
+    if races:
+        with pytest.raises(SimulationError, match="data race: a shared-memory load"):
+            run(body, 1, 32, args)
+    else:
+        run(body, 1, 32, args)
+
+
+def test_lanes_that_waited_may_write_their_destination():
+    """The even lanes wait and then update their own destination while the odd lanes' copies are still in flight:
+    no race, and the odd lanes' later wait does not copy the even lanes' data again."""
+    body = r"""
+    __global__ void k(const float *a, float *out) {
+        __shared__ float ta[32];
+        int t = threadIdx.x;
+        copy4(&ta[t], &a[t]); commit();
+        if (t % 2 == 0) { wait_all(); ta[t] += 100.0f; }
+        wait_all();
+        out[t] = ta[t];
+    }"""
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    run(body, 1, 32, [a, out])
+    assert out.tolist() == [v + 100.0 if i % 2 == 0 else v for i, v in enumerate(a.tolist())]
 
 
 def test_a_zero_filling_copy_stops_with_its_line():

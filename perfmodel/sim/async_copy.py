@@ -36,33 +36,34 @@ class AsyncCopies:
         """A copy issued by the lanes of ``mask`` (its shared store is PTX instruction ``gid``): it joins each
         lane's open (uncommitted) group."""
         group = np.where(np.broadcast_to(mask, self.shape), self.commits, -1)
-        self.pending.append([group, dt, idx, [np.array(v, copy=True) for v in values], gid])
+        # the values are the copy's own load results (fresh arrays the executor never writes in place)
+        self.pending.append([group, dt, idx, list(values), gid])
 
     def commit(self, mask: np.ndarray) -> None:
         self.commits += np.broadcast_to(mask, self.shape)
 
     def _words(self, entry, shared_words: int) -> np.ndarray:
-        """(nB, shared_words) bool: the 4-byte words of shared memory one pending copy will still write."""
-        group, dt, idx, values, _gid = entry
+        """(nB, shared_words) bool: the 4-byte words of shared memory one pending copy will still write (a copy
+        is ``len(values)`` 32-bit words from word ``idx``: perfmodel.ptx.parse.lower_cp_async)."""
+        group, _dt, idx, values, _gid = entry
         out = np.zeros((self.shape[0], shared_words), bool)
         lanes = group >= 0
         rows = np.broadcast_to(np.arange(self.shape[0]).reshape(-1, 1), self.shape)[lanes]
-        per = max(1, np.dtype(dt).itemsize // 4)
-        first = np.broadcast_to(idx, self.shape)[lanes] * per
-        for j in range(per * len(values)):
+        first = np.broadcast_to(idx, self.shape)[lanes]
+        for j in range(len(values)):
             out[rows, first + j] = True
         return out
 
     def racing(self, first_word: np.ndarray, nwords: int, lanes: np.ndarray, shared_words: int):
         """An ordinary shared access by ``lanes`` ((nB, Tp) bool) of ``nwords`` 4-byte words from ``first_word``
-        ((nB, Tp)): (the PTX index of the oldest copy in flight that will write one of them, the lanes that touch
-        them), or None."""
+        ((nB, Tp); in bounds for every lane, as the access's bounds check leaves it): (the PTX index of the oldest
+        copy in flight that will write one of them, the lanes that touch them), or None."""
         rows = np.broadcast_to(np.arange(self.shape[0]).reshape(-1, 1), self.shape)
         for entry in self.pending:
             words = self._words(entry, shared_words)
             bad = np.zeros(self.shape, bool)
             for j in range(nwords):
-                bad |= words[rows, np.minimum(first_word + j, shared_words - 1)]
+                bad |= words[rows, first_word + j]
             bad &= lanes
             if bad.any():
                 return entry[4], bad
