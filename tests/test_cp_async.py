@@ -117,7 +117,8 @@ def test_reading_a_copy_in_flight_is_a_data_race():
     with pytest.raises(SimulationError) as err:
         simulate(load_kernel(source=src), 1, 32, args)
     msg = str(err.value)
-    assert "data race" in msg and f":{read_line}:" in msg and f":{copy_line}:" in msg
+    assert "data race: a shared-memory load" in msg and f":{read_line}:" in msg and f":{copy_line}:" in msg
+    assert "(no cp.async.wait_group / wait_all has completed its group yet)" in msg
     assert "thread (0, 0, 0), block (0, 0, 0)" in msg
 
 
