@@ -791,9 +791,9 @@ def corpus_matmul_large_chunk_as_written(ctx: ReferenceContext, *, a: str = "A",
                                          wa: str = "wA", wb: str = "wB", block: int = 16) -> np.ndarray:
     """globalToShmemAsyncCopy's MatrixMulNaiveLargeChunk, MatrixMulAsyncCopyLargeChunk and
     MatrixMulAsyncCopyMultiStageLargeChunk as written: they load the B tile with A's indexing
-    (``&B[a + wA * threadIdx.y + t4x]``, ``aStage`` in the multi-stage one), so C[16 by + ty, 16 bx + tx] = sum_kt sum_k A[16 by + ty, 16 kt + k]
-    * B[16 by + k, 16 kt + tx] (B read as a wA-wide matrix; the sample's own check passes only because it fills
-    A and B with constants)."""
+    (``&B[a + wA * threadIdx.y + t4x]``, ``aStage`` in the multi-stage one), so
+    C[16 by + ty, 16 bx + tx] = sum_kt sum_k A[16 by + ty, 16 kt + k] * B[16 by + k, 16 kt + tx] (B read as a
+    wA-wide matrix; the sample's own check passes only because it fills A and B with constants)."""
     rows, inner, cols = _corpus_int(ctx, ha), _corpus_int(ctx, wa), _corpus_int(ctx, wb)
     left = ctx.array(a)[:rows * inner].reshape(rows, inner)
     right = ctx.array(b).reshape(-1, inner)

@@ -33,7 +33,11 @@ namespace cg = cooperative_groups;
 MAIN = r"""// perfmodel check: the sample's kernels on random inputs against two CPU references
 static void ref_intended(const float *A, const float *B, double *C, int n) {
   for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) C[i*n+j] = 0;
-  for (int i = 0; i < n; ++i) for (int k = 0; k < n; ++k) { double a = A[i*n+k]; for (int j = 0; j < n; ++j) C[i*n+j] += a * B[k*n+j]; }
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < n; ++k) {
+      double a = A[i*n+k];
+      for (int j = 0; j < n; ++j) C[i*n+j] += a * B[k*n+j];
+    }
 }
 static void ref_as_written(const float *A, const float *B, double *C, int n) {  // B tile loaded with A's index
   const int bs = 16;
@@ -48,7 +52,11 @@ static void ref_as_written(const float *A, const float *B, double *C, int n) {  
     for (int ty = 0; ty < bs; ++ty) for (int j = 0; j < n; ++j) C[(by*bs+ty)*n + j] = tile[ty][j % bs];
   }
 }
-static double maxdiff(const float *g, const double *r, int m) { double d = 0; for (int i = 0; i < m; ++i) d = fmax(d, fabs(g[i] - r[i])); return d; }
+static double maxdiff(const float *g, const double *r, int m) {
+  double d = 0;
+  for (int i = 0; i < m; ++i) d = fmax(d, fabs(g[i] - r[i]));
+  return d;
+}
 int main() {
   const int n = 1280, m = n * n;
   float *A = (float*)malloc(m*4), *B = (float*)malloc(m*4), *C = (float*)malloc(m*4);
@@ -71,7 +79,8 @@ int main() {
     if (k == 4) MatrixMulNaiveLargeChunk<16><<<gr, th>>>(dC, dA, dB, n, n);
     cudaError_t e = cudaDeviceSynchronize();
     cudaMemcpy(C, dC, m*4, cudaMemcpyDeviceToHost);
-    printf("rep %d %-22s err=%s  max|C - A.B| = %.3g   max|C - as_written| = %.3g\n", rep, names[k], cudaGetErrorString(e), maxdiff(C, R1, m), maxdiff(C, R2, m));
+    printf("rep %d %-22s err=%s  max|C - A.B| = %.3g   max|C - as_written| = %.3g\n", rep, names[k],
+           cudaGetErrorString(e), maxdiff(C, R1, m), maxdiff(C, R2, m));
   }
   return 0;
 }
