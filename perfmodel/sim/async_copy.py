@@ -31,6 +31,7 @@ class AsyncCopies:
         self.shape = (nB, Tp)
         self.commits = np.zeros(self.shape, np.int64)     # per lane: groups committed so far
         self.pending: list = []        # [group per lane (-1: none), dtype, element index, values, store's gid]
+        self._in_flight = None         # (nB, shared words) bool: every pending copy's words; None: to recompute
 
     def issue(self, mask: np.ndarray, dt, idx: np.ndarray, values: list, gid: int) -> None:
         """A copy issued by the lanes of ``mask`` (its shared store is PTX instruction ``gid``): it joins each
@@ -38,6 +39,7 @@ class AsyncCopies:
         group = np.where(np.broadcast_to(mask, self.shape), self.commits, -1)
         # the values are the copy's own load results (fresh arrays the executor never writes in place)
         self.pending.append([group, dt, idx, list(values), gid])
+        self._in_flight = None
 
     def commit(self, mask: np.ndarray) -> None:
         self.commits += np.broadcast_to(mask, self.shape)
@@ -57,17 +59,27 @@ class AsyncCopies:
     def racing(self, first_word: np.ndarray, nwords: int, lanes: np.ndarray, shared_words: int):
         """An ordinary shared access by ``lanes`` ((nB, Tp) bool) of ``nwords`` 4-byte words from ``first_word``
         ((nB, Tp); in bounds for every lane, as the access's bounds check leaves it): (the PTX index of the oldest
-        copy in flight that will write one of them, the lanes that touch them), or None."""
-        rows = np.broadcast_to(np.arange(self.shape[0]).reshape(-1, 1), self.shape)
+        copy in flight that will write one of them, the lanes that touch them), or None. The words of all pending
+        copies are built once per issue or completion, not per access (a race-free pipeline reads shared memory
+        many times while its copies are in flight)."""
+        if self._in_flight is None:
+            self._in_flight = np.zeros((self.shape[0], shared_words), bool)
+            for entry in self.pending:
+                self._in_flight |= self._words(entry, shared_words)
+        if not self._touches(self._in_flight, first_word, nwords, lanes).any():
+            return None
         for entry in self.pending:
-            words = self._words(entry, shared_words)
-            bad = np.zeros(self.shape, bool)
-            for j in range(nwords):
-                bad |= words[rows, first_word + j]
-            bad &= lanes
+            bad = self._touches(self._words(entry, shared_words), first_word, nwords, lanes)
             if bad.any():
                 return entry[4], bad
         return None
+
+    def _touches(self, words: np.ndarray, first_word: np.ndarray, nwords: int, lanes: np.ndarray) -> np.ndarray:
+        rows = np.broadcast_to(np.arange(self.shape[0]).reshape(-1, 1), self.shape)
+        bad = np.zeros(self.shape, bool)
+        for j in range(nwords):
+            bad |= words[rows, first_word + j]
+        return bad & lanes
 
     def wait(self, mask: np.ndarray, newest_left: int, scatter) -> None:
         """``cp.async.wait_group newest_left`` by the lanes of ``mask``: complete, in issue order, every copy of
@@ -83,6 +95,7 @@ class AsyncCopies:
                 scatter(dt, idx, values, done)
                 group = np.where(done, -1, group)
                 entry[0] = group
+                self._in_flight = None
             if (group >= 0).any():
                 left.append(entry)
         self.pending = left
