@@ -240,3 +240,41 @@ def test_idle_threads_and_divergence_of_partial_blocks():
     assert r.counts.divergent_branches == 8 * 3 + 7
 
 
+
+
+def test_a_reused_shared_address_is_counted_under_each_mask_and_reads_current_data():
+    """One shared load in a loop, its lane-only address computed once before the loop: the executor reuses the
+    address's bounds check and bank analysis while the address and the mask are the same objects
+    (perfmodel/sim/memory.py ``_shared``). Each iteration has a new mask, so the counts must follow it: the 32 lanes
+    of a warp all read bank 0 (``s[t * 32]``), one wavefront per active lane, and iteration ``it`` has ``32 >> it``
+    of them active: 32 + 16 + 8 + 4 + 2 + 1 = 63 wavefronts and loads (hand-derived). The second loop rereads the
+    same addresses after stores changed them: the values are read again, not reused."""
+    program = compile_src(r"""
+    __global__ void k(float *out, int n) {
+        __shared__ float s[32 * 32];
+        int t = threadIdx.x;
+        for (int j = t; j < 32 * 32; j += 32) s[j] = j;
+        __syncthreads();
+        float acc = 0.0f;
+        for (int it = 0; it < n; ++it) {
+            if (t < (32 >> it)) acc += s[t * 32];
+        }
+        float again = 0.0f;
+        for (int it = 0; it < n; ++it) {
+            again += s[t * 32];
+            __syncthreads();
+            s[t * 32] += 1.0f;
+            __syncthreads();
+        }
+        out[t] = acc;
+        out[32 + t] = again;
+    }""")
+    out = np.zeros(64, np.float32)
+    r = simulate(program, 1, 32, [out, 6])
+    t = np.arange(32)
+    active = np.array([sum(1 for it in range(6) if i < (32 >> it)) for i in t])
+    np.testing.assert_array_equal(out[:32], active * t * 32)
+    # the second loop reads 32t, 32t + 1, ..., 32t + 5
+    np.testing.assert_array_equal(out[32:], 6 * t * 32 + 15)
+    per_line = {line: v["shared_wavefronts"] for line, v in r.lines.items() if v["shared_loads"]}
+    assert sorted(per_line.values())[0] == 63, per_line

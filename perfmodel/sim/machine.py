@@ -88,6 +88,10 @@ class State(MemoryMixin):
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
         self.loop_resume = None  # the traces of the iterations a fast-forward attempt ran before giving up
         self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
+        # identity memos of lane-only (one-row) addresses, for this launch only: register offset -> address
+        # (perfmodel.sim.memops.address_getter) and shared access -> its checked words and wavefronts (memory.py)
+        self.addr_memo: dict = {}
+        self.shared_memo: dict = {}
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))

@@ -51,13 +51,24 @@ def address_getter(addr: Addr, ops):
         a = np.full((1, 1), ops.symbols.address(base.name) + off, np.int64)
         return lambda st, fr: a
     s = ops.slot(base)
+    key = object()
 
     def reg_addr(st, fr):
         v = fr.r[s]
         if v is None:
             return np.full((1, 1), off, np.int64)
-        v = v.astype(np.int64) if v.dtype != np.int64 else v
-        return v + off if off else v
+        if v.dtype == np.int64 and not off:
+            return v
+        if v.shape[0] != 1:
+            return (v.astype(np.int64) if v.dtype != np.int64 else v) + off
+        # a lane-only address (one row): registers are never written in place, so the same register value gives
+        # the same address array - the same object, which lets memory.py reuse its bounds check and counts
+        hit = st.addr_memo.get(key)
+        if hit is not None and hit[0] is v:
+            return hit[1]
+        a = (v.astype(np.int64) if v.dtype != np.int64 else v) + off
+        st.addr_memo[key] = (v, a)
+        return a
     return reg_addr
 
 

@@ -197,24 +197,32 @@ class MemoryMixin:
 
     def _shared(self, gid, a, size, vec, dt, values, nbytes, defer=False):
         m = self.mask
-        off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
+        memo = self.shared_memo.get(gid)
+        if memo is not None and memo[0] is a and memo[1] is m:
+            # the same address array under the same mask as this instruction's last run (a lane-only address
+            # reused, memops.address_getter): the same bounds check, wavefronts and word indices
+            _a, _m, off, units, per_block, idx, cols = memo
+        else:
+            off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
+            wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes)
+            units, per_block = int(wf.sum()) * f, (wf if f == 1 else int(wf[0]))
+            idx = off // size
+            cols = None
+            if idx.shape[0] == 1:
+                cols = [idx[0] + j for j in range(vec)]    # the word of each lane, per vector element
+                if a.shape[0] == 1 and (m is None or m.shape[0] == 1):
+                    self.shared_memo[gid] = (a, m, off, units, per_block, idx, cols)
         if self.async_copies is not None and self.async_copies.pending and not defer:
             self._no_copy_in_flight(gid, off, nbytes, values is not None)
         c = self.counters
-        wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes)
-        c.units[gid] += int(wf.sum()) * f
-        c.per_block["shared_wavefronts"][self.sl] += wf if f == 1 else int(wf[0])
+        c.units[gid] += units
+        c.per_block["shared_wavefronts"][self.sl] += per_block
         view = self.shared.view(dt)
-        idx = off // size
         if values is None:
-            out = []
-            for j in range(vec):
-                ij = idx + j
-                if ij.shape[0] == 1:
-                    out.append(np.take(view, ij[0], axis=1))
-                else:
-                    out.append(np.take_along_axis(view, np.broadcast_to(ij, (self.nB, ij.shape[1])), axis=1))
-            return out
+            if cols is not None:
+                return [view.take(col, axis=1) for col in cols]
+            return [np.take_along_axis(view, np.broadcast_to(idx + j, (self.nB, idx.shape[1])), axis=1)
+                    for j in range(vec)]
         if defer:
             self._async_copies().issue(self.mask_full(), dt, idx, values, gid)
             return None

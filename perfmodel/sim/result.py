@@ -100,6 +100,9 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     cnt = counters
     thread_insts = 0
     spins = getattr(launch.program, "sass_spin", None) or {}
+    arrays_of: dict = {}            # instruction -> {array: threads}
+    for (g_, name), n in cnt.array_threads.items():
+        arrays_of.setdefault(g_, {})[name] = n
     for fname, cf in builder.funcs.items():
         bbw = cnt.bb_warps.get(fname)
         if bbw is None:
@@ -132,7 +135,11 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 else:
                     sass_extra = 0
                 own = primary_file is None or ins.file == primary_file
-                ln = lines.setdefault(ins.line, _new_line()) if own else None
+                ln = None
+                if own:
+                    ln = lines.get(ins.line)
+                    if ln is None:
+                        ln = lines[ins.line] = _new_line()
                 if ln is not None:
                     ln["ptx_warp_instructions"] += w_b
                     ln["warp_instructions"] += w_sass * weight + sass_extra
@@ -152,7 +159,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     load = op in ("ld", "ldu")
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
-                           "arrays": {name: n for (g_, name), n in cnt.array_threads.items() if g_ == gid}}
+                           "arrays": dict(arrays_of.get(gid, ()))}
                     if op in ("atom", "red"):
                         tgt = c.global_ if sp in ("global", "generic") else c.shared
                         tgt["atomics"] += th
