@@ -7,6 +7,15 @@ from dataclasses import dataclass, field
 from perfmodel.errors import SimulationError
 
 
+@dataclass(frozen=True)
+class SassFacts:
+    """What the compiled cubin's SASS adds to the PTX (all empty without nvdisasm)."""
+    weights: list | None = None     # SASS instructions per PTX instruction of the entry function (_sass_weights)
+    loops: dict = field(default_factory=dict)   # PTX block -> UnrolledLoop (entry function)
+    notes: list = field(default_factory=list)   # what the loop matching recognised or refused
+    spin: dict = field(default_factory=dict)    # PTX atom index -> SASS CAS-loop round size
+
+
 @dataclass
 class KernelProgram:
     name: str                     # the kernel's name expression (e.g. "MatrixMulCUDA<32>" or "vectorAdd")
@@ -22,12 +31,33 @@ class KernelProgram:
     spill_loads: int = 0
     local_bytes: int = 0
     ptxas_shared_bytes: int | None = None
-    sass_weights: dict | None = field(default=None, repr=False)
-    sass_loops: dict = field(default_factory=dict, repr=False)   # PTX block -> UnrolledLoop (entry function)
-    sass_loop_notes: list = field(default_factory=list)          # what the loop matching recognised or refused
-    sass_spin: dict = field(default_factory=dict, repr=False)    # PTX atom index -> SASS CAS-loop round size
     primary_file: int | None = None
     defines: dict = field(default_factory=dict)
+    # what the compiled SASS says (:class:`SassFacts`): given, or computed on first use from ``sass_source``
+    # (compiled module, kernel info), so that a program used only for its registers or PTX runs no nvdisasm
+    sass: SassFacts | None = field(default=None, repr=False, compare=False)
+    sass_source: tuple | None = field(default=None, repr=False, compare=False)
+
+    def sass_facts(self) -> SassFacts:
+        if self.sass is None:
+            self.sass = _sass_facts(*self.sass_source, self.module, self.entry) if self.sass_source else SassFacts()
+        return self.sass
+
+    @property
+    def sass_weights(self) -> list | None:
+        return self.sass_facts().weights
+
+    @property
+    def sass_loops(self) -> dict:
+        return self.sass_facts().loops
+
+    @property
+    def sass_loop_notes(self) -> list:
+        return self.sass_facts().notes
+
+    @property
+    def sass_spin(self) -> dict:
+        return self.sass_facts().spin
 
     @property
     def param_bytes(self) -> int:
@@ -442,16 +472,21 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
     if info.mangled not in module.functions:
         raise SimulationError(f"{info.expression}: the PTX has no entry {info.mangled}")
     f = module.functions[info.mangled]
-    loops, notes, covered, spins = _sass_loops(compiled, info, module, info.mangled)
-    weights = _sass_weights(compiled, info, module, info.mangled, loops, covered)
-    if weights is not None:
-        for i in spins:
-            weights[i] = 0.0            # counted per round instead (sass_spin)
     primary = next((ins.file for ins in f.instrs if ins.line), None)
     return KernelProgram(
         name=info.expression, path=str(compiled.source_path or path or "<source>"),
         source_lines=list(compiled.source_lines), params=list(info.params), module=module, entry=info.mangled,
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
-        ptxas_shared_bytes=info.static_shared_bytes, sass_weights=weights, sass_loops=loops,
-        sass_spin=spins, sass_loop_notes=notes, primary_file=primary, defines=dict(defines or {}))
+        ptxas_shared_bytes=info.static_shared_bytes, primary_file=primary, defines=dict(defines or {}),
+        sass_source=(compiled, info))
+
+
+def _sass_facts(compiled, info, module, entry) -> SassFacts:
+    """Disassemble the kernel's cubin (nvdisasm) and match its SASS to the PTX: loop grouping, CAS loops, weights."""
+    loops, notes, covered, spins = _sass_loops(compiled, info, module, entry)
+    weights = _sass_weights(compiled, info, module, entry, loops, covered)
+    if weights is not None:
+        for i in spins:
+            weights[i] = 0.0            # counted per round instead (sass_spin)
+    return SassFacts(weights=weights, loops=loops, notes=notes, spin=spins)

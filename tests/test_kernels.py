@@ -50,7 +50,8 @@ def test_every_shipped_spec_has_a_small_case():
 
 
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
-def test_outputs_match_reference(name, case):
+def test_outputs_match_reference(name, case, ptx_only):
+    """What the kernels compute (the SASS, which only weighs and groups the counts, is not needed)."""
     outcome = _run(name, case)
     assert outcome.check is not None
     assert outcome.check.correct, outcome.check.message

@@ -272,7 +272,7 @@ def test_one_load_through_a_pointer_to_either_of_two_arrays():
         (load,) = [row for row in r.instructions if row["kind"] == "global ld"]
         assert load["arrays"] == {"a": 12 * grid, "b": 12 * grid} and load["threads"] == 24 * grid
         assert all(agg["shared_loads"] == 0 and agg["shared_stores"] == 0 for agg in r.lines.values())
-    plain = simulate(dataclasses.replace(program, sass_weights=None), 1, 32,
+    plain = simulate(dataclasses.replace(program, sass=dataclasses.replace(program.sass_facts(), weights=None)), 1, 32,
                      [a, b, np.zeros(64, np.float32)])
     assert plain.counts.warp_instructions == plain.counts.ptx_warp_instructions > 0
     assert sum(agg["warp_instructions"] for agg in plain.lines.values()) == plain.counts.warp_instructions

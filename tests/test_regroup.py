@@ -78,7 +78,7 @@ def _run(program, ptx_trips, **kw):
 
 
 def _ptx_grouping(program):
-    return dataclasses.replace(program, sass_loops={})
+    return dataclasses.replace(program, sass=dataclasses.replace(program.sass_facts(), loops={}))
 
 
 def test_the_row_loop_is_recognised(sum_range, sum_lanes, sum_count):

@@ -70,3 +70,27 @@ def test_nvrtc_facts_on_disk_equal_the_library_and_follow_it(tmp_path, monkeypat
         assert nvrtc.facts()["archs"] == direct["archs"]
     finally:
         nvrtc.facts.cache_clear()
+
+
+def test_the_sass_is_disassembled_when_a_count_needs_it_not_at_load(monkeypatch):
+    """A program used for its registers or PTX runs no nvdisasm (0.2 s per kernel with a cold cache); the first
+    simulation disassembles it once, and its weights are those an eager load computed (the same function)."""
+    import numpy as np
+
+    import perfmodel.compile.sass as sass
+    from perfmodel.kernel import _sass_facts, load_kernel
+    from perfmodel.sim import simulate
+
+    calls = []
+    real = sass.kernel_flow
+    monkeypatch.setattr(sass, "kernel_flow", lambda *a, **k: calls.append(1) or real(*a, **k))
+    src = "__global__ void k(float *a) { int i = threadIdx.x; for (int j = 0; j < i; ++j) a[i] += a[j]; }"
+    program = load_kernel(source=src, path="lazy.cu")
+    assert program.registers and program.module.functions[program.entry].instrs
+    assert calls == []
+    r = simulate(program, 1, 32, [np.ones(32, np.float32)])
+    assert len(calls) == 2      # the loop grouping and the weights, once each
+    simulate(program, 1, 32, [np.ones(32, np.float32)])
+    assert len(calls) == 2
+    eager = _sass_facts(*program.sass_source, program.module, program.entry)
+    assert program.sass_weights == eager.weights and r.counts.warp_instructions > 0

@@ -13,6 +13,7 @@ Every function returns None when nvdisasm is unavailable or fails, so callers ca
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -56,6 +57,38 @@ def _disassemble(cubin: bytes) -> str | None:
         return path.read_text()
     except OSError:
         pass
+    with _exclusive(path):
+        # another process (a parallel sweep's worker, a test worker) may have disassembled it meanwhile
+        try:
+            return path.read_text()
+        except OSError:
+            return _run_nvdisasm(cubin, path)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """Hold an advisory lock for ``path`` (POSIX ``flock``) so that processes wanting the same listing run nvdisasm
+    once; where locking is unavailable, nothing is held (each runs its own). The locks are 16 files by the first hex
+    digit of the listing's name, so that different kernels rarely wait on each other and the files stay few."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path.parent / f".lock-{path.name[0]}", "a")
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        f.close()           # closing releases the lock
+
+
+def _run_nvdisasm(cubin: bytes, path: Path) -> str | None:
     tool = find_nvdisasm()
     if tool is None:
         return None
