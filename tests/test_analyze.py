@@ -105,6 +105,22 @@ def test_terminal_report_has_every_section(cli):
         assert text in out, text
 
 
+def test_a_kernel_without_floating_point_work_heads_with_its_effective_bandwidth(cli):
+    """A transpose does no arithmetic: the headline quotes its effective bandwidth, as the CUDA samples' transpose
+    does - 2 x rows x cols x 4 bytes (read once, written once) over the predicted time - not GFLOPS or the
+    addressing's integer operations."""
+    import re
+
+    kernel = str(Path(__file__).resolve().parent.parent / "validation" / "kernels" / "transpose_shared.yaml")
+    args = ("analyze", kernel, "--device", "h100", "-D", "rows=256", "-D", "cols=512")
+    code, out, err = cli(*args)
+    assert code == 0, err
+    doc = analyze_json(cli, *args[1:])
+    rate = float(re.search(r"([\d,.]+) GB/s effective", out).group(1).replace(",", ""))
+    assert rate == pytest.approx(2 * 256 * 512 * 4 / doc["predicted_time_s"] / 1e9, abs=0.06)
+    assert "GFLOPS in" not in out and "Gop/s" not in out
+
+
 # ---- registers --------------------------------------------------------------------------------------------
 
 def test_registers_flag_beats_the_estimate():

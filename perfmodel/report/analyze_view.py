@@ -58,10 +58,15 @@ def headline(doc: dict) -> Text:
     text.append(" on ")
     text.append(f"{doc['device_name']} ({doc['device']})", style="bold")
     text.append(": ")
-    int_ops = doc["counts"].get("int_ops", 0) or 0
-    if not doc["counts"].get("flops") and int_ops and doc["predicted_time_s"]:
-        # an integer kernel (the seed's int matmuls): its rate is in integer operations
-        text.append(f"{int_ops / doc['predicted_time_s'] / 1e9:,.1f} Gop/s (int)", style="bold green")
+    g = doc["counts"].get("global", {})
+    moved = (g.get("load_bytes", 0) or 0) + (g.get("store_bytes", 0) or 0)
+    if not doc["counts"].get("flops") and moved and doc["predicted_time_s"]:
+        # no floating-point work (a copy, a transpose, an integer kernel): the rate a CUDA programmer quotes for
+        # it is the effective bandwidth, the bytes its threads load and store over the time (what the CUDA
+        # samples' transpose and bandwidthTest print), not operations - its integer work is mostly addressing
+        rate = moved / doc["predicted_time_s"]
+        shown = f"{rate / 1e9:,.1f} GB/s" if rate >= 1e9 else f"{rate / 1e6:,.3g} MB/s"
+        text.append(f"{shown} effective", style="bold green")
     else:
         text.append(f"{doc['predicted_gflops']:,.1f} GFLOPS", style="bold green")
     text.append(f" in {fmt_time(doc['predicted_time_s'])}")
