@@ -234,6 +234,8 @@ def _array_sectors(launch) -> float:
     for arg in launch.args:
         if arg.kind == "array":
             total += math.ceil(arg.value.nbytes / SECTOR_BYTES)
+        elif arg.kind == "texture":
+            total += math.ceil(arg.value.data.nbytes / SECTOR_BYTES)
     return float(total)
 
 

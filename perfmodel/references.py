@@ -701,6 +701,26 @@ def corpus_box_filter(ctx: ReferenceContext, *, input: str = "id", width: str = 
     return (out.T if axis == "y" else out).reshape(-1)
 
 
+@reference("corpus_texture_convolution")
+def corpus_texture_convolution(ctx: ReferenceContext, *, texture: str = "texSrc", kernel: str = "c_Kernel",
+                               width: str = "imageW", height: str = "imageH", axis: str = "x") -> np.ndarray:
+    """convolutionTexture's convolutionRowsKernel / convolutionColumnsKernel: out[y, x] = sum over i of
+    T[y, x + R - i] c[i] (rows; columns along y), R = (len(c) - 1) / 2. The kernel fetches at texel centres, where a
+    linear filter returns the texel itself, and the texture clamps at the edges (its wrap mode is switched to clamp
+    for texel coordinates)."""
+    w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
+    image = ctx.array(texture)[:w * h].reshape(h, w)
+    c = ctx.array(kernel)
+    r = (c.size - 1) // 2
+    if axis == "y":
+        image = image.T
+    n = image.shape[1]
+    out = np.zeros_like(image)
+    for i in range(c.size):
+        out += image[:, np.clip(np.arange(n) + r - i, 0, n - 1)] * c[i]
+    return (out.T if axis == "y" else out).reshape(-1)
+
+
 @reference("corpus_box_filter_rgba_y")
 def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
                              radius: str = "r") -> np.ndarray:

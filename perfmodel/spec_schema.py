@@ -67,11 +67,14 @@ def spec_json_schema() -> dict[str, Any]:
     defs = schema["$defs"]
     defs["InitSpec"] = _init_schema()
     defs["OutputSpec"] = _output_schema()
-    for name in ("ArgSpec", "ConstantSpec"):
-        from perfmodel.spec import DTYPES
+    from perfmodel.sim.texture import CHANNEL_DTYPES
+    from perfmodel.spec import DTYPES
 
+    for name in ("ArgSpec", "ConstantSpec"):
         defs[name]["properties"]["dtype"] = {"enum": sorted(DTYPES), **(
             {"default": "float32"} if name == "ConstantSpec" else {})}
+    defs["TextureSpec"]["properties"]["dtype"] = {
+        "enum": sorted(k for k, v in DTYPES.items() if v.name in CHANNEL_DTYPES), "default": "float32"}
     schema["properties"]["description"] = {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None,
                                            "description": "one line (optional)"}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,

@@ -2,8 +2,9 @@
 
 ``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
 ``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
-are not in it (textures ``tex``/``suld``, tensor cores ``wmma``/``mma``, bulk copies ``cp.async.bulk``, ...);
-``cp.async`` from global to shared memory and its group instructions are run.
+are not in it (surfaces ``suld``/``sust``, texture gathers ``tld4``, tensor cores ``wmma``/``mma``, bulk copies
+``cp.async.bulk``, ...); ``cp.async`` from global to shared memory and its group instructions are run, and so are
+``tex.1d`` / ``tex.2d`` fetches through texture objects (perfmodel/sim/texture.py).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections import Counter
 
 SUPPORTED_OPCODES: frozenset[str] = frozenset("""
 add sub mul mad mul24 mad24 sad fma div rem rcp sqrt rsqrt ex2 lg2 sin cos tanh abs neg min max copysign
-and or xor not shl shr popc clz brev bfe bfi bfind prmt shf cnot testp
+and or xor not shl shr popc clz brev bfe bfi bfind prmt shf cnot testp vabsdiff4
 cvt cvta mov setp selp set slct
 ld st ldu
 bra ret exit call
@@ -58,10 +59,12 @@ def opcode_counts(body: str) -> Counter:
 # perfmodel.ptx.parse.lower_cp_async) and its group instructions; bulk and tensor copies are not run
 _SUPPORTED_CP = ("cp.async.ca.shared", "cp.async.cg.shared", "cp.async.commit_group", "cp.async.wait_group",
                  "cp.async.wait_all")
+# texture fetches the executor runs: 1-D and 2-D through a texture object, four components (perfmodel.sim.texture)
+_SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.")
 
 
 def unsupported_opcodes(body: str) -> list[str]:
     """Sorted base opcodes of the body that the executor does not support (``cp``: a form other than those of
     ``_SUPPORTED_CP``)."""
     return sorted({base_opcode(op) for op in ptx_instructions(body)
-                   if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP)})
+                   if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)})

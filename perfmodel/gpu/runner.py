@@ -272,6 +272,9 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
                 dev = cp.asarray(np.ascontiguousarray(host))
                 device_args.append(dev)
                 kernel_args.append(dev)
+            elif arg.kind == "texture":
+                raise GpuError(f"{spec.path}: arg {arg.name} is a texture object; the GPU runner does not create "
+                               "texture objects (measure such kernels with a host program)")
             else:
                 device_args.append(None)
                 kernel_args.append(_scalar(arg))

@@ -36,7 +36,9 @@ def _regs(operand: Any) -> list[str]:
 
 
 def _is_global_load(ins: Any) -> bool:
-    return ins.opcode in ("ld", "ldu") and not any(m in ins.mods for m in ("param", "const", "shared", "local"))
+    # a texture fetch reads global memory through the same L1TEX path (perfmodel/sim/texture.py)
+    return ins.opcode == "tex" or (ins.opcode in ("ld", "ldu") and not any(
+        m in ins.mods for m in ("param", "const", "shared", "local")))
 
 
 def block_loads_in_flight(instrs: list) -> tuple[int, float]:

@@ -6,7 +6,7 @@ import numpy as np
 
 from perfmodel.ptx.ir import TYPES
 from perfmodel.sim.alu import builder
-from perfmodel.sim.numeric import _udt, elementwise
+from perfmodel.sim.numeric import Unsupported, _udt, elementwise
 from perfmodel.sim.values import DT, SIGNED
 
 
@@ -246,3 +246,38 @@ def b_shf(ins, ops):
     return shf
 
 
+
+
+@builder("vabsdiff4")
+def b_vabsdiff4(ins, ops):
+    """``vabsdiff4.dtype.atype.btype{.add|.sat} d, a, b, c`` (PTX ISA, "SIMD video instructions"): the absolute
+    differences of the four byte lanes of a and b (signed bytes for .s32 sources). With ``.add`` d = their sum + c
+    (the sum of absolute differences, SAD); without, d's byte i = |a_i - b_i| (``.sat`` clamps it to the byte's
+    range, otherwise its low 8 bits). Byte selectors and masks on the operands are not supported."""
+    from perfmodel.ptx.ir import Imm, Reg
+
+    if len(ins.types) != 3 or any(t not in ("u32", "s32") for t in ins.types) or len(ins.operands) != 4 or not all(
+            isinstance(o, (Reg, Imm)) for o in ins.operands):
+        raise Unsupported(f"vabsdiff4 with byte selectors or masks ({ins.text.strip()})")
+    dst_t, a_t, b_t = ins.types
+    add, sat = ins.has("add"), ins.has("sat")
+    ga, gb, gc = (ops.reader(o, "u32") for o in ins.operands[1:])
+    w = ops.writer(ins.operands[0])
+
+    def lanes(x, signed):
+        x = x.astype(np.int64)
+        out = [(x >> (8 * k)) & 0xFF for k in range(4)]
+        return [np.where(v > 127, v - 256, v) for v in out] if signed else out
+
+    def vabsdiff4(st, fr):
+        a = lanes(ga(st, fr), a_t == "s32")
+        b = lanes(gb(st, fr), b_t == "s32")
+        diffs = [np.abs(x - y) for x, y in zip(a, b)]
+        if add:
+            r = sum(diffs) + gc(st, fr).astype(np.int64)
+        else:
+            top = 127 if dst_t == "s32" else 255
+            r = sum((np.minimum(d, top) if sat else (d & 0xFF)) << (8 * k) for k, d in enumerate(diffs))
+        w(st, fr, (r & 0xFFFFFFFF).astype(np.uint32).view(np.int32) if dst_t == "s32" else
+          (r & 0xFFFFFFFF).astype(np.uint32))
+    return vabsdiff4

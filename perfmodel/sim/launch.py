@@ -59,6 +59,8 @@ class LaunchState:
         self.symbols = symbols
 
         # global heap: pointer arguments, then module .global variables
+        from perfmodel.sim.texture import HANDLE_BASE, Texture
+
         blocks = []
         self.arg_arrays: list = []
         params = program.params
@@ -68,6 +70,10 @@ class LaunchState:
                     raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
                 blocks.append((p.name, a.nbytes))
                 self.arg_arrays.append(a)
+        # texture objects (cudaTextureObject_t arguments): their texels after the pointer arguments
+        texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, Texture)]
+        for p, a in texture_args:
+            blocks.append((p.name, a.data.nbytes))
         gvars = [v for v in module.variables if v.space == "global" and v.count is not None]
         for v in gvars:
             blocks.append((v.name, v.nbytes))
@@ -81,6 +87,13 @@ class LaunchState:
                     self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
                 ptr_values[p.name] = self.heap.address(k)
                 k += 1
+        self.textures: dict = {}         # handle -> (Texture, heap address of its texels)
+        handles = {}
+        for t, (p, a) in enumerate(texture_args):
+            self.heap.write(k, a.data.reshape(-1).view(np.uint8))
+            handles[p.name] = HANDLE_BASE + t
+            self.textures[HANDLE_BASE + t] = (a, self.heap.address(k))
+            k += 1
         for j, v in enumerate(gvars):
             if v.init:
                 self.heap.write(k + j, v.init)
@@ -161,6 +174,8 @@ class LaunchState:
             off = offsets[pp.name]
             if p.is_pointer:
                 raw = int(ptr_values[p.name]).to_bytes(8, "little")
+            elif p.name in handles:
+                raw = int(handles[p.name]).to_bytes(8, "little")
             elif isinstance(a, (bytes, bytearray)):
                 raw = bytes(a)
             elif isinstance(a, np.ndarray) and a.dtype.fields is not None:

@@ -146,8 +146,9 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.warp_instructions += w_sass * weight + sass_extra
                 op = ins.opcode
                 parts = []
-                if op in ("ld", "ldu", "st", "atom", "red") and cnt.requests[gid]:
-                    sp = _space(ins)
+                if op in ("ld", "ldu", "st", "atom", "red", "tex") and cnt.requests[gid]:
+                    # a texture fetch counts as global loads of its texels (perfmodel/sim/texture.py)
+                    sp = "global" if op == "tex" else _space(ins)
                     split = cnt.generic_split.get(gid)
                     if sp == "generic" and split:
                         # a generic access: count each part in the space its lanes' addresses fell in
@@ -156,7 +157,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         parts = [(sp, cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
                                   cnt.bytes[gid])]
                 for sp, th, rq, un, li, by in parts:
-                    load = op in ("ld", "ldu")
+                    load = op in ("ld", "ldu", "tex")
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
                            "arrays": dict(arrays_of.get(gid, ()))}

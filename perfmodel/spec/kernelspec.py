@@ -320,6 +320,9 @@ class KernelSpec:
             if arg.kind == "scalar":
                 value = _expr.evaluate(arg.value, params, file=file, field=f"args[{i}].value")
                 args.append(ArgValue(arg.name, "scalar", dtype, _scalar(value, dtype, file, f"args[{i}].value")))
+            elif arg.kind == "texture":
+                args.append(ArgValue(arg.name, "texture", dtype,
+                                     self._texture(arg.texture, params, f"args[{i}].texture", cache, values)))
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
                 args.append(ArgValue(arg.name, "array", dtype, array))
@@ -343,6 +346,22 @@ class KernelSpec:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)
                 for i, value in enumerate(exprs)]
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def _texture(self, spec, params: Mapping[str, Any], base: str, cache: dict, values: bool = True):
+        """A :class:`perfmodel.sim.texture.Texture` from a texture arg's description."""
+        from perfmodel.errors import PerfmodelError
+        from perfmodel.sim.texture import Texture
+
+        file = str(self.path)
+        dims = [_expr.evaluate_int(v, params, file=file, field=f"{base}.shape[{j}]", minimum=1)
+                for j, v in enumerate(spec.shape)]
+        texels = self._array(None, dims + [spec.channels], spec.init, DTYPES[spec.dtype], params, base, cache,
+                             values)
+        try:
+            return Texture(texels.reshape(dims + [spec.channels]), filter=spec.filter, address=spec.address,
+                           normalized_coords=spec.normalized_coords, read_mode=spec.read_mode)
+        except PerfmodelError as exc:
+            raise SpecError(f"{file}: field '{base}': {exc}") from None
 
     def _array(self, length, shape, init: InitSpec | None, dtype: np.dtype, params: Mapping[str, Any],
                base: str, cache: dict, values: bool = True) -> np.ndarray:

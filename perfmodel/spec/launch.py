@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ArgValue:
     name: str
-    kind: str                  # "array" | "scalar"
+    kind: str                  # "array" | "scalar" | "texture" (a perfmodel.sim.texture.Texture)
     dtype: np.dtype
     value: Any                 # np.ndarray (initial contents) or a Python int/float
 
@@ -32,6 +32,8 @@ class ArgValue:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": str(self.dtype)}
         if self.kind == "array":
             out["length"] = int(self.value.size)
+        elif self.kind == "texture":
+            out["texture"] = self.value.describe()
         else:
             out["value"] = self.value
         return out
@@ -132,8 +134,9 @@ class Launch:
     def _context(self) -> dict[str, Any]:
         args = {}
         for arg in self.args:
-            if arg.kind == "array":
-                view = arg.value.view()
+            if arg.kind in ("array", "texture"):
+                # a texture's texels: (width, channels) or (height, width, channels)
+                view = (arg.value if arg.kind == "array" else arg.value.data).view()
                 view.flags.writeable = False
                 args[arg.name] = view
             else:

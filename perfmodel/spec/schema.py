@@ -130,16 +130,50 @@ class InitSpec(_Strict):
         raise ValueError(f"unknown initialiser {kind!r}; expected {forms}")
 
 
+class TextureSpec(_Strict):
+    """A texture object's texels and the description the host gives ``cudaCreateTextureObject``
+    (perfmodel/sim/texture.py). ``shape``: ``[width]`` or ``[height, width]`` texels; ``dtype``: one channel's type;
+    ``init`` fills the texels channel by channel (row-major, channels interleaved)."""
+
+    dtype: str = "float32"
+    channels: Literal[1, 2, 4] = 1
+    shape: list[Expr]
+    init: InitSpec | None = None
+    filter: Literal["point", "linear"] = "point"
+    address: Literal["clamp", "border", "wrap", "mirror"] | list[Literal["clamp", "border", "wrap", "mirror"]] = \
+        "clamp"
+    normalized_coords: bool = False
+    read_mode: Literal["element", "normalized_float"] = "element"
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        from perfmodel.sim.texture import CHANNEL_DTYPES
+
+        if value not in DTYPES or DTYPES[value].name not in CHANNEL_DTYPES:
+            raise ValueError(f"texel dtype {value!r}: expected one of {', '.join(CHANNEL_DTYPES)}")
+        return value
+
+    @field_validator("shape")
+    @classmethod
+    def _dims(cls, value: list) -> list:
+        if len(value) not in (1, 2):
+            raise ValueError("a texture's shape is [width] or [height, width]")
+        return value
+
+
 class ArgSpec(_Strict):
-    """A kernel argument: an array (``length`` or ``shape``, ``init``) or a scalar (``value``)."""
+    """A kernel argument: an array (``length`` or ``shape``, ``init``), a scalar (``value``) or a texture object
+    (``texture``, for a ``cudaTextureObject_t`` parameter)."""
 
     name: str
-    dtype: str
-    kind: Literal["array", "scalar"] | None = None
+    dtype: str | None = None          # required, except for a texture (its handle is a 64-bit integer)
+    kind: Literal["array", "scalar", "texture"] | None = None
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec | None = None
     value: Expr | None = None
+    texture: TextureSpec | None = None
 
     @field_validator("name")
     @classmethod
@@ -150,21 +184,33 @@ class ArgSpec(_Strict):
 
     @field_validator("dtype")
     @classmethod
-    def _dtype(cls, value: str) -> str:
-        if value not in DTYPES:
+    def _dtype(cls, value: str | None) -> str | None:
+        if value is not None and value not in DTYPES:
             raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
         return value
 
     @model_validator(mode="after")
     def _shape_of_arg(self) -> ArgSpec:
         is_scalar = self.value is not None
-        kind = self.kind or ("scalar" if is_scalar else "array")
+        kind = self.kind or ("texture" if self.texture is not None else "scalar" if is_scalar else "array")
+        if kind == "texture" or self.texture is not None:
+            if self.texture is None or kind != "texture":
+                raise ValueError("a texture arg takes texture: {shape, dtype, channels, init, filter, address, "
+                                 "normalized_coords, read_mode}")
+            if is_scalar or self.length is not None or self.shape is not None or self.init is not None:
+                raise ValueError("a texture arg takes texture: only (its shape and init go inside it)")
+            if self.dtype not in (None, "uint64", "u64"):
+                raise ValueError("a texture arg is a cudaTextureObject_t (uint64); its texels' type is "
+                                 "texture.dtype")
+            object.__setattr__(self, "dtype", "uint64")
+        elif self.dtype is None:
+            raise ValueError("an array or scalar arg needs dtype")
         if kind == "scalar":
             if not is_scalar:
                 raise ValueError("a scalar arg needs value: EXPR")
             if self.length is not None or self.shape is not None or self.init is not None:
                 raise ValueError("a scalar arg takes value only (no length, shape or init)")
-        else:
+        elif kind == "array":
             if is_scalar:
                 raise ValueError("an array arg takes length/shape and init, not value")
             if self.length is not None and self.shape is not None:
