@@ -172,23 +172,3 @@ def test_a_spec_describes_the_texture_the_host_would_create(tmp_path, cli):
     (tmp_path / "bad.yaml").write_text(bad)
     code, text, err = cli("analyze", str(tmp_path / "bad.yaml"), "--device", "h100")
     assert code == 2 and "linear filtering needs a float result" in text + err and "Traceback" not in text + err
-
-
-def test_vabsdiff4_sums_byte_differences():
-    """stereoDisparity's SAD instruction (``vabsdiff4.u32.u32.u32.add``) and the SIMD form ``__vabsdiffu4``
-    compiles to, against byte arithmetic in numpy."""
-    program = _kernel(r"""
-    __global__ void k(unsigned *o, const unsigned *a, const unsigned *b) {
-        int i = threadIdx.x;
-        unsigned r;
-        asm("vabsdiff4.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(r) : "r"(a[i]), "r"(b[i]), "r"(7u));
-        o[i] = r;
-        o[32 + i] = __vabsdiffu4(a[i], b[i]);
-    }""", "v.cu")
-    rng = np.random.default_rng(0)
-    a, b = (rng.integers(0, 2 ** 32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(2))
-    o = np.zeros(64, np.uint32)
-    simulate(program, 1, 32, [o, a, b])
-    da = np.abs(a.view(np.uint8).reshape(32, 4).astype(int) - b.view(np.uint8).reshape(32, 4).astype(int))
-    np.testing.assert_array_equal(o[:32], da.sum(axis=1) + 7)
-    np.testing.assert_array_equal(o[32:], da.astype(np.uint8).view(np.uint32).reshape(-1))

@@ -281,3 +281,34 @@ def b_vabsdiff4(ins, ops):
         w(st, fr, (r & 0xFFFFFFFF).astype(np.uint32).view(np.int32) if dst_t == "s32" else
           (r & 0xFFFFFFFF).astype(np.uint32))
     return vabsdiff4
+
+
+def _lanes(x, width: int, count: int, signed: bool) -> list:
+    """``count`` lanes of ``width`` bits of a 32-bit value, low first, sign-extended when ``signed``."""
+    x = x.astype(np.int64) & 0xFFFFFFFF
+    mask, top = (1 << width) - 1, 1 << (width - 1)
+    out = [(x >> (width * k)) & mask for k in range(count)]
+    return [np.where(v >= top, v - (1 << width), v) for v in out] if signed else out
+
+
+@builder("dp4a", "dp2a")
+def b_dot_product(ins, ops):
+    """``dp4a.atype.btype d, a, b, c`` = c + the sum of a's four bytes times b's (PTX ISA, "Integer Arithmetic
+    Instructions: dp4a"); ``dp2a.{lo,hi}.atype.btype``: a's two 16-bit halves times b's bytes 0-1 (.lo) or 2-3 (.hi).
+    Each lane is sign-extended when its type is .s32; d wraps modulo 2^32 (s32 when either type is)."""
+    a_t, b_t = ins.types
+    two = ins.opcode == "dp2a"
+    hi = ins.has("hi")
+    ga, gb, gc = (ops.reader(o, "u32") for o in ins.operands[1:])
+    w = ops.writer(ins.operands[0])
+    signed_out = "s32" in (a_t, b_t)
+
+    def dot(st, fr):
+        a = _lanes(ga(st, fr), 16 if two else 8, 2 if two else 4, a_t == "s32")
+        b = _lanes(gb(st, fr), 8, 4, b_t == "s32")
+        if two:
+            b = b[2:] if hi else b[:2]
+        r = (gc(st, fr).astype(np.int64) + sum(x * y for x, y in zip(a, b))) & 0xFFFFFFFF
+        r = r.astype(np.uint32)
+        w(st, fr, r.view(np.int32) if signed_out else r)
+    return dot
