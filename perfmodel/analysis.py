@@ -343,23 +343,31 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                           include_dirs=spec.include_dirs)
     total = launch.total_blocks
 
-    # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate
+    # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate; a kernel that
+    # synchronises the whole grid runs every block at once (as a cooperative launch must), exactly
+    from perfmodel.sim import grid_sync
+
+    whole = total == 1 or grid_sync(program)
     rep = _representative_block(launch.grid)
     fast = allowed = not (execute_all or keep_args)
     outputs = check or keep_args      # whether any run's outputs are read
-    pilot, pilot_args = _run(program, launch, [rep], limits, fast_loops=fast, cc1_counts=cc1_counts,
-                             outputs=outputs and total == 1)
+    pilot, pilot_args = _run(program, launch, None if whole else [rep], limits, fast_loops=fast,
+                             cc1_counts=cc1_counts, outputs=outputs and whole)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
-        pilot, pilot_args = _run(program, launch, [rep], limits, cc1_counts=cc1_counts,   # short: outputs too
-                                 outputs=outputs and total == 1)
+        pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too
+                                 cc1_counts=cc1_counts, outputs=outputs and whole)
     pilot_counts = _counts_json(pilot.counts)
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
     block_footprint = float(pg.get("unique_load_sectors", block_load_sectors))
-    estimated_work = float(pilot_counts.get("warp_instructions", 0)) * total
-    if total > 1:
-        pilot = pilot_args = None     # only the one-block grid reuses the pilot run: free its arrays
+    if total > 1 and whole:
+        block_load_sectors = block_footprint = None      # no block ran alone: no per-block footprint
+    estimated_work = float(pilot_counts.get("warp_instructions", 0)) * (1 if whole else total)
+    if not whole:
+        pilot = pilot_args = None     # only a whole-grid pilot is the run itself: free its arrays
+    if whole and total > 1:
+        sample = 0                    # the grid-sync kernel ran exactly above: no sample, no replication
 
     sample_reason = ""
     wants_exact = sample is None or sample == 0 or sample >= total
@@ -374,7 +382,9 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     # outputs that nobody checks need not be computed: then the shortcuts apply at any size
     fast = fast and (estimated_work > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check)
     replicated = None
-    if wants_exact and not (execute_all or keep_args) and total > 1 and \
+    if whole and total > 1:
+        wants_exact = True
+    if wants_exact and not whole and not (execute_all or keep_args) and total > 1 and \
             (estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS or not check):
         from perfmodel.sim.replicate import proof_for
 
@@ -384,8 +394,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             if result.replication is not None and result.replication.proved:
                 replicated = (result, args)
                 sample_reason = ""
-    if replicated is None and not sample_reason and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS and \
-            not (limits or {}).get("timeout"):
+    if replicated is None and not sample_reason and not whole and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS \
+            and not (limits or {}).get("timeout"):
         from perfmodel.errors import SimulationError
 
         raise SimulationError(
@@ -406,7 +416,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             else:
                 correct, detail = None, _unchecked_detail(launch, "outputs not checked (check=False)")
         else:
-            if total == 1:
+            if whole:
                 result, args = pilot, pilot_args
             else:
                 result, args = _run(program, launch, limits=limits, fast_loops=fast, cc1_counts=cc1_counts,

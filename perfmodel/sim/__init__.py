@@ -45,6 +45,24 @@ def data_blind(program):
     return proof
 
 
+def grid_sync(program) -> bool:
+    """Whether the kernel synchronises the whole grid (cooperative groups' ``this_grid().sync()``): it reads the
+    grid-sync workspace pointer the driver passes a cooperative launch in ``%envreg1`` / ``%envreg2``. Every block
+    of such a launch must run at once, as on the GPU (which refuses a cooperative launch whose blocks cannot all
+    be resident)."""
+    found = getattr(program, "_grid_sync", None)
+    if found is None:
+        from perfmodel.ptx.ir import Special
+
+        found = any(isinstance(op, Special) and op.name in ("%envreg1", "%envreg2")
+                    for f in program.module.functions.values() for ins in f.instrs for op in ins.operands)
+        try:
+            program._grid_sync = found
+        except AttributeError:       # pragma: no cover - a frozen program object
+            pass
+    return found
+
+
 def _dim3(v, what) -> tuple:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)
@@ -93,6 +111,13 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
             raise SimulationError(f"block_ids must lie in [0, {total_blocks})")
     launch.fast_loops = fast_loops
     per_batch = launch.batch_blocks(max_lanes or DEFAULT_MAX_LANES)
+    if launch.grid_workspace is not None:
+        # a grid-wide sync waits for every block: they all run in one batch, never a subset or a replica
+        if len(np.unique(ids)) != total_blocks:
+            raise SimulationError(f"{program.name} synchronises the whole grid (cooperative groups' grid sync): "
+                                  f"every block must run together; {len(np.unique(ids))} of {total_blocks} cannot")
+        per_batch = max(per_batch, total_blocks)
+        replicate = False
     builder = launch.builder
     cf = builder.get(program.entry)
     for name in _callees(program.module, program.entry):

@@ -74,6 +74,12 @@ class LaunchState:
         texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, Texture)]
         for p, a in texture_args:
             blocks.append((p.name, a.data.nbytes))
+        # a cooperative launch's grid-sync workspace (its arrival counter), zeroed, read through %envreg1/2
+        from perfmodel.sim import grid_sync
+
+        syncs = grid_sync(program)
+        if syncs:
+            blocks.append(("(grid sync workspace)", 16))
         gvars = [v for v in module.variables if v.space == "global" and v.count is not None]
         for v in gvars:
             blocks.append((v.name, v.nbytes))
@@ -93,6 +99,10 @@ class LaunchState:
             self.heap.write(k, a.data.reshape(-1).view(np.uint8))
             handles[p.name] = HANDLE_BASE + t
             self.textures[HANDLE_BASE + t] = (a, self.heap.address(k))
+            k += 1
+        self.grid_workspace = None
+        if syncs:
+            self.grid_workspace = int(self.heap.address(k))
             k += 1
         for j, v in enumerate(gvars):
             if v.init:

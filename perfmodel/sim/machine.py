@@ -142,6 +142,9 @@ class State(MemoryMixin):
             v = np.full((1, 1), L.shared_bytes)
         elif base in ("nclusterid", "cluster_nctaid", "cluster_nctarank", "clusterid", "cluster_ctaid"):
             v = np.full((1, 1), 1 if base.startswith("n") or "nct" in base else 0)
+        elif base in ("envreg1", "envreg2") and L.grid_workspace is not None:
+            # the grid-sync workspace pointer of a cooperative launch: high word in envreg1, low in envreg2
+            v = np.full((1, 1), (L.grid_workspace >> 32) if base == "envreg1" else L.grid_workspace & 0xFFFFFFFF)
         else:
             raise SimulationError(f"special register {name} is not supported")
         return np.asarray(v).astype(u32 if base not in ("clock64", "globaltimer") else np.uint64).reshape(

@@ -109,6 +109,10 @@ class Operands:
             return lambda st, fr, a=a: a
         if isinstance(op, Special):
             name = op.name
+            if not _known_special(name):
+                from perfmodel.sim.numeric import Unsupported
+
+                raise Unsupported(f"the special register {name}")
 
             def special(st, fr, name=name, dt=dt):
                 return as_type(st.special(name), dt)
@@ -137,3 +141,16 @@ class Operands:
                     old = as_type(old, v.dtype)
                 fr.r[s] = np.where(m, v, old)
         return write
+
+
+_SPECIAL_BASES = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "lanemask_eq", "lanemask_lt",
+                  "lanemask_le", "lanemask_gt", "lanemask_ge", "clock", "clock64", "globaltimer", "globaltimer_lo",
+                  "clock_hi", "smid", "gridid", "is_explicit_cluster", "cluster_ctarank", "nsmid",
+                  "dynamic_smem_size", "total_smem_size", "aggr_smem_size", "nclusterid", "cluster_nctaid",
+                  "cluster_nctarank", "clusterid", "cluster_ctaid", "envreg1", "envreg2")
+
+
+def _known_special(name: str) -> bool:
+    """Whether the executor gives special register ``name`` a value (perfmodel.sim.machine.State._make_special;
+    %envreg1/2 only hold the grid-sync workspace of a kernel that synchronises the grid)."""
+    return name[1:].partition(".")[0] in _SPECIAL_BASES
