@@ -56,3 +56,44 @@ def test_dp4a_and_dp2a_sum_lane_products():
     uhalves = ua[:32].view(np.uint16).reshape(32, 2).astype(np.int64)
     np.testing.assert_array_equal(o[96:].view(np.uint32),
                                   (((uhalves * u1[:, 2:]).sum(axis=1) + 3) % 2 ** 32).astype(np.uint32))
+
+
+def _bmsk_isa(a: int, b: int, clamp: bool) -> int:
+    """The PTX ISA's pseudo-code for bmsk, transcribed ("Integer Arithmetic Instructions: bmsk")."""
+    full = 0xFFFFFFFF
+    a1, b1 = a & 0x1F, b & 0x1F
+    mask0 = (full << a1) & full
+    s = a1 + b1
+    mask1 = (full << s) & full if s < 32 else 0
+    position_overflow = width_overflow = False
+    if clamp:
+        if a >= 32:
+            position_overflow, mask0 = True, 0
+        if b >= 32:
+            width_overflow = True
+    if s >= 32 or position_overflow or width_overflow:
+        mask1 = 0
+    elif b1 == 0:
+        mask1 = full
+    return mask0 & ~mask1 & full
+
+
+def test_bmsk_follows_the_isa_pseudo_code():
+    """``bmsk.clamp`` / ``bmsk.wrap`` (CUB's radix sort extracts digits with it) on operands below, at and above 32,
+    against the PTX ISA's own pseudo-code."""
+    program = _kernel(r"""
+    __global__ void k(unsigned *o, const unsigned *a, const unsigned *b) {
+        int i = threadIdx.x;
+        unsigned c, w;
+        asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(c) : "r"(a[i]), "r"(b[i]));
+        asm("bmsk.wrap.b32 %0, %1, %2;" : "=r"(w) : "r"(a[i]), "r"(b[i]));
+        o[i] = c;
+        o[64 + i] = w;
+    }""", "m.cu")
+    rng = np.random.default_rng(2)
+    a = np.concatenate([rng.integers(0, 40, 56), [0, 31, 32, 33, 5, 0, 40, 16]]).astype(np.uint32)
+    b = np.concatenate([rng.integers(0, 40, 56), [0, 1, 0, 5, 32, 33, 40, 16]]).astype(np.uint32)
+    o = np.zeros(128, np.uint32)
+    simulate(program, 1, 64, [o, a, b])
+    assert o[:64].tolist() == [_bmsk_isa(int(x), int(y), True) for x, y in zip(a, b)]
+    assert o[64:].tolist() == [_bmsk_isa(int(x), int(y), False) for x, y in zip(a, b)]

@@ -312,3 +312,18 @@ def b_dot_product(ins, ops):
         r = r.astype(np.uint32)
         w(st, fr, r.view(np.int32) if signed_out else r)
     return dot
+
+
+@builder("bmsk")
+def b_bmsk(ins, ops):
+    """``bmsk.{clamp,wrap}.b32 d, a, b``: a mask of b one bits starting at bit a (PTX ISA, "Integer Arithmetic
+    Instructions: bmsk"); .wrap takes a and b modulo 32, .clamp limits them to 32 (a start of 32 gives 0)."""
+    wrap = ins.has("wrap")
+    ga, gb = ops.reader(ins.operands[1], "u32"), ops.reader(ins.operands[2], "u32")
+    w = ops.writer(ins.operands[0])
+
+    def bmsk(st, fr):
+        a, b = ga(st, fr).astype(np.int64), gb(st, fr).astype(np.int64)
+        a, b = (a & 31, b & 31) if wrap else (np.minimum(a, 32), np.minimum(b, 32))
+        w(st, fr, ((((np.int64(1) << b) - 1) << a) & 0xFFFFFFFF).astype(np.uint32))
+    return bmsk
