@@ -419,8 +419,16 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
                 init = "zeros"
                 outputs.append(p.name)
             lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, length: N, init: {init}}}{note}")
+        elif p.ctype.split()[-1] in ("cudaTextureObject_t", "CUtexObject"):
+            seed += 1
+            lines_args.append(f"  - name: {p.name}   # {p.ctype}: the texture the host code creates - its texels and "
+                              "cudaTextureDesc (docs/spec.md)")
+            lines_args.append(f"    texture: {{dtype: float32, channels: 1, shape: [1024, 1024], init: {{random: "
+                              f"{{seed: {seed}, low: 0, high: 1}}}}, filter: point, address: clamp, "
+                              "normalized_coords: false, read_mode: element}")
         elif dtype is None:
-            lines_args.append(f"  # {p.name}: {p.ctype} cannot be set by a spec (numbers and pointers only)")
+            lines_args.append(f"  # {p.name}: {p.ctype} cannot be set by a spec (numbers, pointers and textures "
+                              "only)")
         else:
             value = "N" if dtype[0] in "iu" else "1.0"
             lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, value: {value}}}   # {p.ctype}: set me")

@@ -172,3 +172,21 @@ def test_a_spec_describes_the_texture_the_host_would_create(tmp_path, cli):
     (tmp_path / "bad.yaml").write_text(bad)
     code, text, err = cli("analyze", str(tmp_path / "bad.yaml"), "--device", "h100")
     assert code == 2 and "linear filtering needs a float result" in text + err and "Traceback" not in text + err
+
+
+def test_kernels_init_writes_a_texture_arg_that_runs(tmp_path, cli):
+    """``perfmodel kernels init`` on a kernel with a cudaTextureObject_t parameter: the starter spec describes a
+    texture (to be edited to the host code's), and ``analyze`` runs it as written."""
+    (tmp_path / "tk.cu").write_text(r"""
+__global__ void k(float *out, int n, cudaTextureObject_t t)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex2D<float>(t, i % 1024 + 0.5f, i / 1024 + 0.5f);
+}""")
+    code, _, err = cli("kernels", "init", str(tmp_path / "tk.cu"), "-o", str(tmp_path / "tk.yaml"))
+    assert code == 0, err
+    text = (tmp_path / "tk.yaml").read_text()
+    assert "texture: {dtype: float32" in text and "cannot be set" not in text
+    code, out, err = cli("analyze", str(tmp_path / "tk.yaml"), "--device", "h100", "-D", "N=4096", "--json")
+    assert code == 0, err
+    assert json.loads(out)["counts"]["global"]["loads"] == 4096        # one texel per thread
