@@ -24,6 +24,8 @@ isspacep prefetch prefetchu nanosleep trap brkpt pmevent
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
+# an indirect call's prototype declaration (``prototype_0 : .callprototype (...) _ (...);``): not an instruction
+_PROTOTYPE = re.compile(r"^\s*[$%\w]+\s*:\s*\.callprototype\b[^;]*;", re.M)
 _NO_SEMICOLON = re.compile(r"^\s*\.(?:loc|file|section)\b[^\n]*$", re.M)   # directives without ';'
 _PRED = re.compile(r"^@!?%?[\w.]+\s+")
 
@@ -32,6 +34,7 @@ def ptx_instructions(body: str) -> list[str]:
     """The full opcodes (``ld.global.f32``) of the instructions of a PTX function body, in order."""
     text = _COMMENT.sub(" ", body)
     text = _NO_SEMICOLON.sub("", text)
+    text = _PROTOTYPE.sub("", text)
     text = _LABEL.sub("", text)
     ops = []
     for stmt in text.split(";"):
@@ -63,8 +66,15 @@ _SUPPORTED_CP = ("cp.async.ca.shared", "cp.async.cg.shared", "cp.async.commit_gr
 _SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.")
 
 
+# a call whose callee is a register (a function pointer): ``call (retval0), %rd5, (param0), prototype_0;``
+_INDIRECT_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?%")
+
+
 def unsupported_opcodes(body: str) -> list[str]:
     """Sorted base opcodes of the body that the executor does not support (``cp``: a form other than those of
-    ``_SUPPORTED_CP``)."""
-    return sorted({base_opcode(op) for op in ptx_instructions(body)
-                   if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)})
+    ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer)."""
+    found = {base_opcode(op) for op in ptx_instructions(body)
+             if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)}
+    if _INDIRECT_CALL.search(_COMMENT.sub(" ", body)):
+        found.add("call.indirect")
+    return sorted(found)

@@ -284,6 +284,8 @@ class ProgramBuilder:
                 for r in rets_named:
                     st.param_write(fr, r, 0, np.zeros((1, 1), np.int32))
             return printf
+        if name.startswith("%"):
+            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})")
         if name not in self.module.functions:
             raise self._unsupported(ins, f"a call to the external function '{name}'")
         arg_names = [a.name if isinstance(a, Sym) else None for a in args.items]
