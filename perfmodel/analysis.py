@@ -234,7 +234,7 @@ def _array_sectors(launch) -> float:
     for arg in launch.args:
         if arg.kind == "array":
             total += math.ceil(arg.value.nbytes / SECTOR_BYTES)
-        elif arg.kind == "texture":
+        elif arg.kind in ("texture", "surface"):
             total += math.ceil(arg.value.data.nbytes / SECTOR_BYTES)
     return float(total)
 
@@ -491,7 +491,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
     # the values the strata wrote are kept only for the output check and for the caller's arrays
-    initial = {a.name: a.value for a in launch.args if a.kind == "array" and
+    initial = {a.name: np.asarray(a.value) for a in launch.args if a.kind in ("array", "surface") and
                (keep_args or (check_outputs and a.name in outputs))}
     for stratum in sample.strata:
         if not len(stratum.block_ids):
@@ -551,8 +551,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
         sample_reason=reason,
-        final_args=[merged.get(a.name, a.value).copy() if a.kind == "array" else a.value for a in launch.args]
-        if keep_args else None)
+        final_args=[np.array(merged.get(a.name, a.value)) if a.kind in ("array", "surface") else a.value
+                    for a in launch.args] if keep_args else None)
 
 
 # ---------------------------------------------------------------------------------------------------------

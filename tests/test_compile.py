@@ -311,17 +311,20 @@ def test_missing_nvrtc_is_a_clear_error(monkeypatch):
 
 # ---- unsupported PTX, SASS -----------------------------------------------------------------------------------------
 
-def test_surfaces_are_listed_as_unsupported_and_2d_textures_are_not():
+def test_texture_and_surface_forms_the_executor_runs_are_not_listed_as_unsupported():
     from perfmodel.compile.support import unsupported_opcodes
 
     mod = compile_cuda(TEXTURE)
     assert unsupported_opcodes(mod.ptx_body("transformKernel")) == []        # tex.2d (perfmodel/sim/texture.py)
     surface = compile_cuda(source="__global__ void k(cudaSurfaceObject_t s, float *o) {"
-                                  " o[0] = surf2Dread<float>(s, 4, 2); }")
-    assert unsupported_opcodes(surface.ptx_body("k")) == ["suld"]
-    layered = compile_cuda(source="__global__ void k(cudaTextureObject_t t, float *o) {"
-                                  " o[0] = tex3D<float>(t, 0.5f, 0.5f, 0.5f); }")
-    assert unsupported_opcodes(layered.ptx_body("k")) == ["tex"]          # tex.3d is not run
+                                  " o[0] = surf2Dread<float>(s, 4, 2); surf2Dwrite(1.0f, s, 0, 0); }")
+    assert unsupported_opcodes(surface.ptx_body("k")) == []                  # suld.b / sust.b
+    volume = compile_cuda(source="__global__ void k(cudaTextureObject_t t, float *o) {"
+                                 " o[0] = tex3D<float>(t, 0.5f, 0.5f, 0.5f); }")
+    assert unsupported_opcodes(volume.ptx_body("k")) == []                   # tex.3d
+    cube = compile_cuda(source="__global__ void k(cudaTextureObject_t t, float *o) {"
+                               " o[0] = texCubemap<float>(t, 0.5f, 0.5f, 0.5f); }")
+    assert unsupported_opcodes(cube.ptx_body("k")) == ["tex"]                # tex.cube is not run
     assert unsupported_opcodes(compile_cuda(VECTOR_ADD).ptx_body("vectorAdd")) == []
 
 

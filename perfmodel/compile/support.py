@@ -2,9 +2,10 @@
 
 ``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
 ``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
-are not in it (surfaces ``suld``/``sust``, texture gathers ``tld4``, tensor cores ``wmma``/``mma``, bulk copies
-``cp.async.bulk``, ...); ``cp.async`` from global to shared memory and its group instructions are run, and so are
-``tex.1d`` / ``tex.2d`` fetches through texture objects (perfmodel/sim/texture.py).
+are not in it (cube-map and mipmapped textures, texture gathers ``tld4``, formatted surface accesses, tensor cores
+``wmma``/``mma``, bulk copies ``cp.async.bulk``, ...); ``cp.async`` from global to shared memory and its group
+instructions are run, and so are 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``) surface loads and
+stores through texture and surface objects (perfmodel/sim/texture.py).
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def opcode_counts(body: str) -> Counter:
 _SUPPORTED_CP = ("cp.async.ca.shared", "cp.async.cg.shared", "cp.async.commit_group", "cp.async.wait_group",
                  "cp.async.wait_all")
 # texture fetches the executor runs: 1-D and 2-D through a texture object, four components (perfmodel.sim.texture)
-_SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.")
+_SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.", "tex.3d.v4.", "tex.a1d.v4.", "tex.a2d.v4.", "suld.b.", "sust.b.")
 
 
 # a call whose callee is a register (a function pointer): ``call (retval0), %rd5, (param0), prototype_0;``

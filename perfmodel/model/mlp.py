@@ -37,7 +37,7 @@ def _regs(operand: Any) -> list[str]:
 
 def _is_global_load(ins: Any) -> bool:
     # a texture fetch reads global memory through the same L1TEX path (perfmodel/sim/texture.py)
-    return ins.opcode == "tex" or (ins.opcode in ("ld", "ldu") and not any(
+    return ins.opcode in ("tex", "suld") or (ins.opcode in ("ld", "ldu") and not any(
         m in ins.mods for m in ("param", "const", "shared", "local")))
 
 

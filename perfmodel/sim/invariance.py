@@ -160,10 +160,10 @@ def analyse(func, block_index_class: int = AFFINE, classes_out: dict | None = No
     for ins in func.instrs:
         if ins.opcode == "call":
             return StaticProof(False, "the kernel calls a function", frozenset(), frozenset())
-        if ins.opcode == "tex":
+        if ins.opcode in ("tex", "suld", "sust"):
             # the texels a fetch reads depend on its coordinates through filtering and address modes
             # (perfmodel/sim/texture.py), which the register classes do not follow
-            return StaticProof(False, "the kernel fetches from a texture", frozenset(), frozenset())
+            return StaticProof(False, "the kernel uses a texture or surface object", frozenset(), frozenset())
     changed = True
     rounds = 0
     while changed:

@@ -59,7 +59,7 @@ class LaunchState:
         self.symbols = symbols
 
         # global heap: pointer arguments, then module .global variables
-        from perfmodel.sim.texture import HANDLE_BASE, Texture
+        from perfmodel.sim.texture import HANDLE_BASE, Surface, Texture
 
         blocks = []
         self.arg_arrays: list = []
@@ -71,7 +71,7 @@ class LaunchState:
                 blocks.append((p.name, a.nbytes))
                 self.arg_arrays.append(a)
         # texture objects (cudaTextureObject_t arguments): their texels after the pointer arguments
-        texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, Texture)]
+        texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, (Texture, Surface))]
         for p, a in texture_args:
             blocks.append((p.name, a.data.nbytes))
         # a cooperative launch's grid-sync workspace (its arrival counter), zeroed, read through %envreg1/2
@@ -93,12 +93,16 @@ class LaunchState:
                     self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
                 ptr_values[p.name] = self.heap.address(k)
                 k += 1
-        self.textures: dict = {}         # handle -> (Texture, heap address of its texels)
+        self.textures: dict = {}         # handle -> (Texture or Surface, heap address of its texels)
+        self.surfaces: list = []         # (Surface, heap block): written back after the run
         handles = {}
         for t, (p, a) in enumerate(texture_args):
-            self.heap.write(k, a.data.reshape(-1).view(np.uint8))
+            if not blank_inputs:
+                self.heap.write(k, a.data.reshape(-1).view(np.uint8))
             handles[p.name] = HANDLE_BASE + t
             self.textures[HANDLE_BASE + t] = (a, self.heap.address(k))
+            if isinstance(a, Surface):
+                self.surfaces.append((a, k))
             k += 1
         self.grid_workspace = None
         if syncs:
@@ -251,4 +255,7 @@ class LaunchState:
             flat = a.reshape(-1)
             flat[...] = self.heap.read(k, a.dtype, flat.size)
             k += 1
+        for surface, block in self.surfaces:
+            flat = surface.data.reshape(-1)
+            flat[...] = self.heap.read(block, surface.data.dtype, flat.size)
 

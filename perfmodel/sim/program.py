@@ -12,9 +12,9 @@ from perfmodel.ptx.ir import CP_ASYNC_WAITS, Function, Module, Sym
 from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.values import Operands
 
-UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; surfaces, texture "
-                    "fetches other than tex.1d/tex.2d, tensor-core (wmma/mma) and bulk asynchronous copies are not "
-                    "simulated")
+UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; cube-map, mipmapped "
+                    "and gathered texture fetches, formatted surface accesses, tensor-core (wmma/mma) and bulk "
+                    "asynchronous copies are not simulated")
 
 NOOPS = {"membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard", "applypriority",
          "createpolicy", "griddepcontrol", "setmaxnreg", "elect"}
@@ -45,10 +45,10 @@ def _builder(ins):
         return warpops.b_match
     if opcode == "redux":
         return warpops.b_redux
-    if opcode == "tex":
-        from perfmodel.sim.texture import b_tex
+    if opcode in ("tex", "suld", "sust"):
+        from perfmodel.sim import texture
 
-        return b_tex
+        return {"tex": texture.b_tex, "suld": texture.b_suld, "sust": texture.b_sust}[opcode]
     if opcode in NOOPS:
         return lambda ins, ops: (lambda st, fr: None)
     return None

@@ -180,7 +180,7 @@ class KernelSpec:
             if not _IDENT.match(name):
                 raise SpecError(f"{file}: field 'constants': {name!r} is not an identifier")
             self._check_sized(constant.length, constant.shape, constant.init, f"constants.{name}", known)
-        arrays = {arg.name for arg in model.args if arg.kind == "array"}
+        arrays = {arg.name for arg in model.args if arg.kind in ("array", "surface")}   # a surface is written too
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
                 raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg "
@@ -320,9 +320,9 @@ class KernelSpec:
             if arg.kind == "scalar":
                 value = _expr.evaluate(arg.value, params, file=file, field=f"args[{i}].value")
                 args.append(ArgValue(arg.name, "scalar", dtype, _scalar(value, dtype, file, f"args[{i}].value")))
-            elif arg.kind == "texture":
-                args.append(ArgValue(arg.name, "texture", dtype,
-                                     self._texture(arg.texture, params, f"args[{i}].texture", cache, values)))
+            elif arg.kind in ("texture", "surface"):
+                args.append(ArgValue(arg.name, arg.kind, dtype, self._texture(
+                    getattr(arg, arg.kind), params, f"args[{i}].{arg.kind}", cache, values)))
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
                 args.append(ArgValue(arg.name, "array", dtype, array))
@@ -348,17 +348,19 @@ class KernelSpec:
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
 
     def _texture(self, spec, params: Mapping[str, Any], base: str, cache: dict, values: bool = True):
-        """A :class:`perfmodel.sim.texture.Texture` from a texture arg's description."""
+        """A :class:`perfmodel.sim.texture.Texture` (or ``Surface``) from a texture (surface) arg's description."""
         from perfmodel.errors import PerfmodelError
-        from perfmodel.sim.texture import Texture
+        from perfmodel.sim.texture import Surface, Texture
 
         file = str(self.path)
         dims = [_expr.evaluate_int(v, params, file=file, field=f"{base}.shape[{j}]", minimum=1)
                 for j, v in enumerate(spec.shape)]
         texels = self._array(None, dims + [spec.channels], spec.init, DTYPES[spec.dtype], params, base, cache,
-                             values)
+                             values).reshape(dims + [spec.channels])
         try:
-            return Texture(texels.reshape(dims + [spec.channels]), filter=spec.filter, address=spec.address,
+            if not hasattr(spec, "filter"):
+                return Surface(texels, layered=spec.layered)
+            return Texture(texels, filter=spec.filter, address=spec.address, layered=spec.layered,
                            normalized_coords=spec.normalized_coords, read_mode=spec.read_mode)
         except PerfmodelError as exc:
             raise SpecError(f"{file}: field '{base}': {exc}") from None

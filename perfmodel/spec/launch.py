@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ArgValue:
     name: str
-    kind: str                  # "array" | "scalar" | "texture" (a perfmodel.sim.texture.Texture)
+    kind: str                  # "array" | "scalar" | "texture" | "surface" (perfmodel.sim.texture objects)
     dtype: np.dtype
     value: Any                 # np.ndarray (initial contents) or a Python int/float
 
@@ -32,8 +32,8 @@ class ArgValue:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": str(self.dtype)}
         if self.kind == "array":
             out["length"] = int(self.value.size)
-        elif self.kind == "texture":
-            out["texture"] = self.value.describe()
+        elif self.kind in ("texture", "surface"):
+            out[self.kind] = self.value.describe()
         else:
             out["value"] = self.value
         return out
@@ -119,9 +119,17 @@ class Launch:
         """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars.
         A blank launch's arrays are fresh zeros (allocated lazily: a run that skips its inputs never touches them)."""
         if self.blank:
-            return [np.zeros(arg.value.shape, arg.value.dtype) if arg.kind == "array" else arg.value
-                    for arg in self.args]
-        return [arg.value.copy() if arg.kind == "array" else arg.value for arg in self.args]
+            return [np.zeros(arg.value.shape, arg.value.dtype) if arg.kind == "array" else
+                    self._fresh(arg) if arg.kind == "surface" else arg.value for arg in self.args]
+        return [arg.value.copy() if arg.kind == "array" else self._fresh(arg) if arg.kind == "surface" else arg.value
+                for arg in self.args]
+
+    @staticmethod
+    def _fresh(arg):
+        """A surface the run may write: its own copy of the texels."""
+        import dataclasses
+
+        return dataclasses.replace(arg.value, data=arg.value.data.copy())
 
     def constant_values(self) -> dict[str, np.ndarray]:
         """Fresh copies of the ``__constant__`` initial values."""
@@ -134,7 +142,7 @@ class Launch:
     def _context(self) -> dict[str, Any]:
         args = {}
         for arg in self.args:
-            if arg.kind in ("array", "texture"):
+            if arg.kind in ("array", "texture", "surface"):
                 # a texture's texels: (width, channels) or (height, width, channels)
                 view = (arg.value if arg.kind == "array" else arg.value.data).view()
                 view.flags.writeable = False

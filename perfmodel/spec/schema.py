@@ -130,20 +130,16 @@ class InitSpec(_Strict):
         raise ValueError(f"unknown initialiser {kind!r}; expected {forms}")
 
 
-class TextureSpec(_Strict):
-    """A texture object's texels and the description the host gives ``cudaCreateTextureObject``
-    (perfmodel/sim/texture.py). ``shape``: ``[width]`` or ``[height, width]`` texels; ``dtype``: one channel's type;
-    ``init`` fills the texels channel by channel (row-major, channels interleaved)."""
+class SurfaceSpec(_Strict):
+    """A surface object's texels (``cudaCreateSurfaceObject`` over a CUDA array; perfmodel/sim/texture.py):
+    ``shape`` ``[width]``, ``[height, width]`` or ``[depth, height, width]`` (with ``layered``, the layers first);
+    the run writes them, so a surface arg can be an output."""
 
     dtype: str = "float32"
     channels: Literal[1, 2, 4] = 1
     shape: list[Expr]
     init: InitSpec | None = None
-    filter: Literal["point", "linear"] = "point"
-    address: Literal["clamp", "border", "wrap", "mirror"] | list[Literal["clamp", "border", "wrap", "mirror"]] = \
-        "clamp"
-    normalized_coords: bool = False
-    read_mode: Literal["element", "normalized_float"] = "element"
+    layered: bool = False
 
     @field_validator("dtype")
     @classmethod
@@ -154,12 +150,24 @@ class TextureSpec(_Strict):
             raise ValueError(f"texel dtype {value!r}: expected one of {', '.join(CHANNEL_DTYPES)}")
         return value
 
-    @field_validator("shape")
-    @classmethod
-    def _dims(cls, value: list) -> list:
-        if len(value) not in (1, 2):
-            raise ValueError("a texture's shape is [width] or [height, width]")
-        return value
+    @model_validator(mode="after")
+    def _dims(self):
+        if not 1 <= len(self.shape) <= 3 or (self.layered and len(self.shape) not in (2, 3)):
+            raise ValueError("shape is [width], [height, width] or [depth, height, width]; layered: [layers, "
+                             "width] or [layers, height, width]")
+        return self
+
+
+class TextureSpec(SurfaceSpec):
+    """A texture object's texels and the description the host gives ``cudaCreateTextureObject``
+    (perfmodel/sim/texture.py). ``shape`` as a surface's; ``dtype``: one channel's type; ``init`` fills the texels
+    channel by channel (row-major, channels interleaved)."""
+
+    filter: Literal["point", "linear"] = "point"
+    address: Literal["clamp", "border", "wrap", "mirror"] | list[Literal["clamp", "border", "wrap", "mirror"]] = \
+        "clamp"
+    normalized_coords: bool = False
+    read_mode: Literal["element", "normalized_float"] = "element"
 
 
 class ArgSpec(_Strict):
@@ -168,12 +176,13 @@ class ArgSpec(_Strict):
 
     name: str
     dtype: str | None = None          # required, except for a texture (its handle is a 64-bit integer)
-    kind: Literal["array", "scalar", "texture"] | None = None
+    kind: Literal["array", "scalar", "texture", "surface"] | None = None
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec | None = None
     value: Expr | None = None
     texture: TextureSpec | None = None
+    surface: SurfaceSpec | None = None
 
     @field_validator("name")
     @classmethod
@@ -192,16 +201,18 @@ class ArgSpec(_Strict):
     @model_validator(mode="after")
     def _shape_of_arg(self) -> ArgSpec:
         is_scalar = self.value is not None
-        kind = self.kind or ("texture" if self.texture is not None else "scalar" if is_scalar else "array")
-        if kind == "texture" or self.texture is not None:
-            if self.texture is None or kind != "texture":
-                raise ValueError("a texture arg takes texture: {shape, dtype, channels, init, filter, address, "
-                                 "normalized_coords, read_mode}")
+        kind = self.kind or ("texture" if self.texture is not None else "surface" if self.surface is not None
+                             else "scalar" if is_scalar else "array")
+        if self.texture is not None and self.surface is not None:
+            raise ValueError("an arg is a texture or a surface, not both")
+        if kind in ("texture", "surface") or self.texture is not None or self.surface is not None:
+            if getattr(self, kind, None) is None:
+                raise ValueError(f"a {kind} arg takes {kind}: {{shape, dtype, channels, init, ...}}")
             if is_scalar or self.length is not None or self.shape is not None or self.init is not None:
-                raise ValueError("a texture arg takes texture: only (its shape and init go inside it)")
+                raise ValueError(f"a {kind} arg takes {kind}: only (its shape and init go inside it)")
             if self.dtype not in (None, "uint64", "u64"):
-                raise ValueError("a texture arg is a cudaTextureObject_t (uint64); its texels' type is "
-                                 "texture.dtype")
+                raise ValueError(f"a {kind} arg is a cuda{kind.title()}Object_t (uint64); its texels' type is "
+                                 f"{kind}.dtype")
             object.__setattr__(self, "dtype", "uint64")
         elif self.dtype is None:
             raise ValueError("an array or scalar arg needs dtype")
