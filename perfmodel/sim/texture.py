@@ -38,37 +38,61 @@ HANDLE_BASE = 0x7E7E_0000_0001      # the first texture's handle (never a heap a
 NORMALIZED_SCALE = 2.0 ** 16
 
 
-def _check_texels(d, what: str, layered: bool) -> None:
-    shapes = ("(layers, width, channels) or (layers, height, width, channels)" if layered else
-              "(width, channels), (height, width, channels) or (depth, height, width, channels)")
-    if not isinstance(d, np.ndarray) or d.ndim not in ((3, 4) if layered else (2, 3, 4)):
-        raise SimulationError(f"a {'layered ' if layered else ''}{what}'s data is {shapes}")
-    if d.dtype.name not in CHANNEL_DTYPES:
-        raise SimulationError(f"{what} texels of dtype {d.dtype} are not supported (supported: "
-                              f"{', '.join(CHANNEL_DTYPES)})")
-    if d.shape[-1] not in (1, 2, 4) or 0 in d.shape:
-        raise SimulationError(f"a {what} has 1, 2 or 4 channels and at least one texel; got shape {d.shape}")
+@dataclass(frozen=True)
+class _Texels:
+    """What textures and surfaces share: their texels. ``data``: ``(width, channels)`` for 1-D, ``(height, width,
+    channels)`` for 2-D, ``(depth, height, width, channels)`` for 3-D, of one of :data:`CHANNEL_DTYPES`; with
+    ``layered``, the first axis is the layer (a 1-D or 2-D layered object)."""
+    data: np.ndarray
+    layered: bool = False
+    what = "texture"
+
+    def __post_init__(self) -> None:
+        d, what = self.data, self.what
+        shapes = ("(layers, width, channels) or (layers, height, width, channels)" if self.layered else
+                  "(width, channels), (height, width, channels) or (depth, height, width, channels)")
+        if not isinstance(d, np.ndarray) or d.ndim not in ((3, 4) if self.layered else (2, 3, 4)):
+            raise SimulationError(f"a {'layered ' if self.layered else ''}{what}'s data is {shapes}")
+        if d.dtype.name not in CHANNEL_DTYPES:
+            raise SimulationError(f"{what} texels of dtype {d.dtype} are not supported (supported: "
+                                  f"{', '.join(CHANNEL_DTYPES)})")
+        if d.shape[-1] not in (1, 2, 4) or 0 in d.shape:
+            raise SimulationError(f"a {what} has 1, 2 or 4 channels and at least one texel; got shape {d.shape}")
+
+    @property
+    def dims(self) -> int:
+        return self.data.ndim - 1 - int(self.layered)
+
+    @property
+    def channels(self) -> int:
+        return self.data.shape[-1]
+
+    @property
+    def texel_bytes(self) -> int:
+        return self.data.dtype.itemsize * self.channels
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def _shape_text(self) -> str:
+        shape = "x".join(str(n) for n in self.data.shape[int(self.layered):-1][::-1])
+        layers = f"{self.data.shape[0]} layers of " if self.layered else ""
+        return f"{layers}{shape} texels of {self.channels} x {self.data.dtype}"
 
 
 @dataclass(frozen=True)
-class Texture:
-    """A texture object's texels and description. ``data``: ``(width, channels)`` for 1-D, ``(height, width,
-    channels)`` for 2-D, ``(depth, height, width, channels)`` for 3-D, of one of :data:`CHANNEL_DTYPES`; with
-    ``layered``, the first axis is the layer (a 1-D or 2-D layered texture); ``address``: one mode, or one per
-    dimension (x first)."""
-    data: np.ndarray
+class Texture(_Texels):
+    """A texture object's texels (:class:`_Texels`) and description; ``address``: one mode, or one per dimension
+    (x first)."""
     filter: str = "point"
     address: tuple = ("clamp", "clamp", "clamp")
     normalized_coords: bool = False
     read_mode: str = "element"
-    layered: bool = False
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         d = self.data
-        _check_texels(d, "texture", self.layered)
         address = (self.address,) if isinstance(self.address, str) else tuple(self.address)
-        if len(address) == 1:
-            address = address * 3
         address = (address + (address[-1],) * 3)[:3]
         for mode in address:
             if mode not in ADDRESS_MODES:
@@ -90,56 +114,28 @@ class Texture:
     def returns_float(self) -> bool:
         return self.data.dtype == np.float32 or self.read_mode == "normalized_float"
 
-    @property
-    def dims(self) -> int:
-        return self.data.ndim - 1 - int(self.layered)
-
-    @property
-    def channels(self) -> int:
-        return self.data.shape[-1]
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
-
     def describe(self) -> str:
-        shape = "x".join(str(n) for n in self.data.shape[int(self.layered):-1][::-1])
-        layers = f"{self.data.shape[0]} layers of " if self.layered else ""
-        return (f"{layers}{shape} texels of {self.channels} x {self.data.dtype}, {self.filter} filter, address "
-                f"{'/'.join(self.address[:self.dims])}, {'normalized' if self.normalized_coords else 'texel'} "
-                f"coordinates, {self.read_mode} read")
+        return (f"{self._shape_text()}, {self.filter} filter, address {'/'.join(self.address[:self.dims])}, "
+                f"{'normalized' if self.normalized_coords else 'texel'} coordinates, {self.read_mode} read")
 
 
 SURFACE_MODES = ("trap", "clamp", "zero")
 
 
 @dataclass(frozen=True)
-class Surface:
+class Surface(_Texels):
     """A surface object (``cudaSurfaceObject_t``): a CUDA array read and written with ``surf*read`` /
-    ``surf*write`` (PTX ``suld.b`` / ``sust.b``), x addressed in bytes. ``data`` as a :class:`Texture`'s; the run
-    writes it in place (it is an output the spec can check)."""
-    data: np.ndarray
-    layered: bool = False
+    ``surf*write`` (PTX ``suld.b`` / ``sust.b``), x addressed in bytes. The run writes its texels in place (it is
+    an output the spec can check)."""
+    what = "surface"
 
     def __post_init__(self) -> None:
-        _check_texels(self.data, "surface", self.layered)
+        super().__post_init__()
         if not self.data.flags.c_contiguous:
             raise SimulationError("a surface's data must be C-contiguous (it is written in place)")
 
-    @property
-    def dims(self) -> int:
-        return self.data.ndim - 1 - int(self.layered)
-
-    @property
-    def texel_bytes(self) -> int:
-        return self.data.dtype.itemsize * self.data.shape[-1]
-
-    def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
-
     def describe(self) -> str:
-        shape = "x".join(str(n) for n in self.data.shape[int(self.layered):-1][::-1])
-        layers = f"{self.data.shape[0]} layers of " if self.layered else ""
-        return f"surface of {layers}{shape} texels of {self.data.shape[-1]} x {self.data.dtype}"
+        return f"surface of {self._shape_text()}"
 
 
 def _index(i: np.ndarray, n: int, mode: str):
@@ -160,8 +156,8 @@ def _normalize(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.maximum(values.astype(np.float64) / info.max, -1.0)
 
 
-_TEX_GEOMS = {"1d": (1, False, 1), "2d": (2, False, 2), "3d": (3, False, 4), "a1d": (1, True, 2),
-              "a2d": (2, True, 4)}      # geometry -> (dims, layered, coordinate vector length)
+_GEOMS = {"1d": (1, False, 1), "2d": (2, False, 2), "3d": (3, False, 4), "a1d": (1, True, 2),
+          "a2d": (2, True, 4)}      # tex/suld/sust geometry -> (dims, layered, coordinate vector length)
 
 
 def _resource(st, gid, handle, what: str):
@@ -186,13 +182,13 @@ def b_tex(ins, ops):
     geometry's first coordinate is the layer; 3d and a2d carry a fourth, unused coordinate)."""
     from perfmodel.sim.numeric import Unsupported
 
-    geom = next((m for m in ins.mods if m in _TEX_GEOMS), None)
+    geom = next((m for m in ins.mods if m in _GEOMS), None)
     if geom is None or "v4" not in ins.mods or len(ins.types) != 2:
         raise Unsupported(f"texture fetches other than tex.1d/2d/3d/a1d/a2d .v4 ({ins.text.strip()})")
     dst_t, crd_t = ins.types
     if dst_t not in ("f32", "s32", "u32") or crd_t not in ("f32", "s32"):
         raise Unsupported(f"tex with {dst_t} results from {crd_t} coordinates")
-    dims, layered, n_coords = _TEX_GEOMS[geom]
+    dims, layered, n_coords = _GEOMS[geom]
     dests, src = ins.operands
     handle_op, coords = src.items
     if len(coords.items) != n_coords:
@@ -298,8 +294,6 @@ def fetch(st, gid, texture: Texture, base: int, coords: list, crd_t: str, layer=
 
 # ---- surfaces ------------------------------------------------------------------------------------------------
 
-_SURF_GEOMS = {"1d": (1, False, 1), "2d": (2, False, 2), "3d": (3, False, 4), "a1d": (1, True, 2),
-               "a2d": (2, True, 4)}
 _SURF_TYPES = {"b8": np.uint8, "b16": np.uint16, "b32": np.uint32, "b64": np.uint64}
 
 
@@ -308,7 +302,7 @@ def _surface_parts(ins):
 
     if "b" not in ins.mods:
         raise Unsupported(f"formatted surface access (.p) ({ins.text.strip()})")
-    geom = next((m for m in ins.mods if m in _SURF_GEOMS), None)
+    geom = next((m for m in ins.mods if m in _GEOMS), None)
     t = next((m for m in ins.mods if m in _SURF_TYPES), None)
     mode = next((m for m in ins.mods if m in SURFACE_MODES), "trap")
     vec = 4 if "v4" in ins.mods else 2 if "v2" in ins.mods else 1
@@ -324,7 +318,7 @@ def _surface_access(st, gid, geom, dt, mode, vec, handle, coords, layer, values,
         return None
     surface, base = found
     m = st.mask_full()
-    dims, layered, _n = _SURF_GEOMS[geom]
+    dims, layered, _n = _GEOMS[geom]
     if not isinstance(surface, Surface):
         st.fault_where(m, f"{what} on a texture object ({surface.describe()})", gid)
     if surface.dims != dims or surface.layered != layered:
@@ -376,7 +370,7 @@ def _surface_access(st, gid, geom, dt, mode, vec, handle, coords, layer, values,
 
 def _surface_operands(ins, ops, address_index):
     geom, dt, mode, vec = _surface_parts(ins)
-    dims, layered, n = _SURF_GEOMS[geom]
+    dims, layered, n = _GEOMS[geom]
     handle_op, coords = ins.operands[address_index].items
     items = list(coords.items) if hasattr(coords, "items") else [coords]
     if len(items) != n:
