@@ -354,7 +354,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     pilot, pilot_args = _run(program, launch, None if whole else [rep], limits, fast_loops=fast,
                              cc1_counts=cc1_counts, outputs=outputs and whole)
     if pilot.skipped_iterations and check and \
-            pilot.counts.warp_instructions * total <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
+            pilot.counts.warp_instructions * (1 if whole else total) <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too
                                  cc1_counts=cc1_counts, outputs=outputs and whole)
     pilot_counts = _counts_json(pilot.counts)
@@ -382,8 +382,6 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     # outputs that nobody checks need not be computed: then the shortcuts apply at any size
     fast = fast and (estimated_work > FAST_LOOPS_MIN_WARP_INSTRUCTIONS or not check)
     replicated = None
-    if whole and total > 1:
-        wants_exact = True
     if wants_exact and not whole and not (execute_all or keep_args) and total > 1 and \
             (estimated_work > REPLICATE_MIN_WARP_INSTRUCTIONS or not check):
         from perfmodel.sim.replicate import proof_for

@@ -15,7 +15,8 @@ from perfmodel import generators as _generators
 from perfmodel import references as _references
 from perfmodel.errors import SpecError
 from perfmodel.spec.launch import ArgValue, Launch
-from perfmodel.spec.schema import _IDENT, DTYPES, Expr, InitSpec, OutputSpec, ParamSpec, SpecModel, macro_names
+from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, InitSpec, OutputSpec, ParamSpec, SpecModel, TextureSpec,
+                                   macro_names)
 
 # ==============================================================================================================
 # KernelSpec: a validated spec file
@@ -183,8 +184,8 @@ class KernelSpec:
         arrays = {arg.name for arg in model.args if arg.kind in ("array", "surface")}   # a surface is written too
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
-                raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg "
-                                f"(array args: {', '.join(sorted(arrays)) or 'none'})")
+                raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg or surface arg "
+                                f"(array and surface args: {', '.join(sorted(arrays)) or 'none'})")
             try:
                 ref = self.reference_for(output)
             except SpecError as err:
@@ -358,7 +359,7 @@ class KernelSpec:
         texels = self._array(None, dims + [spec.channels], spec.init, DTYPES[spec.dtype], params, base, cache,
                              values).reshape(dims + [spec.channels])
         try:
-            if not hasattr(spec, "filter"):
+            if not isinstance(spec, TextureSpec):
                 return Surface(texels, layered=spec.layered)
             return Texture(texels, filter=spec.filter, address=spec.address, layered=spec.layered,
                            normalized_coords=spec.normalized_coords, read_mode=spec.read_mode)
