@@ -1,26 +1,34 @@
-"""Texture fetches through a texture object: PTX ``tex.1d`` / ``tex.2d`` (``tex1D``, ``tex2D``, ``tex1Dfetch``).
+"""Texture and surface objects: PTX ``tex`` (``tex1D``, ``tex2D``, ``tex3D``, ``tex1Dfetch``, the layered
+``tex1DLayered`` / ``tex2DLayered``) and ``suld.b`` / ``sust.b`` (``surf1Dread``, ``surf2Dwrite``, ...).
 
 A kernel argument of type ``cudaTextureObject_t`` is given as a :class:`Texture`: its texels and the texture
 description the host passes to ``cudaCreateTextureObject`` (filter mode, address mode per dimension, normalized
-coordinates, read mode). The launch places the texels in the global heap, row-major, and passes a handle; ``tex``
-looks the handle up and fetches as the CUDA C++ Programming Guide's appendix "Texture Fetching" defines it:
+coordinates, read mode); a ``cudaSurfaceObject_t`` as a :class:`Surface`. The launch places the texels in the global
+heap, row-major, and passes a handle; ``tex`` looks the handle up and fetches as the CUDA C++ Programming Guide's
+appendix "Texture Fetching" defines it:
 
-* coordinates: ``x`` in texels, or ``x * N`` with normalized coordinates (N texels along that dimension);
+* coordinates: ``x`` in texels, or ``x * N`` with normalized coordinates (N texels along that dimension; the
+  normalized coordinate is first truncated to 16 fractional bits, as measured on an H200);
 * nearest-point filtering: the texel ``i = floor(x)``;
 * linear filtering: ``xB = x - 0.5``, ``i = floor(xB)``, ``alpha = frac(xB)`` held in 9-bit fixed point with 8
-  fractional bits; the result is ``(1 - alpha) T[i] + alpha T[i + 1]`` (in 2-D the same along y, four texels);
+  fractional bits; the result is ``(1 - alpha) T[i] + alpha T[i + 1]`` (in 2-D and 3-D the same along y and z:
+  four or eight texels);
 * out-of-range indices follow the address mode: clamp to the edge texel, border (a zero texel), wrap (``i mod N``)
   or mirror. The CUDA Runtime API (``cudaTextureDesc``) switches wrap and mirror to clamp when the coordinates are
-  not normalized;
+  not normalized; a layered texture's layer is an integer, clamped to the layers there are;
 * read mode: the element type, or (8- and 16-bit integer texels) a float in [0, 1] (unsigned: ``v / (2^n - 1)``) or
   [-1, 1] (signed: ``max(v / (2^(n-1) - 1), -1)``). Linear filtering needs a float result;
 * ``tex.1d`` with integer coordinates (``tex1Dfetch`` on linear memory): the texel at that index, zero outside;
 * components a texel does not have read as 0.
 
-Counted as global loads of the texels (each fetch one load of the texel's channels, a linearly filtered one four:
-its 2 x 2 footprint), from the row-major layout. Not modelled: the texture cache's own behaviour, and a CUDA
-array's memory layout (NVIDIA's undocumented block-linear tiling, which keeps 2-D neighbours closer than a
-row-major layout does).
+A surface access addresses x in bytes and y, z in rows and slices; its boundary mode decides out-of-range accesses
+(trap: an error; clamp: the nearest element; zero: reads 0, stores dropped). The run writes the surface's texels.
+
+Counted as global loads and stores of the texels (each fetch one load of the texel's channels, a linearly filtered
+one its 2 x 2 or 2 x 2 x 2 footprint), from the row-major layout. Not modelled: the texture cache's own behaviour,
+and a CUDA array's memory layout (NVIDIA's undocumented block-linear tiling, which keeps 2-D neighbours closer than
+a row-major layout does). Checked against an H200: validation/microbench/texture_fetch.cu and texture3d_surface.cu,
+tests/test_texture.py.
 """
 from __future__ import annotations
 
@@ -264,7 +272,7 @@ def fetch(st, gid, texture: Texture, base: int, coords: list, crd_t: str, layer=
                 if ok is not None:
                     inside = ok if inside is None else (inside & ok)
             corners.append((tuple(idx), inside, weight))
-    texel = data.dtype.itemsize * texture.channels
+    texel = texture.texel_bytes
     strides = np.cumprod((1,) + tuple(sizes))       # texels per row, per slice, per layer
     first = 0
     if layer is not None:
