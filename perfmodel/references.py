@@ -721,6 +721,15 @@ def corpus_texture_convolution(ctx: ReferenceContext, *, texture: str = "texSrc"
     return (out.T if axis == "y" else out).reshape(-1)
 
 
+@reference("corpus_texel_zero")
+def corpus_texel_zero(ctx: ReferenceContext, *, texture: str = "tex", width: str = "width",
+                      height: str = "height") -> np.ndarray:
+    """boxFilter's d_boxfilter_{x,y}_tex on its normalized-coordinate, wrapping, point-filtered texture, fetched at
+    texel coordinates: every fetch wraps to texel (0, 0) (the GPU does the same, docs/semantics.md "Texture
+    fetches"), so every output is the mean of 2r + 1 copies of it: texel (0, 0) itself."""
+    return np.full(_corpus_int(ctx, width) * _corpus_int(ctx, height), ctx.array(texture)[0])
+
+
 @reference("corpus_box_filter_rgba_y")
 def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
                              radius: str = "r") -> np.ndarray:
