@@ -730,6 +730,34 @@ def corpus_texel_zero(ctx: ReferenceContext, *, texture: str = "tex", width: str
     return np.full(_corpus_int(ctx, width) * _corpus_int(ctx, height), ctx.array(texture)[0])
 
 
+@reference("corpus_stereo_disparity")
+def corpus_stereo_disparity(ctx: ReferenceContext, *, left: str = "g_img0", right: str = "g_img1", width: str = "w",
+                            height: str = "h", low: str = "minDisparity", high: str = "maxDisparity",
+                            radius: int = 8) -> np.ndarray:
+    """stereoDisparity's cpu_gold_stereo, vectorised: per pixel and disparity d, the sum over a (2r + 1)^2 window of
+    the four byte channels' absolute differences between left[yy, xx] and right[yy, xxd] (yy = y + i, xx = x + j,
+    xxd = x + j + d, each clamped to the image); the output is d + 8 for the first d of least cost."""
+    w, h = _corpus_int(ctx, width), _corpus_int(ctx, height)
+    lo, hi = _corpus_int(ctx, low), _corpus_int(ctx, high)
+    a = ctx.array(left, np.int64).astype(np.uint32)[:w * h].reshape(h, w).view(np.uint8).reshape(h, w, 4)
+    b = ctx.array(right, np.int64).astype(np.uint32)[:w * h].reshape(h, w).view(np.uint8).reshape(h, w, 4)
+    ys = np.clip(np.arange(h + 2 * radius) - radius, 0, h - 1)
+    xs = np.arange(w + 2 * radius) - radius
+    a_pad = a.astype(np.int64)[ys][:, np.clip(xs, 0, w - 1)]
+    best_cost = np.full((h, w), np.iinfo(np.int64).max)
+    best = np.zeros((h, w), np.int64)
+    n = 2 * radius + 1
+    for d in range(lo, hi + 1):
+        sad = np.abs(a_pad - b.astype(np.int64)[ys][:, np.clip(xs + d, 0, w - 1)]).sum(axis=2)
+        c = np.zeros((sad.shape[0] + 1, sad.shape[1] + 1), np.int64)
+        c[1:, 1:] = sad.cumsum(axis=0).cumsum(axis=1)
+        cost = c[n:, n:] - c[:-n, n:] - c[n:, :-n] + c[:-n, :-n]
+        better = cost < best_cost
+        best_cost = np.where(better, cost, best_cost)
+        best = np.where(better, d + 8, best)
+    return (best % 2 ** 32).reshape(-1)          # the kernel stores d + 8 as an unsigned int
+
+
 @reference("corpus_box_filter_rgba_y")
 def corpus_box_filter_rgba_y(ctx: ReferenceContext, *, input: str = "id", width: str = "w", height: str = "h",
                              radius: str = "r") -> np.ndarray:
