@@ -194,7 +194,11 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
                            f"{_dtype_name(p.dtype) or 'float32'}[COUNT]:random)")
         elif p.name not in defines:
-            missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}=VALUE or -D {p.name}=VALUE)")
+            if p.dtype is None:         # a texture or surface object, a struct: not a number
+                missing.append(f"{p.name!r} ({p.ctype}: not a number - write a spec, `perfmodel kernels init` starts "
+                               "one, or use the Python API)")
+            else:
+                missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}=VALUE or -D {p.name}=VALUE)")
     if missing:
         raise LaunchArgumentError(f"{entry}: no value for parameter{'s' if len(missing) > 1 else ''} "
                                   f"{'; '.join(missing)}. Its signature: {_signature_text(params)}")

@@ -190,6 +190,10 @@ __global__ void k(float *out, int n, cudaTextureObject_t t)
     code, out, err = cli("analyze", str(tmp_path / "tk.yaml"), "--device", "h100", "-D", "N=4096", "--json")
     assert code == 0, err
     assert json.loads(out)["counts"]["global"]["loads"] == 4096        # one texel per thread
+    # on the command line a texture cannot be given: the error says what to do instead
+    code, out, err = cli("analyze", str(tmp_path / "tk.cu"), "--device", "h100", "--kernel", "k", "--grid", "4",
+                         "--block", "256", "--arg", "out=float32[1024]", "--arg", "n=1024")
+    assert code == 2 and "cudaTextureObject_t: not a number - write a spec" in out + err
 
 
 # ---- 3-D and layered textures, surfaces (validation/raw/h200_texture3d_surface.json, from
