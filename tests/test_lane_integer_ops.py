@@ -97,3 +97,98 @@ def test_bmsk_follows_the_isa_pseudo_code():
     simulate(program, 1, 64, [o, a, b])
     assert o[:64].tolist() == [_bmsk_isa(int(x), int(y), True) for x, y in zip(a, b)]
     assert o[64:].tolist() == [_bmsk_isa(int(x), int(y), False) for x, y in zip(a, b)]
+
+
+CARRY = r"""
+// 128-bit a + b and a - b in four 32-bit limbs, and the 64 x 64 -> 128-bit product of a's low halves, through the
+// carry flag (add.cc / addc, sub.cc / subc, mad.lo.cc / madc.hi) - what multi-precision code compiles to
+__global__ void k(const unsigned *a, const unsigned *b, unsigned *sum, unsigned *diff, unsigned *prod)
+{
+    int i = threadIdx.x;
+    const unsigned *x = a + 4 * i, *y = b + 4 * i;
+    unsigned s0, s1, s2, s3, d0, d1, d2, d3;
+    asm("add.cc.u32 %0, %4, %8;\n\taddc.cc.u32 %1, %5, %9;\n\taddc.cc.u32 %2, %6, %10;\n\taddc.u32 %3, %7, %11;"
+        : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3)
+        : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]));
+    asm("sub.cc.u32 %0, %4, %8;\n\tsubc.cc.u32 %1, %5, %9;\n\tsubc.cc.u32 %2, %6, %10;\n\tsubc.u32 %3, %7, %11;"
+        : "=r"(d0), "=r"(d1), "=r"(d2), "=r"(d3)
+        : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]));
+    sum[4 * i] = s0; sum[4 * i + 1] = s1; sum[4 * i + 2] = s2; sum[4 * i + 3] = s3;
+    diff[4 * i] = d0; diff[4 * i + 1] = d1; diff[4 * i + 2] = d2; diff[4 * i + 3] = d3;
+    unsigned long long p = (unsigned long long)x[0] | ((unsigned long long)x[1] << 32);
+    unsigned long long q = (unsigned long long)y[0] | ((unsigned long long)y[1] << 32);
+    unsigned long long lo = p * q, hi = __umul64hi(p, q);
+    prod[4 * i] = (unsigned)lo; prod[4 * i + 1] = (unsigned)(lo >> 32);
+    prod[4 * i + 2] = (unsigned)hi; prod[4 * i + 3] = (unsigned)(hi >> 32);
+}
+"""
+
+
+def test_carry_chains_give_multi_precision_results():
+    """add.cc / addc and sub.cc / subc chains (128-bit sums and differences in four limbs) and the 128-bit product
+    (NVVM lowers __umul64hi through mad.lo.cc / madc.hi chains on some paths) against Python's integers."""
+    program = _kernel(CARRY, "carry.cu")
+    rng = np.random.default_rng(9)
+    n = 32
+    a = rng.integers(0, 2 ** 32, 4 * n, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2 ** 32, 4 * n, dtype=np.uint64).astype(np.uint32)
+    a[:4], b[:4] = 0xFFFFFFFF, [1, 0, 0, 0]              # a carry through every limb
+    sums, diffs, prods = (np.zeros(4 * n, np.uint32) for _ in range(3))
+    simulate(program, 1, n, [a, b, sums, diffs, prods])
+
+    def value(limbs):
+        return sum(int(v) << (32 * k) for k, v in enumerate(limbs))
+    for i in range(n):
+        x, y = value(a[4 * i:4 * i + 4]), value(b[4 * i:4 * i + 4])
+        assert value(sums[4 * i:4 * i + 4]) == (x + y) % 2 ** 128
+        assert value(diffs[4 * i:4 * i + 4]) == (x - y) % 2 ** 128
+        assert value(prods[4 * i:4 * i + 4]) == (x % 2 ** 64) * (y % 2 ** 64)
+    assert value(sums[:4]) == 0
+
+
+def test_double_precision_math_library_with_carry_chains():
+    """pow, erf, exp, log1p and atan2 in double precision (CUDA's math library uses carry chains inside pow)
+    against numpy, within a few ulps (the library is not correctly rounded either)."""
+    import math
+
+    program = _kernel(r"""
+    __global__ void k(double *o) {
+        double x = o[threadIdx.x];
+        o[threadIdx.x] = pow(x, 2.5);
+        o[32 + threadIdx.x] = erf(x) + exp(x) + log1p(x) + atan2(x, 1.0);
+    }""", "dm.cu")
+    x = np.linspace(0.1, 2.0, 32)
+    o = np.concatenate([x, np.zeros(32)])
+    simulate(program, 1, 32, [o])
+    np.testing.assert_allclose(o[:32], x ** 2.5, rtol=1e-14)
+    expected = np.array([math.erf(v) for v in x]) + np.exp(x) + np.log1p(x) + np.arctan2(x, 1.0)
+    np.testing.assert_allclose(o[32:], expected, rtol=1e-14)
+
+
+def test_a_failed_assert_names_its_condition_line_and_thread():
+    import pytest
+
+    from perfmodel.errors import SimulationError
+
+    program = _kernel("#include <cassert>\n__global__ void k(int *o)\n{\n    assert(o[threadIdx.x] >= 0);\n"
+                      "    o[threadIdx.x] += 1;\n}\n", "assert.cu")
+    o = np.zeros(64, np.int32)
+    simulate(program, 1, 64, [o])                      # every condition holds: the kernel runs
+    assert (o == 1).all()
+    o[37] = -5
+    with pytest.raises(SimulationError, match=r"assert\.cu:4:.*assertion failed: o\[threadIdx\.x\] >= 0 "
+                                              r"\(thread \(37, 0, 0\), block \(0, 0, 0\)\)"):
+        simulate(program, 1, 64, [o])
+
+
+def test_half_precision_intrinsics_with_inline_asm_and_f16_set():
+    """cuda_fp16.h's hsqrt / hexp / __hmax (inline asm declaring `.reg.b32 f` with no space, and `set.eq.f16.f16`
+    writing 1.0 for true) against float16 arithmetic in numpy."""
+    program = _kernel("#include <cuda_fp16.h>\n__global__ void k(__half *o) { __half x = o[threadIdx.x];\n"
+                      "o[threadIdx.x] = hsqrt(x) + hexp(x) + __hmax(x, __float2half(0.5f)); }\n", "half.cu")
+    x = np.linspace(0.1, 2, 32).astype(np.float16)
+    o = x.copy()
+    simulate(program, 1, 32, [o])
+    f32 = x.astype(np.float32)
+    expected = (np.sqrt(f32) + np.exp(f32)).astype(np.float16).astype(np.float32) + np.maximum(f32, 0.5)
+    np.testing.assert_allclose(o.astype(np.float32), expected, rtol=2e-3)

@@ -427,11 +427,14 @@ class _Parser:
     def _body_statement(self, s: str):
         f = self.func
         if s.startswith(".reg"):
-            toks = s.split(None, 2)
-            rtype = toks[1][1:]
+            # `.reg .b32 %r<4>` - or, in inline asm, `.reg.b32 f` with no space before the type
+            m = re.match(r"^\.reg\s*\.(\w+)\s+(.+)$", s, re.S)
+            if m is None:
+                raise self.error(f"cannot read the register declaration {s[:100]!r}")
+            rtype, names = m.group(1), m.group(2)
             if rtype.startswith("v"):          # .reg .v4 .f32 %x: vector registers are not used by NVRTC
                 raise self.error(f"vector registers are not supported: {s}")
-            for name in _split_top(toks[2]):
+            for name in _split_top(names):
                 m = _REG_DECL.match(name.strip())
                 if m:
                     for k in range(int(m.group(2))):

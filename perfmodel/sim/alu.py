@@ -42,16 +42,74 @@ def b_addsub(ins, ops):
             (lambda a, b: _sat_int(a.astype(np.int64) + b, t))
         return elementwise(ins, ops, fn, t)
     if ins.has("cc"):
-        raise Unsupported("add.cc/sub.cc (extended-precision carry chains)")
+        return _carry_chain(ins, ops)
     mode = _directed_mode(ins)
     if mode and t in ("f32", "f64"):
         return elementwise(ins, ops, directed(ins.opcode, t, mode), t)
     return elementwise(ins, ops, np.subtract if sub else np.add, t)
 
 
-@builder("addc", "subc")
+@builder("addc", "subc", "madc")
 def b_carry(ins, ops):
-    raise Unsupported(f"{ins.opcode} (extended-precision carry chains)")
+    return _carry_chain(ins, ops)
+
+
+def _carry_chain(ins, ops):
+    """Extended-precision arithmetic through the condition code's carry flag (PTX ISA, "Extended-Precision Integer
+    Arithmetic Instructions"): ``add.cc`` / ``sub.cc`` / ``mad{.lo,.hi}.cc`` write the carry (a borrow for
+    subtraction), ``addc`` / ``subc`` / ``madc{.lo,.hi}`` also read it, and their ``.cc`` forms write it again. The
+    flag is per thread (``Frame.carry``), written under the mask like a register."""
+    t = ins.type
+    if t not in ("u32", "s32", "u64", "s64"):
+        raise Unsupported(f"{ins.opcode}.cc on .{t}")
+    bits = 32 if t in ("u32", "s32") else 64
+    op = ins.opcode
+    uses_carry = op in ("addc", "subc", "madc")
+    writes_carry = ins.has("cc")
+    kind = {"add": "add", "addc": "add", "sub": "sub", "subc": "sub", "mad": "mad", "madc": "mad"}[op]
+    hi = ins.has("hi")
+    n_src = 3 if kind == "mad" else 2
+    ut = "u32" if bits == 32 else "u64"
+    gets = [ops.reader(o, ut) for o in ins.operands[1:1 + n_src]]
+    w = ops.writer(ins.operands[0])
+    mask = (1 << bits) - 1
+    exact = bits == 64 or kind == "mad"       # products and 64-bit sums in Python integers (no overflow)
+    as_int = (lambda v: v.astype(np.uint64).astype(object)) if exact else (lambda v: v.astype(np.int64))
+
+    def carry_op(st, fr):
+        vals = [as_int(g(st, fr)) for g in gets]
+        cin = 0
+        if uses_carry:
+            cin = fr.carry if fr.carry is not None else np.zeros((1, 1), np.int64)
+            cin = cin.astype(object) if exact else cin
+        if kind == "add":
+            full = vals[0] + vals[1] + cin
+            cout = full >> bits
+        elif kind == "sub":
+            full = vals[0] - vals[1] - cin
+            cout = (full < 0) * 1
+        else:
+            a, b, c = vals
+            if t.startswith("s"):       # the product of signed operands
+                top = 1 << (bits - 1)
+                a, b = (np.where(a >= top, a - (1 << bits), a) for a in (a, b))
+            prod = a * b
+            part = (prod >> bits) & mask if hi else prod & mask
+            full = part + c + cin
+            cout = full >> bits
+        res = full & mask
+        if exact:
+            res = np.asarray(res, dtype=object).astype(np.uint64 if bits == 64 else np.uint32)
+            cout = np.asarray(cout, dtype=object).astype(np.int64)
+        else:
+            res = res.astype(np.uint32)
+        w(st, fr, res.view(DT[t]) if t.startswith("s") else res)
+        if writes_carry:
+            new = np.asarray(cout, np.int64) & 1
+            if st.mask is not None and fr.carry is not None:
+                new = np.where(st.mask, new, fr.carry)
+            fr.carry = new
+    return carry_op
 
 
 def _mulhi(a, b, t):
@@ -112,6 +170,8 @@ def b_mul(ins, ops):
 @builder("mad", "fma", "mad24")
 def b_mad(ins, ops):
     t = ins.type
+    if ins.has("cc"):
+        return _carry_chain(ins, ops)
     if _floaty(t):
         mode = _directed_mode(ins)
         if mode and t == "f32":
@@ -394,7 +454,12 @@ def b_set(ins, ops):
     ga, gb = ops.reader(ins.operands[1], st_t), ops.reader(ins.operands[2], st_t)
     gc = ops.reader(ins.operands[3], "pred") if boolop else None
     w = ops.writer(ins.operands[0])
-    true = np.float32(1.0) if dt == "f32" else DT[dt].type(-1 if dt in SIGNED else np.iinfo(DT[dt]).max)
+    if dt in ("f16", "f32"):
+        true = DT[dt].type(1.0)          # a float destination holds 1.0 for true (PTX ISA: set)
+    elif dt == "bf16":
+        true = DT[dt].type(0x3F80)       # 1.0 in bfloat16, held as its bits
+    else:
+        true = DT[dt].type(-1 if dt in SIGNED else np.iinfo(DT[dt]).max)
 
     def set_(st, fr):
         r = _cmp(cmp, ga(st, fr), gb(st, fr))

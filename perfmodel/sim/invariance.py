@@ -38,7 +38,9 @@ _PRODUCT = {"mul", "mad", "mul24", "mad24"}
 _MEMORY = {"ld", "ldu", "st", "atom", "red"}
 _NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "trap", "membar", "fence", "prefetch", "prefetchu",
             "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "cp"}
-_DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy"}
+# results the register classes cannot follow: warp-level data, atomics' returns, and the carry-chain instructions
+# (their carry flag is an operand no register names)
+_DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy", "addc", "subc", "madc"}
 
 
 @dataclass(frozen=True)

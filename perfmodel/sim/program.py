@@ -240,6 +240,28 @@ class ProgramBuilder:
             raise self._unsupported(ins, f"the PTX instruction '{ins.text.strip()}' ({type(exc).__name__}: "
                                     f"{exc})") from None
 
+    def _assert_fail(self, ins, arg_names):
+        """``assert(cond)`` calls ``__assertfail(message, file, line, function, size)`` when cond is false: an error
+        at the assert's line naming the failed condition (read from the module's string constant) and the thread."""
+        loc = self._location(ins)
+
+        def text(st, fr, name):
+            """The NUL-terminated global string a pointer parameter points to ('' if it cannot be read)."""
+            from perfmodel.sim.space import GLOBAL_BASE
+
+            try:
+                ptr = st.param_read(fr, name, 0, np.dtype(np.uint64))
+                ptr = int(np.broadcast_to(ptr, st.mask_full().shape)[st.mask_full()][0]) - GLOBAL_BASE
+                raw = st.heap.bytes[ptr:ptr + 512].tobytes()
+                return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+            except Exception:    # noqa: BLE001 - the message is a courtesy; the assertion failed either way
+                return ""
+
+        def assert_fail(st, fr):
+            cond = text(st, fr, arg_names[0]) if arg_names and arg_names[0] else ""
+            st.fault_where(st.mask_full(), f"assertion failed{': ' + cond if cond else ''}", gid=ins.index, loc=loc)
+        return assert_fail
+
     def _trap(self, ins):
         loc = self._location(ins)
 
@@ -284,6 +306,8 @@ class ProgramBuilder:
                 for r in rets_named:
                     st.param_write(fr, r, 0, np.zeros((1, 1), np.int32))
             return printf
+        if name == "__assertfail":
+            return self._assert_fail(ins, [a.name if isinstance(a, Sym) else None for a in args.items])
         if name.startswith("%"):
             raise self._unsupported(ins, f"an indirect call through a function pointer ({name})")
         if name not in self.module.functions:

@@ -58,12 +58,13 @@ def as_type(v: np.ndarray, dt: np.dtype) -> np.ndarray:
 class Frame:
     """One function activation: its registers, and the .param storage of calls it makes or receives."""
 
-    __slots__ = ("r", "params", "done")
+    __slots__ = ("r", "params", "done", "carry")
 
     def __init__(self, nregs: int):
         self.r: list = [None] * nregs
         self.params: dict = {}
         self.done = None          # lanes that returned from this function
+        self.carry = None         # the condition code's carry flag (CC.CF) of add.cc / addc ... per lane
 
 
 class Operands:
