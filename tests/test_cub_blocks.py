@@ -59,3 +59,24 @@ def test_cub_primitive_gives_numpys_answer(name):
         np.testing.assert_array_equal(args[0], np.sort(before[0]))
     else:
         np.testing.assert_array_equal(args[-1], expected(before).astype(args[-1].dtype))
+
+
+def test_device_side_thrust_headers_are_kept(tmp_path):
+    """Thrust is mostly host code, so its headers are set aside (docs/compile.md) - but not thrust/tuple.h,
+    thrust/pair.h and thrust/functional.h, which kernels use on the device and NVRTC compiles."""
+    (tmp_path / "thr.cu").write_text(r"""
+#include <thrust/tuple.h>
+#include <thrust/pair.h>
+#include <thrust/functional.h>
+#include <thrust/device_vector.h>
+__global__ void k(float *o) {
+    thrust::tuple<int, float> t(1, 2.0f);
+    thrust::pair<int, int> p(3, 4);
+    o[threadIdx.x] += thrust::get<1>(t) + p.first + thrust::plus<float>()(1.0f, 2.0f);
+}
+int main() { thrust::device_vector<float> v(32); return 0; }
+""")
+    program = load_kernel(tmp_path / "thr.cu", entry="k")
+    o = np.zeros(32, np.float32)
+    simulate(program, 1, 32, [o])
+    assert (o == 8).all()

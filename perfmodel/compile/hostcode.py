@@ -43,8 +43,11 @@ HOST_ONLY_HEADERS = frozenset({
     "nvrtc.h", "curand_mtgp32_host.h", "cudaTypedefs.h", "cudaEGLTypedefs.h", "cudaGLTypedefs.h",
     "cudaVDPAUTypedefs.h", "cudaProfilerTypedefs.h", "cudaEGL.h", "cudaGL.h", "cudaVDPAU.h",
 })
-# Header folders whose headers are host-side libraries (Thrust's containers and algorithms).
+# Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
+# headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
+# thrust/random.h need the host's <ostream>, so NVRTC cannot)
 HOST_ONLY_PREFIXES = ("thrust/",)
+DEVICE_THRUST = frozenset({"thrust/tuple.h", "thrust/pair.h", "thrust/functional.h"})
 DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexpr: callable on the device
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
 @dataclass
@@ -88,7 +91,7 @@ class _FileProcessor:
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
         """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("aside", None) to blank."""
         base = name.rsplit("/", 1)[-1]
-        if base in HOST_ONLY_HEADERS or name.startswith(HOST_ONLY_PREFIXES):
+        if base in HOST_ONLY_HEADERS or (name.startswith(HOST_ONLY_PREFIXES) and name not in DEVICE_THRUST):
             return "aside", None
         search = ([here.parent] if quoted else []) + self.include_dirs
         for d in search:
