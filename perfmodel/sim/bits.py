@@ -246,6 +246,12 @@ def b_shf(ins, ops):
     return shf
 
 
+def _lanes(x, width: int, count: int, signed: bool) -> list:
+    """``count`` lanes of ``width`` bits of a 32-bit value, low first, sign-extended when ``signed``."""
+    x = x.astype(np.int64) & 0xFFFFFFFF
+    mask, top = (1 << width) - 1, 1 << (width - 1)
+    out = [(x >> (width * k)) & mask for k in range(count)]
+    return [np.where(v >= top, v - (1 << width), v) for v in out] if signed else out
 
 
 @builder("vabsdiff4")
@@ -264,14 +270,9 @@ def b_vabsdiff4(ins, ops):
     ga, gb, gc = (ops.reader(o, "u32") for o in ins.operands[1:])
     w = ops.writer(ins.operands[0])
 
-    def lanes(x, signed):
-        x = x.astype(np.int64)
-        out = [(x >> (8 * k)) & 0xFF for k in range(4)]
-        return [np.where(v > 127, v - 256, v) for v in out] if signed else out
-
     def vabsdiff4(st, fr):
-        a = lanes(ga(st, fr), a_t == "s32")
-        b = lanes(gb(st, fr), b_t == "s32")
+        a = _lanes(ga(st, fr), 8, 4, a_t == "s32")
+        b = _lanes(gb(st, fr), 8, 4, b_t == "s32")
         diffs = [np.abs(x - y) for x, y in zip(a, b)]
         if add:
             r = sum(diffs) + gc(st, fr).astype(np.int64)
@@ -281,14 +282,6 @@ def b_vabsdiff4(ins, ops):
         w(st, fr, (r & 0xFFFFFFFF).astype(np.uint32).view(np.int32) if dst_t == "s32" else
           (r & 0xFFFFFFFF).astype(np.uint32))
     return vabsdiff4
-
-
-def _lanes(x, width: int, count: int, signed: bool) -> list:
-    """``count`` lanes of ``width`` bits of a 32-bit value, low first, sign-extended when ``signed``."""
-    x = x.astype(np.int64) & 0xFFFFFFFF
-    mask, top = (1 << width) - 1, 1 << (width - 1)
-    out = [(x >> (width * k)) & mask for k in range(count)]
-    return [np.where(v >= top, v - (1 << width), v) for v in out] if signed else out
 
 
 @builder("dp4a", "dp2a")

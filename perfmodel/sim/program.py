@@ -306,13 +306,13 @@ class ProgramBuilder:
                 for r in rets_named:
                     st.param_write(fr, r, 0, np.zeros((1, 1), np.int32))
             return printf
+        arg_names = [a.name if isinstance(a, Sym) else None for a in args.items]
         if name == "__assertfail":
-            return self._assert_fail(ins, [a.name if isinstance(a, Sym) else None for a in args.items])
+            return self._assert_fail(ins, arg_names)
         if name.startswith("%"):
             raise self._unsupported(ins, f"an indirect call through a function pointer ({name})")
         if name not in self.module.functions:
             raise self._unsupported(ins, f"a call to the external function '{name}'")
-        arg_names = [a.name if isinstance(a, Sym) else None for a in args.items]
         ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
         if any(a is None for a in arg_names + ret_names):
             # arguments passed in registers (call f, (%r1)) rather than .param variables
