@@ -32,6 +32,22 @@ def test_fp32_time_is_lane_ops_at_half_the_flop_peak(rates, h100):
     assert bn.fp32_time({"fma": 1e12}, rates) == pytest.approx(2e12 / h100.peak_fp32_flops)
 
 
+def test_pipes_of_sms_without_a_block_stay_idle(rates, h100):
+    """A grid of fewer blocks than SMs gets only its SMs' pipes. validation/kernels/fp64_chain.cu at n = 8192 is 32
+    blocks of 256 threads, each thread 4 chains of 4,096 double-precision FMAs: 134,217,728 lane operations on
+    32 SMs x 64 FP64 lanes at 1.98 GHz = 33.1 us (NVIDIA's throughput table: 64 FP64 results per clock per SM on
+    CC 9.0). Measured on the H100 (validation/h100_fidelity.json, cold median): 36.54 us, 33.2 us less the
+    3.3 us launch floor. Spread over all 132 SMs it would be 8.0 us."""
+    ops = 8192 * 4096 * 4
+    assert bn.fp64_time(ops, rates, active_sms=32) == pytest.approx(ops / (32 * 64 * 1.98e9), rel=1e-3)
+    assert bn.fp64_time(ops, rates, active_sms=32) == pytest.approx(36.544e-6 - 3.3e-6, rel=0.02)
+    assert bn.fp64_time(ops, rates) == pytest.approx(ops / (132 * 64 * 1.98e9), rel=1e-3)
+    # FP32 and the SFUs likewise; a grid that fills the device is unchanged
+    assert bn.fp32_time({"fma": 1e9}, rates, active_sms=33) == pytest.approx(4 * bn.fp32_time({"fma": 1e9}, rates))
+    assert bn.sfu_time({"special": 1e9}, rates, active_sms=66) == pytest.approx(2 * bn.sfu_time({"special": 1e9}, rates))
+    assert bn.fp32_time({"fma": 1e9}, rates, active_sms=132) == bn.fp32_time({"fma": 1e9}, rates)
+
+
 def test_issue_time(rates):
     assert bn.issue_time(4e9, 132, rates) == pytest.approx(4e9 / (rates.warp_instructions_per_clock * 132
                                                                      * rates.clock_hz))

@@ -165,26 +165,33 @@ def l1_bytes_for_global(device: Any, shared_memory_per_sm_used: float) -> float:
 # ---------------------------------------------------------------------------------------------------------
 # One small function per resource: work -> seconds at the peak rate.
 
-def fp32_time(fp_ops: dict, rates: DeviceRates, fp64_ops: float = 0.0) -> float:
-    """FP32 lane operations at peak. Division is ~4 lane ops (reciprocal + Newton step); special functions run
-    on the SFUs and are counted by :func:`sfu_time`; double-precision operations (``fp64_ops``, part of
-    ``fp_ops``) run on the FP64 units, :func:`fp64_time`."""
+def _active_share(rates: DeviceRates, active_sms: int | None) -> float:
+    """The share of the device's SMs that have a block: the per-SM pipes of the others stay idle."""
+    if active_sms is None or active_sms <= 0:
+        return 1.0
+    return min(1.0, active_sms / rates.sm_count)
+
+
+def fp32_time(fp_ops: dict, rates: DeviceRates, fp64_ops: float = 0.0, active_sms: int | None = None) -> float:
+    """FP32 lane operations at peak on the SMs that have a block (``active_sms``, default all). Division is ~4
+    lane ops (reciprocal + Newton step); special functions run on the SFUs and are counted by :func:`sfu_time`;
+    double-precision operations (``fp64_ops``, part of ``fp_ops``) run on the FP64 units, :func:`fp64_time`."""
     lane_ops = (fp_ops.get("add", 0) + fp_ops.get("mul", 0) + fp_ops.get("fma", 0) + 4 * fp_ops.get("div", 0))
-    return max(0.0, lane_ops - fp64_ops) / rates.fp32_lane_ops_per_s
+    return max(0.0, lane_ops - fp64_ops) / (rates.fp32_lane_ops_per_s * _active_share(rates, active_sms))
 
 
-def fp64_time(fp64_ops: float, rates: DeviceRates) -> float:
-    """Double-precision lane operations (add, mul, fma, div each one) on the SM's FP64 units:
-    ``fp64_lanes_per_sm`` results per clock per SM, NVIDIA's arithmetic-throughput table (64 on the H100 and
+def fp64_time(fp64_ops: float, rates: DeviceRates, active_sms: int | None = None) -> float:
+    """Double-precision lane operations (add, mul, fma, div each one) on the FP64 units of the SMs that have a
+    block: ``fp64_lanes_per_sm`` results per clock per SM, NVIDIA's arithmetic-throughput table (64 on the H100 and
     A100, 2 on the GeForce and L4 parts: 1/64 of FP32). A device without FP64 units gets the FP32 rate / 64."""
     if fp64_ops <= 0:
         return 0.0
     rate = rates.fp64_lane_ops_per_s if rates.fp64_lane_ops_per_s > 0 else rates.fp32_lane_ops_per_s / 64.0
-    return fp64_ops / rate
+    return fp64_ops / (rate * _active_share(rates, active_sms))
 
 
-def sfu_time(fp_ops: dict, rates: DeviceRates) -> float:
-    return (fp_ops.get("special", 0) + fp_ops.get("div", 0)) / rates.sfu_ops_per_s
+def sfu_time(fp_ops: dict, rates: DeviceRates, active_sms: int | None = None) -> float:
+    return (fp_ops.get("special", 0) + fp_ops.get("div", 0)) / (rates.sfu_ops_per_s * _active_share(rates, active_sms))
 
 
 def issue_time(warp_instructions: float, active_sms: int, rates: DeviceRates) -> float:
@@ -462,9 +469,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     l1_work = l1_lines(g, rates)
     issued = float(counts.get("warp_instructions", 0))   # SASS-level (perfmodel.kernel._sass_weights)
     times = {
-        "fp32": (fp32_time(fp_ops, rates, fp64), float(counts.get("flops", 0)), "flop"),
-        "fp64": (fp64_time(fp64, rates), fp64, "op"),
-        "sfu": (sfu_time(fp_ops, rates), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),
+        "fp32": (fp32_time(fp_ops, rates, fp64, active_sms), float(counts.get("flops", 0)), "flop"),
+        "fp64": (fp64_time(fp64, rates, active_sms), fp64, "op"),
+        "sfu": (sfu_time(fp_ops, rates, active_sms), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),
         "issue": (issue_time(issued, active_sms, rates), issued, "warp instr"),
         "lsu": (lsu_time(memory_requests, active_sms, rates), float(memory_requests), "request"),
         "shared": (shared_time(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0), active_sms, rates),
