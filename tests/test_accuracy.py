@@ -210,11 +210,14 @@ def test_achieved_accuracy_does_not_regress(report):
     # Issue 13 items 3 and 5 (loads in flight per warp from the compiled code, measured L1/L2/DRAM latencies, the
     # latency of a non-load instruction refitted 25 -> 10 on the split's latency fit part, which holds these
     # cases): 8.3%, 1.36x, 63/66; with issue 11's SASS loop regrouping (exact spmv counts and instructions):
-    # 8.1%, 1.36x, 62/66.
+    # 8.1%, 1.36x, 62/66. With the DRAM latency under load (measured, devices/h100.yaml) and the non-load latency
+    # refitted 10 -> 6 on the same fit part (its sum of squared log errors 1.21 -> 0.87): 9.3%, 1.27x, 64/66 - the
+    # median moved up a point while the worst case and the count within 25% improved, here and held out
+    # (docs/model.md 2.4).
     summary = report.summary()
-    assert summary["median_abs_time_error"] <= 0.09
-    assert summary["max_time_factor"] <= 1.40
-    assert summary["within_25pct"] >= 61
+    assert summary["median_abs_time_error"] <= 0.095
+    assert summary["max_time_factor"] <= 1.32
+    assert summary["within_25pct"] >= 63
 
 
 def test_kernel_classes_from_the_split_file(tmp_path):

@@ -147,3 +147,19 @@ def test_heldout_reductions():
     factors = [max(1 + e, 1 / (1 + e)) for e in errors]
     assert statistics.median(abs(e) for e in errors) <= 0.15
     assert max(factors) <= 1.6
+
+
+def test_heldout_transposes_with_the_dram_latency_under_load():
+    """The transposes are in no fit part (split.yaml): their loads wait the DRAM latency the measured in-flight sweep
+    gives at their bytes in flight (32 x 32 blocks, 2 per SM, one 4-byte load in flight per thread: 8 KB per SM of
+    1,024-thread blocks, 360-420 ns above the idle latency; devices/h100.yaml and h200.yaml
+    measured.dram_latency_under_load). Before that term the class was 22-24% too fast (median, cold) with the shared
+    transpose 1.60x too fast on the H200."""
+    kernels = ["transpose_naive", "transpose_shared", "transpose_read_scattered"]
+    errors = []
+    for dataset in ("validation/h100_fidelity.json", "validation/h200.json"):
+        errors += [c.time_error for c in accuracy(ROOT / dataset, kernels=kernels).cases]
+    assert len(errors) == 20
+    factors = [max(1 + e, 1 / (1 + e)) for e in errors]
+    assert statistics.median(abs(e) for e in errors) <= 0.20
+    assert max(factors) <= 1.35

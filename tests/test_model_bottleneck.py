@@ -276,3 +276,59 @@ def test_loads_in_flight_of_hand_written_ptx(name):
             + body + "\nret;\n}\n")
     f = parse_ptx(text).functions["k"]
     assert block_loads_in_flight(f.instrs) == expected
+
+
+@pytest.mark.parametrize("device", ["h100", "h200"])
+def test_latency_under_load_table_is_the_sweeps_medians(device):
+    """The profile's measured.dram_latency_under_load is read off the raw sweep (validation/raw/*_inflight_sweep.json):
+    per block size and bytes in flight per SM, the median of the Little's-law latencies of the (R, K) pairs."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    raw = json.loads((Path(__file__).resolve().parent.parent / "validation" / "raw"
+                      / f"{device}_inflight_sweep.json").read_text())
+    table = load_device(device).measured["dram_latency_under_load"]
+    for block, values in table["latency_ns"].items():
+        for x, value in zip(table["bytes_in_flight_per_sm"], values):
+            cases = [c["little_latency_ns"] for c in raw["cases"]
+                     if c["block"] == int(block) and c["bytes_in_flight_per_sm"] == x]
+            assert (value is None) == (not cases)
+            if cases:
+                assert value == pytest.approx(statistics.median(cases), abs=0.05)
+
+
+def test_dram_queue_cycles_hand_derived():
+    """H200 figures (devices/h200.yaml): the lightest 256-thread case is 613.1 ns. 8 KB per SM of 1,024-thread
+    blocks is 972.7 ns: (972.7 - 613.1) ns x 1.98 GHz = 712 cycles more than the idle latency; 256-thread blocks at
+    8 KB: (827.2 - 613.1) x 1.98 = 424; halfway in log between 8 and 16 KB: the mean of 424 and (966.8 - 613.1) x
+    1.98 = 700; beyond the sweep the last point holds; a 512-thread block takes the 256-thread series (a tie), 768 the
+    1,024-thread one; below the lightest 256-thread case nothing is added; a profile without the table adds 0."""
+    h200 = bn.device_rates(load_device("h200"))
+    assert h200.clock_hz == pytest.approx(1.98e9)
+    assert bn.dram_queue_cycles(8192, 1024, h200) == pytest.approx((972.7 - 613.1) * 1.98, rel=1e-6)
+    assert bn.dram_queue_cycles(8192, 256, h200) == pytest.approx((827.2 - 613.1) * 1.98, rel=1e-6)
+    assert bn.dram_queue_cycles(8192 * 2 ** 0.5, 256, h200) == pytest.approx(
+        ((827.2 - 613.1) + (966.8 - 613.1)) / 2 * 1.98, rel=1e-6)
+    assert bn.dram_queue_cycles(1 << 20, 256, h200) == pytest.approx((2421.6 - 613.1) * 1.98, rel=1e-6)
+    assert bn.dram_queue_cycles(8192, 512, h200) == bn.dram_queue_cycles(8192, 256, h200)
+    assert bn.dram_queue_cycles(8192, 768, h200) == bn.dram_queue_cycles(8192, 1024, h200)
+    assert bn.dram_queue_cycles(512, 128, h200) == 0.0
+    assert bn.dram_queue_cycles(1024, 64, h200) == 0.0
+    assert bn.dram_queue_cycles(8192, 1024, bn.device_rates(load_device("g80"))) == 0.0
+
+
+def test_bytes_in_flight_and_the_queue_reach_the_latency_chain(h100):
+    """A 32 x 32-block copy shape on the H100: 2 resident blocks (64 warps) x 1 load in flight x 4 sectors = 8 KB per
+    SM; its DRAM round waits the idle 689 cycles plus (1043.0 - 624.5) ns x 1.98 GHz = 829 more."""
+    rates = bn.device_rates(h100)
+    traffic = _traffic(load_sectors=4 * 65536, total_blocks=2048, blocks_per_sm=2)
+    g = {"load_requests": 65536, "load_sectors": 4 * 65536}
+    assert bn.bytes_in_flight_per_sm(g, 1.0, 64.0, traffic) == 8192.0
+    counts = {"global": g, "warps": 65536, "warp_instructions": 20 * 65536}
+    r = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=2048, warps_per_sm=64, blocks_per_sm=2,
+                            warps_per_block=32, loads_in_flight=1.0)
+    assert r.bytes_in_flight_per_sm == 8192.0
+    assert r.dram_queue_cycles == pytest.approx((1043.0 - 624.5) * 1.98, rel=1e-6)
+    chain = 19 * rates.dependent_issue_latency_cycles + 41.1 + 689 + r.dram_queue_cycles
+    assert r.latency_time_s == pytest.approx(chain * math.ceil(2048 / 264) / rates.clock_hz, rel=1e-6)

@@ -89,6 +89,8 @@ class DeviceRates:
     overlap_exponent: float              # p of the resource combination (inf = pure max)
     l1_lines_per_clock: float            # L1 tag-stage throughput, 128-byte lines per clock per SM
     global_memory_rule: str = "sectors"  # the device's coalescing rule (perfmodel/sim/coalesce.py)
+    # DRAM latency under load (measured where known): ((threads per block, bytes in flight per SM, extra cycles), ...)
+    dram_queue: tuple = ()
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -142,7 +144,48 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         block_launch_cycles=_throughput(device, "block_launch_cycles", calibration.BLOCK_LAUNCH_CYCLES),
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
         global_memory_rule=str(getattr(device, "global_memory_rule", "sectors") or "sectors"),
+        dram_queue=_dram_queue(device, clock),
     )
+
+
+def _dram_queue(device: Any, clock_hz: float) -> tuple:
+    """The profile's measured ``dram_latency_under_load`` as (threads per block, bytes in flight per SM, cycles the
+    latency grows over the lightest case of the smallest block size) per measured block size; () without one."""
+    table = (getattr(device, "measured", None) or {}).get("dram_latency_under_load")
+    if not isinstance(table, dict):
+        return ()
+    xs = list(table.get("bytes_in_flight_per_sm") or [])
+    series = {int(k): v for k, v in (table.get("latency_ns") or {}).items()}
+    if not xs or not series:
+        return ()
+    smallest = series[min(series)]
+    base = next(v for v in smallest if v is not None)
+    out = []
+    for threads, values in sorted(series.items()):
+        points = [(float(x), max(0.0, float(v) - base) * 1e-9 * clock_hz) for x, v in zip(xs, values) if v is not None]
+        out.append((threads, tuple(x for x, _ in points), tuple(c for _, c in points)))
+    return tuple(out)
+
+
+def dram_queue_cycles(bytes_in_flight_per_sm: float, threads_per_block: int, rates: DeviceRates) -> float:
+    """Cycles a round of DRAM loads waits beyond the idle latency when the SMs keep ``bytes_in_flight_per_sm`` in
+    flight (the device's measured latency under load, docs/model.md 2.4): the measured block size nearest to
+    ``threads_per_block`` (in powers of two; a tie takes the smaller), interpolated linearly in log(bytes) and held
+    at the end points; 0 on a device without the measurement."""
+    if not rates.dram_queue or bytes_in_flight_per_sm <= 0:
+        return 0.0
+    threads = max(1, threads_per_block)
+    _, xs, cycles = min(rates.dram_queue, key=lambda s: (abs(math.log2(threads / s[0])), s[0]))
+    x = bytes_in_flight_per_sm
+    if x <= xs[0]:
+        return cycles[0]
+    if x >= xs[-1]:
+        return cycles[-1]
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            f = (math.log(x) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
+            return cycles[i - 1] + f * (cycles[i] - cycles[i - 1])
+    return cycles[-1]
 
 
 def l1_bytes_for_global(device: Any, shared_memory_per_sm_used: float) -> float:
@@ -316,6 +359,8 @@ class BottleneckResult:
     traffic: Traffic
     rates: DeviceRates
     notes: list[str] = field(default_factory=list)
+    bytes_in_flight_per_sm: float = 0.0    # past L1, by the resident warps' loads in flight
+    dram_queue_cycles: float = 0.0         # what a DRAM round waits beyond the idle latency at that load
 
     def resource(self, name: str) -> Resource:
         return next(r for r in self.resources if r.name == name)
@@ -333,6 +378,8 @@ class BottleneckResult:
             "active_sms": self.active_sms,
             "sm_imbalance": self.sm_imbalance,
             "launch_overhead_s": self.launch_overhead_s,
+            "bytes_in_flight_per_sm": self.bytes_in_flight_per_sm,
+            "dram_queue_cycles": self.dram_queue_cycles,
             "traffic": self.traffic.to_json(),
             "rates": self.rates.to_json(),
             "notes": list(self.notes),
@@ -380,15 +427,16 @@ RESOURCE_GROUPS = {"fp32": "issue", "fp64": "issue", "sfu": "issue", "issue": "i
                    "atomics": "atomics"}
 
 
-def miss_latency_cycles(traffic: Traffic, rates: DeviceRates) -> float:
+def miss_latency_cycles(traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0) -> float:
     """Load-to-use latency of a round of loads that misses L1: the L2-hit latency for the share L2 serves, the
-    DRAM latency for the rest (both the device's measured pointer-chase figures where it has them)."""
+    DRAM latency for the rest (both the device's measured pointer-chase figures where it has them), plus, for the
+    DRAM share, ``queue_cycles``: what the latency grows under the kernel's load (:func:`dram_queue_cycles`)."""
     l2 = min(1.0, max(0.0, traffic.l2_hit_rate)) if rates.l2_bytes > 0 else 0.0
-    return l2 * rates.l2_latency_cycles + (1.0 - l2) * rates.global_latency_cycles
+    return l2 * rates.l2_latency_cycles + (1.0 - l2) * (rates.global_latency_cycles + queue_cycles)
 
 
 def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
-                          traffic: Traffic, rates: DeviceRates) -> float:
+                          traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0) -> float:
     """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
     and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
     device caches global loads in L1, every other compiled instruction ``dependent_issue_latency_cycles`` on
@@ -401,7 +449,18 @@ def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, lo
     load_cycles = rates.l1_latency_cycles if rates.l1_bytes > 0 else rates.dependent_issue_latency_cycles
     others = max(0.0, sass_per_warp - global_loads_per_warp)
     return (others * rates.dependent_issue_latency_cycles + global_loads_per_warp * load_cycles
-            + rounds * miss_latency_cycles(traffic, rates))
+            + rounds * miss_latency_cycles(traffic, rates, queue_cycles))
+
+
+def bytes_in_flight_per_sm(g: dict, loads_in_flight: float, resident_warps_per_sm: float, traffic: Traffic) -> float:
+    """Bytes one SM keeps in flight past L1: its resident warps (the occupancy, or the grid's warps per busy SM when
+    fewer) x each warp's loads in flight x the sectors of a load request that miss L1."""
+    requests = float(g.get("load_requests", 0) or 0)
+    if requests <= 0:
+        return 0.0
+    sectors_per_request = float(g.get("load_sectors", 0) or 0) / requests
+    miss = 1.0 - min(1.0, max(0.0, traffic.l1_hit_rate))
+    return resident_warps_per_sm * loads_in_flight * sectors_per_request * SECTOR_BYTES * miss
 
 
 def latency_chain_time(chain_cycles: float, waves: float, rates: DeviceRates) -> float:
@@ -491,7 +550,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     requests_per_warp = load_requests / warps
     barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks)
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
-    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates)
+    in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
+    queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
+    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue)
     t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
     latency_cycles = average_load_latency_cycles(traffic, rates)
@@ -536,6 +597,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         traffic=traffic,
         rates=rates,
         notes=notes,
+        bytes_in_flight_per_sm=in_flight,
+        dram_queue_cycles=queue,
     )
 
 

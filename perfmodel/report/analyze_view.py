@@ -184,8 +184,11 @@ def resources_section(doc: dict) -> Table:
     traffic = model["traffic"]
     table.caption = (f"L1 hit {100 * traffic['l1_hit_rate']:.0f}% · L2 hit {100 * traffic['l2_hit_rate']:.0f}% · "
                      f"DRAM {fmt_bytes(traffic['dram_bytes'])} · avg load latency "
-                     f"{model['average_latency_cycles']:.0f} cycles · launch overhead "
-                     f"{fmt_time(model['launch_overhead_s'])}")
+                     f"{model['average_latency_cycles']:.0f} cycles"
+                     + (f" (DRAM +{model['dram_queue_cycles']:.0f} under load: "
+                        f"{fmt_bytes(model['bytes_in_flight_per_sm'])} in flight per SM)"
+                        if model.get("dram_queue_cycles") else "")
+                     + f" · launch overhead {fmt_time(model['launch_overhead_s'])}")
     table.caption_justify = "left"
     return table
 
