@@ -298,6 +298,9 @@ class Device(BaseModel):
         if self.shared_memory_per_block_optin + self.reserved_shared_memory_per_block > self.shared_memory_per_sm:
             problems.append(("shared_memory_per_block_optin", "shared_memory_per_block_optin + "
                              "reserved_shared_memory_per_block <= shared_memory_per_sm"))
+        problem = _latency_under_load_problem(self.measured.get("dram_latency_under_load"))
+        if problem:
+            problems.append(("measured.dram_latency_under_load", problem))
         for key in self.provenance:
             for source_key in self.provenance[key].keys():
                 if source_key not in self.sources and source_key not in PSEUDO_SOURCES:
@@ -308,6 +311,36 @@ class Device(BaseModel):
             field, expected = problems[0]
             raise ValueError(f"@{field}@expected {expected}")
         return self
+
+
+def _latency_under_load_problem(table: Any) -> str | None:
+    """What is wrong with a ``measured.dram_latency_under_load`` table (perfmodel/model/bottleneck.py reads it), or
+    None: ``bytes_in_flight_per_sm`` increasing positive numbers, ``latency_ns`` a list of as many positive
+    nanoseconds (or null where not measured) per block size, with the smallest block size's first entry given."""
+    if table is None:
+        return None
+    expected = ("a mapping of bytes_in_flight_per_sm (increasing positive numbers) and latency_ns (block size -> "
+                "as many positive nanoseconds or null)")
+    if not isinstance(table, dict):
+        return expected
+    xs, series = table.get("bytes_in_flight_per_sm"), table.get("latency_ns")
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+    if not isinstance(xs, list) or not xs or not all(number(x) for x in xs) or list(xs) != sorted(set(xs)):
+        return expected + f"; got bytes_in_flight_per_sm {xs!r}"
+    if not isinstance(series, dict) or not series:
+        return expected + f"; got latency_ns {series!r}"
+    for block, values in series.items():
+        if isinstance(block, bool) or not isinstance(block, int) or block <= 0:
+            return expected + f"; got block size {block!r}"
+        if (not isinstance(values, list) or len(values) != len(xs)
+                or not all(v is None or number(v) for v in values) or all(v is None for v in values)):
+            return expected + f"; got {block}: {values!r}"
+    if series[min(series)][0] is None:
+        return expected + f"; the smallest block size ({min(series)}) needs its first entry"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -323,3 +323,37 @@ def test_no_reference_outside_the_repository():
             if pattern.search(line):
                 offenders.append(f"{name}:{number}")
     assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[1, 2]", "expected a mapping of bytes_in_flight_per_sm"),
+    ("{bytes_in_flight_per_sm: [2048, 1024], latency_ns: {256: [600, 700]}}", "got bytes_in_flight_per_sm [2048, 1024]"),
+    ("{bytes_in_flight_per_sm: [1024, 2048], latency_ns: {256: [600]}}", "got 256: [600]"),
+    ("{bytes_in_flight_per_sm: [1024, 2048], latency_ns: {256: [600, slow]}}", "got 256: [600, 'slow']"),
+    ("{bytes_in_flight_per_sm: [1024, 2048], latency_ns: {big: [600, 700]}}", "got block size 'big'"),
+    ("{bytes_in_flight_per_sm: [1024, 2048], latency_ns: {256: [null, 700]}}", "needs its first entry"),
+])
+def test_malformed_latency_under_load_names_file_and_field(tmp_path, monkeypatch, table, message):
+    """measured.dram_latency_under_load feeds the bottleneck model's DRAM latency (docs/model.md 2.4): a malformed
+    table is an error naming the file and the field, not a traceback at analysis time."""
+    monkeypatch.chdir(tmp_path)
+    text = G80_TEXT.rstrip("\n") + "\n"
+    if "\nmeasured:" not in text:
+        text += "measured:\n"
+    text += f"  dram_latency_under_load: {table}\n"
+    _write(tmp_path, text)
+    with pytest.raises(DeviceError) as info:
+        load_device("bad.yaml")
+    assert "bad.yaml: field 'measured.dram_latency_under_load'" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_a_user_profile_with_a_latency_under_load_table_loads(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = G80_TEXT.rstrip("\n") + "\n" + ("" if "\nmeasured:" in G80_TEXT else "measured:\n")
+    text += "  dram_latency_under_load: {bytes_in_flight_per_sm: [1024, 4096], latency_ns: {256: [600, 900]}}\n"
+    _write(tmp_path, text)
+    from perfmodel.model.bottleneck import device_rates, dram_queue_cycles
+
+    rates = device_rates(load_device("bad.yaml"))
+    assert dram_queue_cycles(4096, 256, rates) == pytest.approx(300e-9 * rates.clock_hz)
