@@ -270,6 +270,7 @@ def latency_fit_rows(h100_accuracy):
     """The 74 cases of the latency fit part: every validation/h100.json case (simulated once per session,
     conftest.py) and the H100 reductions the split names."""
     from perfmodel.analysis import _spec, analyze
+    from perfmodel.gpu.accuracy import measured_time
 
     report, kept = h100_accuracy
     parts = SPLIT["latency"]["fit"]
@@ -284,7 +285,7 @@ def latency_fit_rows(h100_accuracy):
         for cid in part["cases"]:
             c = cases[cid]
             a = analyze(c["kernel"], "h100", c["overrides"], regs=c["function"]["num_regs"], check=False)
-            rows.append((_spec(c["kernel"]), a.launch, a.sim, c["function"]["num_regs"], c["time_s"]))
+            rows.append((_spec(c["kernel"]), a.launch, a.sim, c["function"]["num_regs"], measured_time(c)))
     assert len(rows) == 74
     return rows
 

@@ -342,7 +342,7 @@ def measured_time(case: dict[str, Any], l2: str = "cold") -> float | None:
     """The case's measured median time: ``cold`` (L2 flushed before each launch; the dataset's ``time_s``) or
     ``warm`` (back-to-back launches: what fits in L2 stays there). A case timed again in later sessions
     (``sessions``: validation/add_sessions.py) gives the median over its own median and theirs: the warm times of
-    kernels under ~20 us move by up to 0.5-1.55x from one session to the next on the same GPU
+    kernels under ~20 us move by a factor of 0.47 to 1.55 from one session to the next on the same GPU
     (docs/validation.md, "Reproducibility"), so one session's figure is not the kernel's."""
     if l2 not in L2_STATES:
         raise PerfmodelError(f"--l2 {l2!r}: expected one of {', '.join(L2_STATES)}")
@@ -353,10 +353,7 @@ def measured_time(case: dict[str, Any], l2: str = "cold") -> float | None:
     if own is None or not case.get("sessions"):
         return own
     values = [own] + [s.get(f"{l2}_median_s") for s in case["sessions"]]
-    values = sorted(v for v in values if isinstance(v, (int, float)) and v > 0)
-    import statistics
-
-    return statistics.median(values)
+    return statistics.median(v for v in values if isinstance(v, (int, float)) and v > 0)
 
 
 def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
