@@ -16,9 +16,11 @@ from __future__ import annotations
 # its measured growth under the kernel's bytes in flight (measured.dram_latency_under_load,
 # bottleneck.dram_queue_cycles). Fitted on the "latency" fit part of validation/split.yaml (all 66 cases of
 # validation/h100.json and the 8 few-block reductions at n = 4 Mi on the H100) as the whole number of cycles that
-# minimises the sum of squared log errors (log predicted/measured) of those 74 cold cases: 3 -> 0.967, 4 -> 0.916,
-# 5 -> 0.884, **6 -> 0.872**, 7 -> 0.880, 8 -> 0.908, 9 -> 0.956, 10 -> 1.026 (median |error| of the fit part 7.4% at
-# 6, worst 1.27x). tests/test_accuracy.py repeats the comparison. History: 25 (read off the one-wave cases of
+# minimises the sum of squared log errors (log predicted/measured) of those 74 cold cases, each measured time the
+# median over three timing sessions (docs/validation.md "Reproducibility"): 3 -> 0.965, 4 -> 0.917, 5 -> 0.887,
+# **6 -> 0.877**, 7 -> 0.887, 8 -> 0.917, 9 -> 0.968, 10 -> 1.040 (median |error| of the fit part 7.8% at 6, worst
+# 1.26x; with the first session's times alone 6 was the minimum too, 0.872). tests/test_accuracy.py repeats the
+# comparison. History: 25 (read off the one-wave cases of
 # validation/h100.json, when the chain charged every instruction alike and waited 400 cycles per DRAM round only),
 # then 18 (every instruction alike, with the loads in flight and measured latencies: 1.616 on the same sum), then
 # 10 (global loads apart: 1.214 on the same sum; 1.199 with the sum of tests/test_accuracy.py), until the DRAM
