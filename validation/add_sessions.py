@@ -34,6 +34,8 @@ def main(argv: list[str]) -> int:
         missing = [case_id(c) for c in data["cases"] if case_id(c) not in timed]
         if missing:
             raise SystemExit(f"{raw_path}: {len(missing)} cases of {dataset_path} not timed, e.g. {missing[:3]}")
+        if not raw_path.resolve().is_relative_to(ROOT):
+            raise SystemExit(f"{raw_path}: keep the raw run in the repository (validation/raw/) so the dataset can cite it")
         source = raw_path.resolve().relative_to(ROOT).as_posix()
         for case in data["cases"]:
             t = timed[case_id(case)]
