@@ -400,6 +400,49 @@ def test_cache_sees_a_changed_header(tmp_path):
     assert compile_cuda(main).kernel("k").static_shared_bytes == 32 * 4       # from disk: manifest invalid
 
 
+HEADER = "#define W {w}\n__device__ float scaled(float v)\n{{\n  return v * 2.0f + 1.0f;\n}}\n"
+
+
+def test_a_copy_in_another_folder_reuses_the_compile_and_the_listing(tmp_path, monkeypatch):
+    """A second clone (or pytest's next temporary folder) compiles nothing again and runs no nvdisasm: the compile
+    key leaves the kernel's folder out, and what the cache holds is read with its paths moved to the new folder."""
+    from perfmodel.compile import sass
+
+    src = ('#include "width.cuh"\n__global__ void k(float *x)\n'
+           "{ __shared__ float s[W]; s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n"
+           "  x[threadIdx.x] = scaled(s[(threadIdx.x + 1) % W]); }\n")
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "width.cuh").write_text(HEADER.format(w=32))
+        (tmp_path / name / "main.cu").write_text(src)
+    first = compile_cuda(tmp_path / "one" / "main.cu")
+    lines_one = first.sass_line_counts("k")
+    if lines_one is None:
+        pytest.skip("nvdisasm is not installed")
+    compile_cache.clear_memory()
+    sass._memory.clear()
+
+    def nothing_again(*args, **kwargs):
+        raise AssertionError("compiled or disassembled again although a copy of the file is cached")
+
+    monkeypatch.setattr(nvrtc, "compile_program", nothing_again)
+    monkeypatch.setattr(sass, "_run_nvdisasm", nothing_again)
+    second = compile_cuda(tmp_path / "two" / "main.cu")
+    one, two = str(tmp_path / "one") + "/", str(tmp_path / "two") + "/"
+    assert one in first.ptx and two not in first.ptx
+    assert two in second.ptx and one not in second.ptx                # the .file table names the copy
+    assert second.ptx == first.ptx.replace(one, two) and second.cubin == first.cubin
+    lines_two = second.sass_line_counts("k")
+    assert lines_two == {(f.replace(one, two), ln): n for (f, ln), n in lines_one.items()}
+    assert {f for f, _ in lines_two} >= {two + "main.cu", two + "width.cuh"}
+    # the content still decides: a different header in a third folder is compiled
+    (tmp_path / "three").mkdir()
+    (tmp_path / "three" / "width.cuh").write_text(HEADER.format(w=64))
+    (tmp_path / "three" / "main.cu").write_text(src)
+    with pytest.raises(AssertionError, match="compiled or disassembled again"):
+        compile_cuda(tmp_path / "three" / "main.cu")
+
+
 def test_kernel_declared_and_defined_with_different_signatures():
     src = ("__global__ void k(int *a, int n);\n"
            "__global__ void k(int *a, int n, int m)\n{\n  a[0] = n + m;\n}\n")

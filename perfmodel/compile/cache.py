@@ -3,7 +3,10 @@
 The key is the sha256 of the exact text NVRTC compiles (the user's file after host code is set aside, with every
 local header inlined, so every included file's content is in it), the options (architecture, -D, include
 folders), the name expressions, the NVRTC version, the versions of the header wheels (CCCL, CRT, runtime, cuRAND)
-and the cache format version.
+and the cache format version. The kernel file's folder (its ``root``) is left out of the key: the text's
+``#line`` paths count relative to it, so a copy of the same file in another folder (a second clone, a moved
+project, pytest's per-session temporary folders) finds the compile, whose PTX, log and SASS listing then name the
+new folder (:func:`relocate`).
 
 On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubin``, where ``<dir>`` is
 ``$PERFMODEL_CACHE_DIR`` or ``platformdirs.user_cache_dir("perfmodel")``. Writes go through a temporary file and
@@ -30,6 +33,7 @@ class Record:
     log: str
     lowered: dict[str, str] = field(default_factory=dict)
     cubin: bytes | None = None
+    root: str | None = None       # the kernel file's folder when it was compiled (the paths in ptx, log, cubin)
 
 
 def cache_dir() -> Path:
@@ -57,7 +61,21 @@ def header_wheel_versions() -> list[str]:
     return sorted(names)
 
 
-def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int) -> str:
+def relative_text(text: str, root: str | None) -> str:
+    """``text`` with the folder ``root`` (followed by a slash) left out of every path, for the key."""
+    return text if not root else text.replace(root.rstrip("/") + "/", "\0root/")
+
+
+def relocate(text: str, old_root: str | None, new_root: str | None) -> str:
+    """``text`` (PTX, a compile log, a SASS listing) with paths under ``old_root`` moved under ``new_root``."""
+    if not old_root or not new_root or old_root == new_root:
+        return text
+    return text.replace(old_root.rstrip("/") + "/", new_root.rstrip("/") + "/")
+
+
+def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int, root: str | None = None) -> str:
+    """The compile's key; ``root``: the kernel file's folder, left out (:func:`relative_text`)."""
+    text = relative_text(text, root)
     h = hashlib.sha256()
     payload = json.dumps({"options": options, "exprs": [e for e, _ in exprs], "nvrtc": list(nvrtc_version),
                           "headers": header_wheel_versions(), "format": fmt}, sort_keys=True)
@@ -75,7 +93,7 @@ def lookup(key: str) -> Record | None:
     folder = cache_dir() / "compile"
     try:
         data = json.loads((folder / f"{key}.json").read_text())
-        rec = Record(ptx=data["ptx"], log=data["log"], lowered=dict(data["lowered"]))
+        rec = Record(ptx=data["ptx"], log=data["log"], lowered=dict(data["lowered"]), root=data.get("root"))
         cubin_path = folder / f"{key}.cubin"
         if data.get("cubin"):
             rec.cubin = cubin_path.read_bytes()
@@ -92,7 +110,8 @@ def store(key: str, rec: Record) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         if rec.cubin is not None:
             _atomic_write(folder / f"{key}.cubin", rec.cubin)
-        data = {"ptx": rec.ptx, "log": rec.log, "lowered": rec.lowered, "cubin": rec.cubin is not None}
+        data = {"ptx": rec.ptx, "log": rec.log, "lowered": rec.lowered, "cubin": rec.cubin is not None,
+                "root": rec.root}
         _atomic_write(folder / f"{key}.json", json.dumps(data).encode())
     except OSError:
         pass   # a read-only or full cache folder only costs speed

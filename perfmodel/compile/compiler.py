@@ -37,7 +37,7 @@ typedef unsigned long long CUsurfObject;
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 2          # bump when the cached JSON changes meaning
+FORMAT_VERSION = 3          # bump when the cached JSON changes meaning
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -172,7 +172,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
             if record is not None:
                 options = _options(target, defines, prepared.device_launch)
                 all_exprs = _name_expressions(prepared.kernels, exprs)
-                return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
+                return _module(record, prepared, all_exprs, source, display, target, arch, note, options,
+                               str(abs_path.parent) if abs_path else None)
 
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
@@ -180,7 +181,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
-    key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION)
+    root = str(abs_path.parent) if abs_path else None
+    key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root)
 
     record = _cache.lookup(key) if cache else None
     if record is None:
@@ -203,13 +205,13 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
-                               cubin=result.cubin)
+                               cubin=result.cubin, root=root)
         if cache:
             _cache.store(key, record)
     if cache:
         main = str(abs_path) if abs_path else "kernel.cu"
         _cache.store_manifest(raw_key, key, prepared, main)
-    return _module(record, prepared, all_exprs, source, display, target, arch, note, options)
+    return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root)
 
 
 def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple[str, KernelDecl | None]]:
@@ -249,7 +251,14 @@ def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
 
 
 def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str, display: str | None,
-            target: str, requested: str, note: str, options: list[str]) -> CompiledModule:
+            target: str, requested: str, note: str, options: list[str], root: str | None) -> CompiledModule:
+    relocated = None
+    if record.root and root and record.root != root:
+        # compiled from a copy of the file in another folder: its paths, moved to this one
+        relocated = (record.root, root)
+        record = _cache.Record(ptx=_cache.relocate(record.ptx, *relocated),
+                               log=_cache.relocate(record.log, *relocated), lowered=record.lowered,
+                               cubin=record.cubin, root=root)
     entries = ptx_entries(record.ptx)
     resources = parse_ptxas_log(record.log)
     kernels: list[KernelInfo] = []
@@ -286,7 +295,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          source_path=display, source_lines=source.splitlines(), kernels=kernels, log=record.log,
                          options=list(options), templates=templates,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
-                         cubin=record.cubin, files=dict(prepared.files))
+                         cubin=record.cubin, files=dict(prepared.files), relocated=relocated)
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:
         declared.setdefault(k.file, []).append(k.name)

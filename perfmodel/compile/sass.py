@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-_memory: dict[str, dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]] = {}
-_memory_flow: dict[str, dict[str, list]] = {}
+_memory: dict[tuple, dict[str, list[tuple[tuple[str, int], tuple[str, int], str]]]] = {}
+_memory_flow: dict[tuple, dict[str, list]] = {}
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _FUNC_HDR = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
 _LINEINFO = re.compile(r'//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
@@ -192,33 +192,32 @@ class SassInstr:
         return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
 
 
-def _functions(cubin: bytes | None):
-    if not cubin:
+def _listing(mod, parsed: dict, flow: bool):
+    """The parsed listing of ``mod``'s cubin (cached by the cubin's digest and the folder its paths are moved to)."""
+    if not mod.cubin:
         return None
-    digest = hashlib.sha256(cubin).hexdigest()
-    if digest not in _memory:
-        text = _disassemble(cubin)
+    moved = getattr(mod, "relocated", None)
+    key = (hashlib.sha256(mod.cubin).hexdigest(), moved)
+    if key not in parsed:
+        text = _disassemble(mod.cubin)
         if text is None:
             return None
-        _memory[digest] = parse_sass(text)
-    return _memory[digest]
+        if moved:
+            from perfmodel.compile.cache import relocate
+
+            text = relocate(text, *moved)
+        parsed[key] = parse_sass(text, flow=flow)
+    return parsed[key]
 
 
 def kernel_flow(mod, info) -> list | None:
     """The kernel's SASS as :class:`SassInstr` (labels and branch targets kept), or None without nvdisasm."""
-    if not mod.cubin:
-        return None
-    digest = hashlib.sha256(mod.cubin).hexdigest()
-    if digest not in _memory_flow:
-        text = _disassemble(mod.cubin)
-        if text is None:
-            return None
-        _memory_flow[digest] = parse_sass(text, flow=True)
-    return _memory_flow[digest].get(info.mangled)
+    funcs = _listing(mod, _memory_flow, True)
+    return None if funcs is None else funcs.get(info.mangled)
 
 
 def kernel_instructions(mod, info) -> list[tuple[tuple[str, int], tuple[str, int], str]] | None:
-    funcs = _functions(mod.cubin)
+    funcs = _listing(mod, _memory, False)
     if funcs is None:
         return None
     return funcs.get(info.mangled)
