@@ -156,9 +156,9 @@ class MemoryMixin:
                     np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
             self.replica.footprint(gid, store, np.concatenate([np.asarray(p).reshape(-1) for p in parts]))
         view = heap.view(dt)
-        idx = off // size
+        idx = off >> _LOG2[size]            # the element index (sizes are 1, 2, 4, 8 or 16 bytes)
         if not store:
-            return [view[idx + j] for j in range(vec)]
+            return [view[idx + j] if j else view[idx] for j in range(vec)]
         self._scatter(view, idx, values, m)
         return None
 
@@ -409,6 +409,9 @@ class MemoryMixin:
             j = heap.owner(v)
             self.fault_where(badm, f"out-of-bounds global atomic on {heap.names[j]} "
                                    f"(element {(v - heap.offsets[j]) // size} of {heap.sizes[j] // size})", gid)
+
+
+_LOG2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
 
 
 def _row_invariant(off, m):

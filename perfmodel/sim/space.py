@@ -7,6 +7,8 @@ like cudaMalloc). Shared, local and constant addresses are offsets in their own 
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 GLOBAL_BASE = 0x7F0000000000
@@ -98,8 +100,7 @@ class GlobalHeap(ByteSpace):
 
     def owner(self, off: int) -> int:
         """Index of the allocation nearest below byte offset ``off`` (for messages)."""
-        k = int(np.searchsorted(self.starts, off, side="right")) - 1
-        return max(k, 0)
+        return max(bisect.bisect_right(self.offsets, off) - 1, 0)
 
     def valid(self, off: np.ndarray, size: int) -> np.ndarray:
         """Per-lane: does [off, off+size) lie inside one allocation?"""
