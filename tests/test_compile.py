@@ -443,6 +443,26 @@ def test_a_copy_in_another_folder_reuses_the_compile_and_the_listing(tmp_path, m
         compile_cuda(tmp_path / "three" / "main.cu")
 
 
+def test_relocation_moves_paths_not_other_mentions_of_the_folder():
+    ptx = '.file\t1 "/src/a/main.cu"\n.file\t2 "/src/a/sub/width.cuh"\n// /src/a/ in a comment\n'
+    log = "/src/a/main.cu(3): warning: x declared but never referenced, see /src/a/notes\nptxas info\n"
+    sass = '\t//## File "/src/a/width.cuh", line 4 inlined at "/src/a/main.cu", line 8\n'
+    assert compile_cache.relocate(ptx, "/src/a", "/home/u/b") == (
+        '.file\t1 "/home/u/b/main.cu"\n.file\t2 "/home/u/b/sub/width.cuh"\n// /src/a/ in a comment\n')
+    assert compile_cache.relocate(log, "/src/a", "/home/u/b") == log.replace("/src/a/main.cu", "/home/u/b/main.cu")
+    assert compile_cache.relocate(sass, "/src/a", "/x") == sass.replace("/src/a/", "/x/")
+    assert compile_cache.relocate(sass, "/src/a", "/src/a") == sass
+    assert compile_cache.relocate(sass, "/src/ab", "/x") == sass          # another folder with the same prefix
+    # the key leaves the folder out of #line paths only (a string in the code that names it is code)
+    text = '#line 1 "/src/a/main.cu"\nconst char *s = "/src/a/x";\n#line 9 "/src/a/main.cu"\n'
+    moved = text.replace("/src/a/", "/elsewhere/")
+    assert compile_cache.relative_text(text, "/src/a") != compile_cache.relative_text(moved, "/elsewhere")
+    assert compile_cache.relative_text(text, "/src/a") == compile_cache.relative_text(
+        moved.replace('"/elsewhere/x"', '"/src/a/x"'), "/elsewhere")
+    assert compile_cache.relative_text(text, "/src/a") != compile_cache.relative_text(
+        text.replace("main.cu", "other.cu"), "/src/a")
+
+
 def test_kernel_declared_and_defined_with_different_signatures():
     src = ("__global__ void k(int *a, int n);\n"
            "__global__ void k(int *a, int n, int m)\n{\n  a[0] = n + m;\n}\n")

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -62,15 +63,25 @@ def header_wheel_versions() -> list[str]:
 
 
 def relative_text(text: str, root: str | None) -> str:
-    """``text`` with the folder ``root`` (followed by a slash) left out of every path, for the key."""
-    return text if not root else text.replace(root.rstrip("/") + "/", "\0root/")
+    """``text`` with the folder ``root`` left out of its ``#line`` paths (where the compiled code's file names come
+    from), for the key; any other mention of the folder stays."""
+    if not root:
+        return text
+    from perfmodel.compile.hostcode import _escape
+
+    folder = re.escape(_escape(root.rstrip("/") + "/"))
+    return re.sub(r'^(#line \d+ ")' + folder, lambda m: m.group(1) + "\0root/", text, flags=re.MULTILINE)
 
 
 def relocate(text: str, old_root: str | None, new_root: str | None) -> str:
-    """``text`` (PTX, a compile log, a SASS listing) with paths under ``old_root`` moved under ``new_root``."""
+    """``text`` (PTX, a compile log, a SASS listing) with the paths under ``old_root`` moved under ``new_root``: a
+    path where one starts - after a quote (PTX ``.file``, nvdisasm's ``//## File "..."``) or at the start of a line
+    (the log's ``file(line): warning``) - not any other occurrence of the folder's name."""
     if not old_root or not new_root or old_root == new_root:
         return text
-    return text.replace(old_root.rstrip("/") + "/", new_root.rstrip("/") + "/")
+    new = new_root.rstrip("/") + "/"
+    return re.sub(r'(^|")' + re.escape(old_root.rstrip("/") + "/"), lambda m: m.group(1) + new, text,
+                  flags=re.MULTILINE)
 
 
 def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int, root: str | None = None) -> str:

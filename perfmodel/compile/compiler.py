@@ -173,7 +173,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                 options = _options(target, defines, prepared.device_launch)
                 all_exprs = _name_expressions(prepared.kernels, exprs)
                 return _module(record, prepared, all_exprs, source, display, target, arch, note, options,
-                               str(abs_path.parent) if abs_path else None)
+                               _root(abs_path))
 
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
@@ -181,7 +181,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
-    root = str(abs_path.parent) if abs_path else None
+    root = _root(abs_path)
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root)
 
     record = _cache.lookup(key) if cache else None
@@ -212,6 +212,13 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
         main = str(abs_path) if abs_path else "kernel.cu"
         _cache.store_manifest(raw_key, key, prepared, main)
     return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root)
+
+
+def _root(abs_path: Path | None) -> str | None:
+    """The folder the compile key is relative to: the kernel file's, unless that is the file system's root."""
+    if abs_path is None or abs_path.parent == Path(abs_path.anchor):
+        return None
+    return str(abs_path.parent)
 
 
 def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple[str, KernelDecl | None]]:
