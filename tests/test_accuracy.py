@@ -319,18 +319,19 @@ def test_measured_time_is_the_median_over_the_sessions():
 
 
 def test_repeat_sessions_cover_the_datasets_and_show_what_reproduces():
-    """Every case of the three datasets was timed again in two later sessions on its GPU (validation/raw/*_retime*.json,
-    attached by validation/add_sessions.py). Cold times reproduce within 10% in every case; warm times of kernels
-    over 20 us within 30%, while those under 20 us move by up to 2x (docs/validation.md, "Reproducibility"): the
-    reason the accuracy check takes the median over sessions."""
+    """Every case of the three datasets was timed again in four later sessions on its GPU (validation/raw/*_retime*.json,
+    attached by validation/add_sessions.py). Cold times reproduce within 12% in every case (10% above 6 us); warm
+    times of kernels over 20 us within 30%, while those under 20 us move by up to 2x (docs/validation.md,
+    "Reproducibility"): the reason the accuracy check takes the median over sessions."""
     for name, raw in (("h100", "h100_seed_retime"), ("h100_fidelity", "h100_fidelity_retime"), ("h200", "h200_retime")):
         data = json.loads((ROOT / "validation" / f"{name}.json").read_text())
         small_moves, other_moves = [], []
         for case in data["cases"]:
             sources = sorted(s["source"] for s in case["sessions"])
-            assert sources == [f"validation/raw/{raw}.json", f"validation/raw/{raw}2.json"], (name, case_id(case))
+            assert sources == [f"validation/raw/{raw}{n}.json" for n in ("", "2", "3", "4")], (name, case_id(case))
             for s in case["sessions"]:
-                assert 0.9 <= s["cold_median_s"] / case["time_s"] <= 1.1, (name, case_id(case))
+                moved = s["cold_median_s"] / case["time_s"]
+                assert 0.9 <= moved <= (1.12 if case["time_s"] < 6e-6 else 1.1), (name, case_id(case))
                 moved = s["warm_median_s"] / case["time"]["warm"]["median_s"]
                 (small_moves if case["time_s"] < 20e-6 else other_moves).append(max(moved, 1 / moved))
         assert max(other_moves) <= 1.3, name

@@ -39,12 +39,13 @@ LAUNCH_OVERHEAD_S = 3.3e-6
 # The same floor for warm times (``--l2 warm``): back-to-back launches, each between two events recorded on an idle
 # GPU, so the launch latency is inside the events (cold runs hide it behind the L2 flush that precedes them).
 # Measured, not fitted: an empty 1-block kernel timed that way (validation/microbench/run_latency.py
-# "empty_launch_1_block", 200 repeats) takes 6.69, 8.70 and 6.99 us median in three sessions on the H100
-# (validation/raw/h100_latency.json, h100_latency_retime.json, h100_latency_retime2.json); the floor moves from
-# session to session like the warm times of small kernels do (docs/validation.md "Reproducibility"), so the value is
-# the median of the sessions, 6.99 us (6.69 from the first session alone until 2026-11-27). Profiles without their
-# own figure use it; the H200's own four sessions are in devices/h200.yaml (measured.launch_overhead_warm_s).
-LAUNCH_OVERHEAD_WARM_S = 6.99e-6
+# "empty_launch_1_block", 200 repeats) takes 6.69, 8.70, 6.99, 10.53 and 9.25 us median in five sessions on the
+# H100 (validation/raw/h100_latency.json, h100_latency_retime.json ... h100_latency_retime4.json); the floor moves
+# from session to session like the warm times of small kernels do (docs/validation.md "Reproducibility"), so the
+# value is the median of the sessions, 8.70 us (6.69 from the first session alone, 6.99 from the first three until
+# the fourth and fifth sessions of 2026-11-27). Profiles without their own figure use it; the H200's own six sessions
+# are in devices/h200.yaml (measured.launch_overhead_warm_s).
+LAUNCH_OVERHEAD_WARM_S = 8.704e-6
 
 # L1 tag lookups: one 128-byte line per clock per SM. matmul_rowwise (a stride-1 KB load: 32 lines per request,
 # plus a broadcast) measures 34 cycles per warp-iteration (ncu: L1 97.6% busy) = 33 lines. The lines are the
