@@ -318,6 +318,28 @@ def test_measured_time_is_the_median_over_the_sessions():
     assert measured_time(case, "warm") == 2.5          # two values: their mean
 
 
+def test_session_spread_and_predictions_inside_the_measured_range():
+    """Per case: every session's time, the slowest over the fastest, and whether the prediction lies inside; in the
+    summary, the median and widest spread and how many predictions fall inside their case's range (by hand)."""
+    narrow = _case(time_s=1.0e-3)
+    narrow["sessions"] = [{"cold_median_s": 1.1e-3}, {"cold_median_s": 1.2e-3}]      # 1.0-1.2 ms: 1.2x
+    wide = _case(kernel="other", time_s=1.0e-3)
+    wide["sessions"] = [{"cold_median_s": 2.0e-3}, {"cold_median_s": None}]           # 1.0-2.0 ms: 2x, one blank
+    alone = _case(kernel="third", time_s=1.0e-3)                                       # one session: no spread
+    report = accuracy({"cases": [narrow, wide, alone], "profile": "h100"}, analyze=_fake_analyze(predicted=1.5e-3))
+    by_kernel = {c.kernel: c for c in report.cases}
+    assert by_kernel["k"].measured_sessions_s == [1.0e-3, 1.1e-3, 1.2e-3]
+    assert by_kernel["k"].session_spread == pytest.approx(1.2) and by_kernel["k"].within_sessions is False
+    assert by_kernel["other"].measured_sessions_s == [1.0e-3, 2.0e-3]
+    assert by_kernel["other"].session_spread == pytest.approx(2.0) and by_kernel["other"].within_sessions is True
+    assert by_kernel["third"].session_spread is None and by_kernel["third"].within_sessions is None
+    s = report.summary()["sessions"]
+    assert s == {"cases": 2, "most_sessions": 3, "median_spread": pytest.approx(1.6), "max_spread": pytest.approx(2.0),
+                 "widest_case": by_kernel["other"].id, "predicted_within_sessions": 1, "predicted_compared": 2}
+    doc = report.to_json()["cases"][1]
+    assert doc["measured_sessions_s"] == [1.0e-3, 2.0e-3] and doc["session_spread"] == pytest.approx(2.0)
+
+
 def test_repeat_sessions_cover_the_datasets_and_show_what_reproduces():
     """Every case of the three datasets was timed again in four later sessions on its GPU (validation/raw/*_retime*.json,
     attached by validation/add_sessions.py). Cold times reproduce within 12% in every case (10% above 6 us); warm

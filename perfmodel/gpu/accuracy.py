@@ -155,6 +155,21 @@ class CaseAccuracy:
     warp_instructions: CountComparison | None = None
     analysis: dict[str, Any] = field(default_factory=dict, repr=False)
     total_blocks: int | None = None
+    measured_sessions_s: list[float] = field(default_factory=list)   # each session's median (measured_times)
+
+    @property
+    def session_spread(self) -> float | None:
+        """The slowest session's time over the fastest's (None with fewer than two sessions)."""
+        if len(self.measured_sessions_s) < 2:
+            return None
+        return max(self.measured_sessions_s) / min(self.measured_sessions_s)
+
+    @property
+    def within_sessions(self) -> bool | None:
+        """Whether the prediction lies inside the range the case's sessions measured."""
+        if self.predicted_time_s is None or len(self.measured_sessions_s) < 2:
+            return None
+        return min(self.measured_sessions_s) <= self.predicted_time_s <= max(self.measured_sessions_s)
 
     @property
     def time_error(self) -> float | None:
@@ -178,7 +193,8 @@ class CaseAccuracy:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "kernel": self.kernel, "params": self.params,
-            "measured_time_s": self.measured_time_s, "predicted_time_s": self.predicted_time_s,
+            "measured_time_s": self.measured_time_s, "measured_sessions_s": list(self.measured_sessions_s),
+            "session_spread": self.session_spread, "predicted_time_s": self.predicted_time_s,
             "time_error": self.time_error, "time_factor": self.time_factor, "bound": self.bound,
             "registers": self.registers,
             "occupancy": {"ours_blocks_per_sm": self.blocks_per_sm_ours, "api_blocks_per_sm": self.blocks_per_sm_api,
@@ -280,6 +296,7 @@ class AccuracyReport:
             "worst_time_cases": [c.id for c in sorted(timed, key=lambda c: -c.time_factor)[:5]],
             "classes": self.class_summary(),
             "warp_instructions": instruction_summary(self.cases),
+            "sessions": session_summary(self.cases),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -287,6 +304,21 @@ class AccuracyReport:
                 "summary": self.summary(), "source_level_kernels": list(self.source_level_kernels),
                 "excluded": self.excluded, "notes": [SHARED_COUNT_NOTES],
                 "cases": [c.to_json() for c in self.cases]}
+
+
+def session_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
+    """How far the timing sessions of a case agree: the cases timed in more than one session, the sessions per
+    case (the most), the median and largest spread (slowest session over fastest), and how many predictions fall
+    inside their case's measured range - an error there is within what the measurement itself moves."""
+    timed = [c for c in cases if c.session_spread is not None]
+    spreads = [c.session_spread for c in timed]
+    inside = [c.within_sessions for c in timed if c.within_sessions is not None]
+    widest = max(timed, key=lambda c: c.session_spread, default=None)
+    return {"cases": len(timed), "most_sessions": max((len(c.measured_sessions_s) for c in timed), default=0),
+            "median_spread": statistics.median(spreads) if spreads else None,
+            "max_spread": max(spreads) if spreads else None,
+            "widest_case": None if widest is None else widest.id,
+            "predicted_within_sessions": sum(inside), "predicted_compared": len(inside)}
 
 
 def instruction_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
@@ -338,22 +370,29 @@ def _accepts(function: Callable[..., Any], name: str) -> bool:
 L2_STATES = ("cold", "warm")
 
 
-def measured_time(case: dict[str, Any], l2: str = "cold") -> float | None:
-    """The case's measured median time: ``cold`` (L2 flushed before each launch; the dataset's ``time_s``) or
-    ``warm`` (back-to-back launches: what fits in L2 stays there). A case timed again in later sessions
-    (``sessions``: validation/add_sessions.py) gives the median over its own median and theirs: the warm times of
-    kernels under ~20 us move by a factor of 0.47 to 1.55 from one session to the next on the same GPU
-    (docs/validation.md, "Reproducibility"), so one session's figure is not the kernel's."""
+def measured_times(case: dict[str, Any], l2: str = "cold") -> list[float]:
+    """Every session's median time of the case: ``cold`` (L2 flushed before each launch; the dataset's ``time_s``)
+    or ``warm`` (back-to-back launches: what fits in L2 stays there), the dataset's own first, then its
+    ``sessions`` (validation/add_sessions.py) in their order; sessions without a figure are left out."""
     if l2 not in L2_STATES:
         raise PerfmodelError(f"--l2 {l2!r}: expected one of {', '.join(L2_STATES)}")
     if l2 == "cold":
         own = case.get("time_s")
     else:
         own = ((case.get("time") or {}).get("warm") or {}).get("median_s")
-    if own is None or not case.get("sessions"):
-        return own
-    values = [own] + [s.get(f"{l2}_median_s") for s in case["sessions"]]
-    return statistics.median(v for v in values if isinstance(v, (int, float)) and v > 0)
+    if own is None:
+        return []
+    values = [own] + [s.get(f"{l2}_median_s") for s in case.get("sessions") or []]
+    return [v for v in values if isinstance(v, (int, float)) and v > 0]
+
+
+def measured_time(case: dict[str, Any], l2: str = "cold") -> float | None:
+    """The case's measured median time (:func:`measured_times`). A case timed again in later sessions gives the
+    median over its own median and theirs: the warm times of kernels under ~20 us move by a factor of up to 1.9
+    from one session to the next on the same GPU (docs/validation.md, "Reproducibility"), so one session's figure
+    is not the kernel's."""
+    values = measured_times(case, l2)
+    return statistics.median(values) if values else None
 
 
 def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
@@ -361,7 +400,9 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
     params = dict(case.get("overrides") or {})
     registers = (case.get("function") or {}).get("num_regs")
     ncu = case.get("ncu") or {}
+    sessions = measured_times(case, l2)
     base = dict(id=case_id(case), kernel=case["kernel"], params=params, measured_time_s=measured_time(case, l2),
+                measured_sessions_s=sessions,
                 registers=registers, blocks_per_sm_api=(case.get("occupancy_api") or {}).get("blocks_per_sm"),
                 hardware=_hardware(case), total_blocks=case.get("total_blocks"))
     try:

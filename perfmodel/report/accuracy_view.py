@@ -116,6 +116,12 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
         lines.append(f"time: median |error| {s['median_abs_time_error'] * 100:.1f}%, max |error| "
                      f"{s['max_abs_time_error'] * 100:.1f}% (worst factor {s['max_time_factor']:.2f}x); "
                      f"{s['within_25pct']}/{s['timed']} within 25%, {s['within_2x']}/{s['timed']} within 2x")
+    ss = s.get("sessions") or {}
+    if ss.get("cases"):
+        lines.append(f"measured times: the median over up to {ss['most_sessions']} timing sessions; a case's sessions "
+                     f"spread {ss['median_spread']:.2f}x (median) to {ss['max_spread']:.2f}x ({ss['widest_case']}); "
+                     f"{ss['predicted_within_sessions']}/{ss['predicted_compared']} predictions lie inside their "
+                     f"case's measured range")
     for name, c in (s.get("classes") or {}).items():
         if c.get("median_abs_time_error") is not None:
             lines.append(f"class {name}: {c['timed']} cases, median |error| {c['median_abs_time_error'] * 100:.1f}%, "
