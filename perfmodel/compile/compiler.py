@@ -16,7 +16,7 @@ from pathlib import Path
 
 from perfmodel.compile import cache as _cache
 from perfmodel.compile import nvrtc
-from perfmodel.compile.hostcode import KernelDecl, Prepared, prepare
+from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
 from perfmodel.compile.signature import dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries
 from perfmodel.errors import CompileError, Location
@@ -374,6 +374,3 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
     return CompileError(f"{file}:{line}: error: {msg}{detail}{more}.{hint}",
                         location=Location(file, line))
 
-
-def _escape(path: str) -> str:
-    return path.replace("\\", "\\\\").replace('"', '\\"')
