@@ -447,12 +447,20 @@ def test_relocation_moves_paths_not_other_mentions_of_the_folder():
     ptx = '.file\t1 "/src/a/main.cu"\n.file\t2 "/src/a/sub/width.cuh"\n// /src/a/ in a comment\n'
     log = "/src/a/main.cu(3): warning: x declared but never referenced, see /src/a/notes\nptxas info\n"
     sass = '\t//## File "/src/a/width.cuh", line 4 inlined at "/src/a/main.cu", line 8\n'
-    assert compile_cache.relocate(ptx, "/src/a", "/home/u/b") == (
+    assert compile_cache.relocate(ptx, [("/src/a", "/home/u/b")]) == (
         '.file\t1 "/home/u/b/main.cu"\n.file\t2 "/home/u/b/sub/width.cuh"\n// /src/a/ in a comment\n')
-    assert compile_cache.relocate(log, "/src/a", "/home/u/b") == log.replace("/src/a/main.cu", "/home/u/b/main.cu")
-    assert compile_cache.relocate(sass, "/src/a", "/x") == sass.replace("/src/a/", "/x/")
-    assert compile_cache.relocate(sass, "/src/a", "/src/a") == sass
-    assert compile_cache.relocate(sass, "/src/ab", "/x") == sass          # another folder with the same prefix
+    assert compile_cache.relocate(log, [("/src/a", "/home/u/b")]) == log.replace("/src/a/main.cu", "/home/u/b/main.cu")
+    assert compile_cache.relocate(sass, [("/src/a", "/x")]) == sass.replace("/src/a/", "/x/")
+    assert compile_cache.relocate(sass, [("/src/a", "/src/a")]) == sass
+    assert compile_cache.relocate(sass, [("/src/ab", "/x")]) == sass          # another folder with the same prefix
+    # the kernel's folder and the NVIDIA wheels' folder (another virtual environment) move together
+    both = '"/src/a/main.cu" "/venv1/site-packages/nvidia/cu13/include/cuda_fp16.hpp"'
+    assert compile_cache.relocate(both, [("/src/a", "/b"), ("/venv1/site-packages", "/venv2/lib/site-packages")]) \
+        == '"/b/main.cu" "/venv2/lib/site-packages/nvidia/cu13/include/cuda_fp16.hpp"'
+    rec = compile_cache.Record(ptx="", log="", root="/src/a", sdk="/venv1/site-packages")
+    assert compile_cache.moves(rec, "/src/a", "/venv2") == (("/venv1/site-packages", "/venv2"),)
+    assert compile_cache.moves(rec, "/src/a", "/venv1/site-packages") == ()
+    assert compile_cache.moves(compile_cache.Record(ptx="", log=""), "/src/a", "/venv2") == ()   # older records
     # the key leaves the folder out of #line paths only (a string in the code that names it is code)
     text = '#line 1 "/src/a/main.cu"\nconst char *s = "/src/a/x";\n#line 9 "/src/a/main.cu"\n'
     moved = text.replace("/src/a/", "/elsewhere/")
@@ -461,6 +469,13 @@ def test_relocation_moves_paths_not_other_mentions_of_the_folder():
         moved.replace('"/elsewhere/x"', '"/src/a/x"'), "/elsewhere")
     assert compile_cache.relative_text(text, "/src/a") != compile_cache.relative_text(
         text.replace("main.cu", "other.cu"), "/src/a")
+    # the -I folders of the NVIDIA wheels count relative to the environment's site-packages; the wheels' versions
+    # are in the key (header_wheel_versions), a user's own -I folder stays absolute
+    def key(sdk, extra="-I/home/u/inc"):
+        return compile_cache.cache_key(text, ["--gpu-architecture=sm_90", f"-I{sdk}/nvidia/cu13/include", extra], [],
+                                       (13, 0), 3, "/src/a", sdk)
+    assert key("/venv1/site-packages") == key("/tmp/venv2/lib/python3.11/site-packages")
+    assert key("/venv1/site-packages") != key("/venv1/site-packages", "-I/home/v/inc")
 
 
 def test_kernel_declared_and_defined_with_different_signatures():

@@ -6,7 +6,8 @@ folders), the name expressions, the NVRTC version, the versions of the header wh
 and the cache format version. The kernel file's folder (its ``root``) is left out of the key: the text's
 ``#line`` paths count relative to it, so a copy of the same file in another folder (a second clone, a moved
 project, pytest's per-session temporary folders) finds the compile, whose PTX, log and SASS listing then name the
-new folder (:func:`relocate`).
+new folder (:func:`relocate`). So is the folder of the NVIDIA header wheels (``sdk``, a virtual environment's
+site-packages; the wheels' versions are in the key), so a new virtual environment finds the compiles of another.
 
 On disk: ``<dir>/compile/<key>.json`` (PTX, log, lowered names) and ``<key>.cubin``, where ``<dir>`` is
 ``$PERFMODEL_CACHE_DIR`` or ``platformdirs.user_cache_dir("perfmodel")``. Writes go through a temporary file and
@@ -35,6 +36,7 @@ class Record:
     lowered: dict[str, str] = field(default_factory=dict)
     cubin: bytes | None = None
     root: str | None = None       # the kernel file's folder when it was compiled (the paths in ptx, log, cubin)
+    sdk: str | None = None        # the NVIDIA wheels' folder then (nvrtc.sdk_root: the header paths in them)
 
 
 def cache_dir() -> Path:
@@ -73,20 +75,30 @@ def relative_text(text: str, root: str | None) -> str:
     return re.sub(r'^(#line \d+ ")' + folder, lambda m: m.group(1) + "\0root/", text, flags=re.MULTILINE)
 
 
-def relocate(text: str, old_root: str | None, new_root: str | None) -> str:
-    """``text`` (PTX, a compile log, a SASS listing) with the paths under ``old_root`` moved under ``new_root``: a
-    path where one starts - after a quote (PTX ``.file``, nvdisasm's ``//## File "..."``) or at the start of a line
-    (the log's ``file(line): warning``) - not any other occurrence of the folder's name."""
-    if not old_root or not new_root or old_root == new_root:
-        return text
-    new = new_root.rstrip("/") + "/"
-    return re.sub(r'(^|")' + re.escape(old_root.rstrip("/") + "/"), lambda m: m.group(1) + new, text,
-                  flags=re.MULTILINE)
+def relocate(text: str, pairs) -> str:
+    """``text`` (PTX, a compile log, a SASS listing) with the paths under each ``(old, new)`` folder of ``pairs``
+    moved under ``new``: a path where one starts - after a quote (PTX ``.file``, nvdisasm's ``//## File "..."``)
+    or at the start of a line (the log's ``file(line): warning``) - not any other occurrence of the folder's name."""
+    for old, new in pairs:
+        target = new.rstrip("/") + "/"
+        text = re.sub(r'(^|")' + re.escape(old.rstrip("/") + "/"), lambda m: m.group(1) + target, text,
+                      flags=re.MULTILINE)
+    return text
 
 
-def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int, root: str | None = None) -> str:
-    """The compile's key; ``root``: the kernel file's folder, left out (:func:`relative_text`)."""
+def moves(rec: Record, root: str | None, sdk: str | None) -> tuple:
+    """The ``(old, new)`` folders a cached record's paths move by when it serves a compile with these folders."""
+    return tuple((old, new) for old, new in ((rec.root, root), (rec.sdk, sdk)) if old and new and old != new)
+
+
+def cache_key(text: str, options: list[str], exprs, nvrtc_version, fmt: int, root: str | None = None,
+              sdk: str | None = None) -> str:
+    """The compile's key; ``root``: the kernel file's folder, left out (:func:`relative_text`); ``sdk``: the NVIDIA
+    wheels' folder, left out of the ``-I`` options that name it."""
     text = relative_text(text, root)
+    if sdk:
+        prefix = "-I" + sdk.rstrip("/") + "/"
+        options = ["-I\0sdk/" + o[len(prefix):] if o.startswith(prefix) else o for o in options]
     h = hashlib.sha256()
     payload = json.dumps({"options": options, "exprs": [e for e, _ in exprs], "nvrtc": list(nvrtc_version),
                           "headers": header_wheel_versions(), "format": fmt}, sort_keys=True)
@@ -104,7 +116,8 @@ def lookup(key: str) -> Record | None:
     folder = cache_dir() / "compile"
     try:
         data = json.loads((folder / f"{key}.json").read_text())
-        rec = Record(ptx=data["ptx"], log=data["log"], lowered=dict(data["lowered"]), root=data.get("root"))
+        rec = Record(ptx=data["ptx"], log=data["log"], lowered=dict(data["lowered"]), root=data.get("root"),
+                     sdk=data.get("sdk"))
         cubin_path = folder / f"{key}.cubin"
         if data.get("cubin"):
             rec.cubin = cubin_path.read_bytes()
@@ -122,7 +135,7 @@ def store(key: str, rec: Record) -> None:
         if rec.cubin is not None:
             _atomic_write(folder / f"{key}.cubin", rec.cubin)
         data = {"ptx": rec.ptx, "log": rec.log, "lowered": rec.lowered, "cubin": rec.cubin is not None,
-                "root": rec.root}
+                "root": rec.root, "sdk": rec.sdk}
         _atomic_write(folder / f"{key}.json", json.dumps(data).encode())
     except OSError:
         pass   # a read-only or full cache folder only costs speed

@@ -173,7 +173,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                 options = _options(target, defines, prepared.device_launch)
                 all_exprs = _name_expressions(prepared.kernels, exprs)
                 return _module(record, prepared, all_exprs, source, display, target, arch, note, options,
-                               _root(abs_path))
+                               _root(abs_path), nvrtc.sdk_root())
 
     prepared = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path,
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
@@ -181,8 +181,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
-    root = _root(abs_path)
-    key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root)
+    root, sdk = _root(abs_path), nvrtc.sdk_root()
+    key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)
 
     record = _cache.lookup(key) if cache else None
     if record is None:
@@ -205,13 +205,13 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
-                               cubin=result.cubin, root=root)
+                               cubin=result.cubin, root=root, sdk=sdk)
         if cache:
             _cache.store(key, record)
     if cache:
         main = str(abs_path) if abs_path else "kernel.cu"
         _cache.store_manifest(raw_key, key, prepared, main)
-    return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root)
+    return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root, sdk)
 
 
 def _root(abs_path: Path | None) -> str | None:
@@ -258,14 +258,14 @@ def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
 
 
 def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str, display: str | None,
-            target: str, requested: str, note: str, options: list[str], root: str | None) -> CompiledModule:
-    relocated = None
-    if record.root and root and record.root != root:
-        # compiled from a copy of the file in another folder: its paths, moved to this one
-        relocated = (record.root, root)
-        record = _cache.Record(ptx=_cache.relocate(record.ptx, *relocated),
-                               log=_cache.relocate(record.log, *relocated), lowered=record.lowered,
-                               cubin=record.cubin, root=root)
+            target: str, requested: str, note: str, options: list[str], root: str | None,
+            sdk: str | None) -> CompiledModule:
+    relocated = _cache.moves(record, root, sdk)
+    if relocated:
+        # compiled from a copy of the file in another folder, or with the headers of another environment: its
+        # paths, moved to these folders
+        record = _cache.Record(ptx=_cache.relocate(record.ptx, relocated), log=_cache.relocate(record.log, relocated),
+                               lowered=record.lowered, cubin=record.cubin, root=root, sdk=sdk)
     entries = ptx_entries(record.ptx)
     resources = parse_ptxas_log(record.log)
     kernels: list[KernelInfo] = []
@@ -302,7 +302,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          source_path=display, source_lines=source.splitlines(), kernels=kernels, log=record.log,
                          options=list(options), templates=templates,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
-                         cubin=record.cubin, files=dict(prepared.files), relocated=relocated)
+                         cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None)
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:
         declared.setdefault(k.file, []).append(k.name)

@@ -53,9 +53,10 @@ class CompiledModule:
     context_path: str | None = None   # a header compiled inside the .cu file that includes it: that file
     cubin: bytes | None = field(default=None, repr=False)
     files: dict[str, str] = field(default_factory=dict, repr=False)   # absolute path -> original lines' text
-    # (folder compiled in, this file's folder) when the compile came from the cache of a copy of the file in another
-    # folder: the cubin's line information names the first, the SASS listing is read with it moved to the second
-    relocated: tuple[str, str] | None = None
+    # ((folder compiled in, folder now), ...) when the compile came from the cache of a copy of the file in another
+    # folder or of another environment's headers (compile/cache.py moves): the cubin's line information names the
+    # old folders, the SASS listing is read with them moved to the new
+    relocated: tuple[tuple[str, str], ...] | None = None
 
     @property
     def source_file(self) -> str | None:

@@ -37,6 +37,18 @@ def nvidia_roots() -> list[Path]:
     return roots
 
 
+@functools.lru_cache(maxsize=1)
+def sdk_root() -> str | None:
+    """The folder the ``nvidia`` wheels are installed in (a virtual environment's site-packages), when they are all
+    in one: the compile key counts the header folders relative to it (perfmodel/compile/cache.py)."""
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    bases = {str(Path(base).resolve().parent) for base in getattr(nvidia, "__path__", [])}
+    return bases.pop() if len(bases) == 1 else None
+
+
 def sdk_include_dirs() -> list[str]:
     """The CUDA headers NVRTC needs (cuda_fp16.h, cooperative_groups, cuda/std, curand_kernel.h, ...)."""
     dirs: list[str] = []

@@ -193,7 +193,7 @@ class SassInstr:
 
 
 def _listing(mod, parsed: dict, flow: bool):
-    """The parsed listing of ``mod``'s cubin (cached by the cubin's digest and the folder its paths are moved to)."""
+    """The parsed listing of ``mod``'s cubin (cached by the cubin's digest and the folders its paths are moved by)."""
     if not mod.cubin:
         return None
     moved = getattr(mod, "relocated", None)
@@ -205,7 +205,7 @@ def _listing(mod, parsed: dict, flow: bool):
         if moved:
             from perfmodel.compile.cache import relocate
 
-            text = relocate(text, *moved)
+            text = relocate(text, moved)
         parsed[key] = parse_sass(text, flow=flow)
     return parsed[key]
 
