@@ -457,6 +457,12 @@ def test_relocation_moves_paths_not_other_mentions_of_the_folder():
     both = '"/src/a/main.cu" "/venv1/site-packages/nvidia/cu13/include/cuda_fp16.hpp"'
     assert compile_cache.relocate(both, [("/src/a", "/b"), ("/venv1/site-packages", "/venv2/lib/site-packages")]) \
         == '"/b/main.cu" "/venv2/lib/site-packages/nvidia/cu13/include/cuda_fp16.hpp"'
+    # a virtual environment inside the project: each path moves once, by the longer folder that holds it
+    nested = '"/p/k.cu" "/p/.venv/site-packages/nvidia/x.h"'
+    assert compile_cache.relocate(nested, [("/p", "/q"), ("/p/.venv/site-packages", "/q/env/site-packages")]) == (
+        '"/q/k.cu" "/q/env/site-packages/nvidia/x.h"')
+    assert compile_cache.relocate(nested, [("/p", "/p/sub"), ("/p/.venv/site-packages", "/p/v2")]) == (
+        '"/p/sub/k.cu" "/p/v2/nvidia/x.h"')
     rec = compile_cache.Record(ptx="", log="", root="/src/a", sdk="/venv1/site-packages")
     assert compile_cache.moves(rec, "/src/a", "/venv2") == (("/venv1/site-packages", "/venv2"),)
     assert compile_cache.moves(rec, "/src/a", "/venv1/site-packages") == ()

@@ -78,12 +78,14 @@ def relative_text(text: str, root: str | None) -> str:
 def relocate(text: str, pairs) -> str:
     """``text`` (PTX, a compile log, a SASS listing) with the paths under each ``(old, new)`` folder of ``pairs``
     moved under ``new``: a path where one starts - after a quote (PTX ``.file``, nvdisasm's ``//## File "..."``)
-    or at the start of a line (the log's ``file(line): warning``) - not any other occurrence of the folder's name."""
-    for old, new in pairs:
-        target = new.rstrip("/") + "/"
-        text = re.sub(r'(^|")' + re.escape(old.rstrip("/") + "/"), lambda m: m.group(1) + target, text,
-                      flags=re.MULTILINE)
-    return text
+    or at the start of a line (the log's ``file(line): warning``) - not any other occurrence of the folder's name.
+    One pass, the longest folder first, so a path moves once even where one folder holds the other (a virtual
+    environment inside the project)."""
+    to = {old.rstrip("/") + "/": new.rstrip("/") + "/" for old, new in pairs}
+    if not to:
+        return text
+    folders = "|".join(re.escape(old) for old in sorted(to, key=len, reverse=True))
+    return re.sub(r'(^|")(' + folders + ")", lambda m: m.group(1) + to[m.group(2)], text, flags=re.MULTILINE)
 
 
 def moves(rec: Record, root: str | None, sdk: str | None) -> tuple:
