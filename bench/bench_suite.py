@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The README's test command (``python -m pytest``) timed in the three states a checkout meets it in.
+"""The README's test command (``python -m pytest``) timed in the states a checkout meets it in.
 
-* ``cold``: a fresh clone and an empty compile cache (``PERFMODEL_CACHE_DIR`` a new folder) - a new machine, or CI:
-  every kernel the tests use is compiled by NVRTC and disassembled by nvdisasm;
+* ``unseeded``: a fresh clone and an empty compile cache (``PERFMODEL_CACHE_DIR`` a new folder), the compile seed
+  turned off (``PERFMODEL_TEST_SEED=0``): every kernel the tests use is compiled by NVRTC and disassembled by
+  nvdisasm - a new machine whose NVIDIA wheels are not the ones the seed was made with (tests/seed/make_seed.py);
+* ``cold``: a fresh clone and an empty compile cache - a new machine, or CI: the tests start by copying the compile
+  seed into the cache, and compile what it lacks;
 * ``clone``: another fresh clone of the same commit, with the cache the cold run filled - a second checkout on a
   machine that has run perfmodel (the compile key leaves the kernel's folder out, docs/compile.md);
 * ``warm``: the same clone again.
 
-Each state runs ``--repeats`` times (a new cache folder and two new clones per repeat); printed: the median wall
+Each state runs ``--repeats`` times (two new cache folders and three new clones per repeat); printed: the median wall
 time of each state, the largest peak resident memory of one process (``ru_maxrss`` over the test processes),
 and the worst wall time. The clones are of HEAD (``git clone`` of this repository: committed files only), run with
 this interpreter and the clone first on ``PYTHONPATH``, so the clone's perfmodel is the one tested.
@@ -35,8 +38,8 @@ def _clone(into: Path) -> Path:
     return into
 
 
-def _pytest(clone: Path, cache: Path, extra: list[str]) -> float:
-    env = dict(os.environ, PERFMODEL_CACHE_DIR=str(cache), PYTHONPATH=str(clone))
+def _pytest(clone: Path, cache: Path, extra: list[str], seed: bool = True) -> float:
+    env = dict(os.environ, PERFMODEL_CACHE_DIR=str(cache), PYTHONPATH=str(clone), PERFMODEL_TEST_SEED=str(int(seed)))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *extra], cwd=clone, env=env,
@@ -55,21 +58,23 @@ def main() -> int:
     args = ap.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
-    times: dict[str, list[float]] = {"cold": [], "clone": [], "warm": []}
+    times: dict[str, list[float]] = {"unseeded": [], "cold": [], "clone": [], "warm": []}
     for i in range(args.repeats):
         work = Path(tempfile.mkdtemp(prefix="perfmodel-bench-suite-"))
         try:
-            cache = work / "cache"
-            first, second = _clone(work / "a"), _clone(work / "b")
-            for state, clone in (("cold", first), ("clone", second), ("warm", second)):
-                times[state].append(_pytest(clone, cache, args.pytest_args))
-                print(f"  run {i + 1}: {state:<5} {times[state][-1]:6.1f} s", flush=True)
+            first, second, third = _clone(work / "a"), _clone(work / "b"), _clone(work / "c")
+            times["unseeded"].append(_pytest(first, work / "cache-unseeded", args.pytest_args, seed=False))
+            print(f"  run {i + 1}: unseeded {times['unseeded'][-1]:6.1f} s", flush=True)
+            for state, clone in (("cold", second), ("clone", third), ("warm", third)):
+                times[state].append(_pytest(clone, work / "cache", args.pytest_args))
+                print(f"  run {i + 1}: {state:<8} {times[state][-1]:6.1f} s", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
     print(f"README test command at {head}, {os.cpu_count()} CPUs, medians of {args.repeats} runs:")
     for state, values in times.items():
-        print(f"  {state:<5} {statistics.median(values):6.1f} s  (worst {max(values):.1f} s)")
+        print(f"  {state:<8} {statistics.median(values):6.1f} s  (worst {max(values):.1f} s)  "
+              f"{statistics.median(values) / statistics.median(times['unseeded']):.2f}x of unseeded")
     print(f"  peak resident memory of one test process: {peak:.0f} MiB")
     return 0
 

@@ -1,9 +1,96 @@
 """Helpers shared by the test modules."""
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
 import sys
+import tarfile
+from pathlib import Path
 
 import pytest
+
+SEED = Path(__file__).resolve().parent / "seed" / "compile-seed.tar.xz"
+SEED_MANIFEST = SEED.with_name("compile-seed.json")
+_SEED_MEMBER = re.compile(r"(compile/[0-9a-f]{64}\.(json|cubin)|sass/[0-9a-f]{64}\.sass)")
+
+
+def pytest_configure(config):
+    """Before any test (in pytest-xdist's controller, before the workers start): fill the compile cache from the
+    compile seed, if it was made with the installed NVIDIA wheels (tests/seed/make_seed.py says what it is and when
+    to rebuild it). ``PERFMODEL_TEST_SEED=0`` turns it off, as make_seed.py does."""
+    if hasattr(config, "workerinput") or os.environ.get("PERFMODEL_TEST_SEED", "1") == "0":
+        return
+    if seed_matches() is True:
+        seed_compile_cache(SEED)
+
+
+def seed_matches() -> bool | None:
+    """True if the seed was made with the installed NVRTC and header wheels (else its keys never match), False if
+    not, None if there is no seed or no NVRTC."""
+    try:
+        seed = json.loads(SEED_MANIFEST.read_text())
+        from perfmodel.compile import cache, nvrtc
+
+        return (list(nvrtc.version()) == seed["nvrtc"] and cache.header_wheel_versions() == seed["headers"]
+                and seed["format"] == _format_version())
+    except Exception:         # no seed, a broken manifest, no NVRTC: the compile tests skip and say why
+        return None
+
+
+def _format_version() -> int:
+    from perfmodel.compile.compiler import FORMAT_VERSION
+
+    return FORMAT_VERSION
+
+
+def seed_compile_cache(archive: Path, folder: Path | None = None) -> int:
+    """Copy the seed's records into the compile cache ``folder`` (default: perfmodel's, ``$PERFMODEL_CACHE_DIR``
+    honoured) where that key has no record yet; returns how many were written. A marker named by the archive's
+    digest makes later sessions skip the work. A missing archive or an unwritable cache costs only speed."""
+    from perfmodel.compile.cache import cache_dir
+
+    try:
+        data = archive.read_bytes()
+    except OSError:
+        return 0
+    folder = Path(folder) if folder is not None else cache_dir()
+    marker = folder / "compile" / f".seeded-{hashlib.sha256(data).hexdigest()[:16]}"
+    if marker.exists():
+        return 0
+    written = 0
+    try:
+        import io
+
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:
+            for member in tar.getmembers():
+                if not member.isfile() or not _SEED_MEMBER.fullmatch(member.name):
+                    continue          # only record files, by name: nothing else is ever written
+                dest = folder / member.name
+                if dest.exists():
+                    continue
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_name(f"{dest.name}.{os.getpid()}.seed.tmp")
+                tmp.write_bytes(tar.extractfile(member).read())
+                os.replace(tmp, dest)  # a concurrent reader sees the whole file or none
+                written += 1
+        marker.touch()
+    except (OSError, tarfile.TarError, EOFError):
+        pass
+    return written
+
+
+def pytest_report_header(config):
+    try:
+        seed = json.loads(SEED_MANIFEST.read_text())
+    except (OSError, ValueError):
+        return None
+    made = f"NVRTC {'.'.join(map(str, seed.get('nvrtc', [])))}"
+    fit = {True: "matches the installed wheels", False: "made with other wheels, so unused "
+           "(python tests/seed/make_seed.py rebuilds it)", None: "no NVRTC"}[seed_matches()]
+    state = "" if os.environ.get("PERFMODEL_TEST_SEED", "1") != "0" else "; off (PERFMODEL_TEST_SEED=0)"
+    return f"compile seed: {seed.get('compiles')} compiles, {seed.get('listings')} SASS listings ({made}; {fit}){state}"
 
 
 def run_cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
