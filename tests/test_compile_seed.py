@@ -51,7 +51,8 @@ def test_the_seed_holds_what_nvrtc_and_nvdisasm_make_now(tmp_path, monkeypatch):
     keys = {p.name for p in (fresh_dir / "compile").glob("*.json") if not p.name.endswith(".manifest.json")}
     with tarfile.open(SEED, "r:xz") as tar:
         held = {m.name.split("/", 1)[1] for m in tar.getmembers() if m.name.startswith("compile/")}
-    assert keys and keys <= held, f"the seed lacks {sorted(keys - held)}"
+    assert keys and keys <= held, (f"the compile seed lacks {sorted(keys - held)}: a kernel or the compile options "
+                                   "changed since it was made; python tests/seed/make_seed.py rebuilds it")
 
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(seeded_dir))
     manifest = json.loads(SEED_MANIFEST.read_text())
