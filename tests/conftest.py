@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import pytest
 
 SEED = Path(__file__).resolve().parent / "seed" / "compile-seed.tar.xz"
 SEED_MANIFEST = SEED.with_name("compile-seed.json")
-_SEED_MEMBER = re.compile(r"(compile/[0-9a-f]{64}\.(json|cubin)|sass/[0-9a-f]{64}\.sass)")
+SEED_MEMBER = re.compile(r"(compile/[0-9a-f]{64}\.(json|cubin)|sass/[0-9a-f]{64}\.sass)")
 
 
 def pytest_configure(config):
@@ -26,23 +27,24 @@ def pytest_configure(config):
         seed_compile_cache(SEED)
 
 
-def seed_matches() -> bool | None:
-    """True if the seed was made with the installed NVRTC and header wheels (else its keys never match), False if
-    not, None if there is no seed or no NVRTC."""
-    try:
-        seed = json.loads(SEED_MANIFEST.read_text())
-        from perfmodel.compile import cache, nvrtc
-
-        return (list(nvrtc.version()) == seed["nvrtc"] and cache.header_wheel_versions() == seed["headers"]
-                and seed["format"] == _format_version())
-    except Exception:         # no seed, a broken manifest, no NVRTC: the compile tests skip and say why
-        return None
-
-
-def _format_version() -> int:
+def seed_key() -> dict:
+    """What a compile record's key holds of the installed compiler (perfmodel/compile/cache.py): the NVRTC version,
+    the NVIDIA wheels with their versions and the cache format."""
+    from perfmodel.compile import cache, nvrtc
     from perfmodel.compile.compiler import FORMAT_VERSION
 
-    return FORMAT_VERSION
+    return {"nvrtc": list(nvrtc.version()), "headers": cache.header_wheel_versions(), "format": FORMAT_VERSION}
+
+
+def seed_matches() -> bool | None:
+    """True if the seed was made with the installed NVRTC and wheels (else its keys never match), False if not,
+    None if there is no seed or no NVRTC."""
+    try:
+        seed = json.loads(SEED_MANIFEST.read_text())
+        now = seed_key()
+    except Exception:         # no seed, a broken manifest, no NVRTC: the compile tests skip and say why
+        return None
+    return all(seed.get(k) == v for k, v in now.items())
 
 
 def seed_compile_cache(archive: Path, folder: Path | None = None) -> int:
@@ -61,11 +63,9 @@ def seed_compile_cache(archive: Path, folder: Path | None = None) -> int:
         return 0
     written = 0
     try:
-        import io
-
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as tar:
             for member in tar.getmembers():
-                if not member.isfile() or not _SEED_MEMBER.fullmatch(member.name):
+                if not member.isfile() or not SEED_MEMBER.fullmatch(member.name):
                     continue          # only record files, by name: nothing else is ever written
                 dest = folder / member.name
                 if dest.exists():
