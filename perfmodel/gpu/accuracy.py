@@ -156,6 +156,17 @@ class CaseAccuracy:
     analysis: dict[str, Any] = field(default_factory=dict, repr=False)
     total_blocks: int | None = None
     measured_sessions_s: list[float] = field(default_factory=list)   # each session's median (measured_times)
+    l1_load_hit_pct: float | None = None      # the model's L1 hit rate of global-load sectors (traffic.l1_hit_rate)
+    ncu_is_this_kernel: bool = True           # False where the dataset's ncu row is another launch's (mapping warning)
+
+    @property
+    def l1_load_hit_diff_pp(self) -> float | None:
+        """The model's L1 hit rate of global-load sectors minus ncu's, in percentage points (None where ncu's row
+        is another launch's)."""
+        measured = self.hardware.get("l1_global_load_hit_rate_pct")
+        if self.l1_load_hit_pct is None or measured is None or not self.ncu_is_this_kernel:
+            return None
+        return self.l1_load_hit_pct - float(measured)
 
     @property
     def session_spread(self) -> float | None:
@@ -203,6 +214,9 @@ class CaseAccuracy:
             "global_counts_match": self.global_counts_match,
             "shared_counts": {c.name: c.to_json() for c in self.shared_counts},
             "warp_instructions": None if self.warp_instructions is None else self.warp_instructions.to_json(),
+            "l1_load_hit_pct": {"ours": self.l1_load_hit_pct,
+                                "measured": self.hardware.get("l1_global_load_hit_rate_pct"),
+                                "difference_pp": self.l1_load_hit_diff_pp},
             "sampled": self.sampled, "hardware": self.hardware, "error": self.error,
         }
 
@@ -297,6 +311,7 @@ class AccuracyReport:
             "classes": self.class_summary(),
             "warp_instructions": instruction_summary(self.cases),
             "sessions": session_summary(self.cases),
+            "l1_load_hit": l1_hit_summary(self.cases),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -321,6 +336,26 @@ def session_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
             "predicted_within_sessions": sum(inside), "predicted_compared": len(inside)}
 
 
+def l1_hit_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
+    """The L1 hit rate of global-load sectors, the model's (perfmodel.model.traffic) against ncu's
+    ``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct``, in percentage points: the median and largest
+    |difference| (also over the cases where either side has hits, 0.5% or more), the case with the largest, and how
+    many lie within 10 points. (ncu's all-operations
+    ``l1tex__t_sector_hit_rate``, in ``hardware``, also counts store sectors, so it is not the same quantity.)"""
+    rated = [(c.id, c.l1_load_hit_diff_pp) for c in cases if c.l1_load_hit_diff_pp is not None]
+    diffs = [abs(d) for _, d in rated]
+    # streaming kernels (no reuse on either side) agree at 0% trivially: the median over the others as well
+    with_hits = [abs(c.l1_load_hit_diff_pp) for c in cases if c.l1_load_hit_diff_pp is not None
+                 and (c.l1_load_hit_pct >= 0.5 or c.hardware["l1_global_load_hit_rate_pct"] >= 0.5)]
+    worst = max(rated, key=lambda x: abs(x[1]), default=None)
+    return {"compared": len(rated), "with_hits": len(with_hits),
+            "median_abs_diff_pp": statistics.median(diffs) if diffs else None,
+            "median_abs_diff_pp_with_hits": statistics.median(with_hits) if with_hits else None,
+            "max_abs_diff_pp": max(diffs) if diffs else None,
+            "worst_case": None if worst is None else worst[0],
+            "within_10pp": sum(1 for d in diffs if d <= 10.0)}
+
+
 def instruction_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
     """Warp instructions executed, ours against ncu's ``smsp__inst_executed.sum``: the median and largest
     |ours / ncu - 1|, the worst factor either way, and how many cases lie within 10% and 25%."""
@@ -341,7 +376,8 @@ def _hardware(case: dict[str, Any]) -> dict[str, Any]:
     """The counters that explain a time error: caches, achieved bandwidth, occupancy, speed of light."""
     ncu = case.get("ncu") or {}
     time_s = case.get("time_s")
-    result = {k: ncu.get(k) for k in ("l1_hit_rate_pct", "l2_hit_rate_pct", "achieved_occupancy_pct",
+    result = {k: ncu.get(k) for k in ("l1_hit_rate_pct", "l1_global_load_hit_rate_pct", "l2_hit_rate_pct",
+                                      "achieved_occupancy_pct",
                                       "theoretical_occupancy_pct", "dram_throughput_pct", "sm_throughput_pct",
                                       "l1_throughput_pct", "l2_throughput_pct", "dram_bytes_read",
                                       "dram_bytes_write") if k in ncu}
@@ -429,7 +465,13 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         # a case whose ncu row is another kernel's (ncu_mapping_warning: launch order) has no instruction count
         warp_instructions=CountComparison(INSTRUCTION_COUNT[0], _dig(counts, INSTRUCTION_COUNT[0]),
                                           None if case.get("ncu_mapping_warning") else ncu.get(INSTRUCTION_COUNT[1])),
+        l1_load_hit_pct=_percent(_dig(doc, "model.traffic.l1_hit_rate")),
+        ncu_is_this_kernel=not case.get("ncu_mapping_warning"),
         analysis=doc)
+
+
+def _percent(fraction: Any) -> float | None:
+    return None if fraction is None else 100.0 * float(fraction)
 
 
 def accuracy(dataset: str | Path | dict[str, Any], device: str | None = None, *, sample: int | None = None,

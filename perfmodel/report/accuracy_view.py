@@ -139,6 +139,12 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
                      f"{wi['median_abs_error'] * 100:.1f}%, max |error| {wi['max_abs_error'] * 100:.1f}% (worst factor "
                      f"{wi['worst_factor']:.2f}x); {wi['within_10pct']}/{wi['compared']} within 10%, "
                      f"{wi['within_25pct']}/{wi['compared']} within 25%")
+    l1 = s.get("l1_load_hit") or {}
+    if l1.get("compared"):
+        lines.append(f"L1 hit rate of global loads vs ncu (l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate): median "
+                     f"|difference| {l1['median_abs_diff_pp']:.1f} points ({_points(l1['median_abs_diff_pp_with_hits'])} over the "
+                     f"{l1['with_hits']} with hits on either side), largest {l1['max_abs_diff_pp']:.1f} "
+                     f"({l1['worst_case']}); {l1['within_10pp']}/{l1['compared']} within 10 points")
     if s.get("failed"):
         lines.append(f"not analysed: {', '.join(s['failed'])}")
     return lines
@@ -150,6 +156,15 @@ def _render_summary(console: Console, s: dict[str, Any]) -> None:
         console.print(f"  {line}", highlight=False)
 
 
+def _points(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _l1_cell(case) -> str:
+    ours, ncu = case.l1_load_hit_pct, case.hardware.get("l1_global_load_hit_rate_pct")
+    return f"{'-' if ours is None else f'{ours:.0f}%'} / {'-' if ncu is None else f'{ncu:.0f}%'}"
+
+
 def to_markdown(report: AccuracyReport) -> str:
     s = report.summary()
     out = [f"# Model accuracy: `{report.device}` profile vs {report.measured_on}", "",
@@ -157,7 +172,7 @@ def to_markdown(report: AccuracyReport) -> str:
     out += [f"- {line}" for line in _summary_lines(s)]
     out += ["", "| case | regs | blocks/SM ours / API | measured | predicted | error | bound | "
                 "gld req | gld sect | gst req | gst sect | warp instr. (ours / ncu) | "
-                "L1 hit | L2 hit | DRAM GB/s | achieved occ. |",
+                "L1 hit, global loads (ours / ncu) | L2 hit | DRAM GB/s | achieved occ. |",
             "|---|---:|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for case in report.cases:
         hw = case.hardware
@@ -182,7 +197,7 @@ def to_markdown(report: AccuracyReport) -> str:
             f"| {case.id}{' (sampled)' if case.sampled else ''} | {case.registers} | {case.blocks_per_sm_ours} / {case.blocks_per_sm_api} | "
             f"{_time(case.measured_time_s)} | {_time(case.predicted_time_s) if not case.error else 'error'} | "
             f"{fmt_error(case.time_error)} | {case.bound or '-'} | {' | '.join(cells)} | {wi_cell} | "
-            f"{pct('l1_hit_rate_pct')} | "
+            f"{_l1_cell(case)} | "
             f"{pct('l2_hit_rate_pct')} | "
             f"{'-' if bandwidth is None else f'{bandwidth:.0f}'} | "
             f"{pct('achieved_occupancy_pct')} |")
