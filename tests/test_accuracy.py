@@ -374,7 +374,7 @@ def test_repeat_sessions_cover_the_datasets_and_show_what_reproduces():
         assert max(small_moves) >= 1.4, name          # what the median over sessions is for
 
 
-def test_l1_hit_rate_of_global_loads_against_ncu():
+def test_l1_hit_rate_comparison_by_hand():
     """The model's L1 hit rate of global-load sectors against ncu's global-load hit rate (not the all-operations
     rate, which counts stores), in points, by hand: 90 vs 85 (5), 0 vs 0 (0, a streaming kernel), 20 vs 80 (60);
     a case without ncu's metric, or whose ncu row is another launch's, is not compared."""
