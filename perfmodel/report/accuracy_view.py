@@ -141,10 +141,11 @@ def _summary_lines(s: dict[str, Any]) -> list[str]:
                      f"{wi['within_25pct']}/{wi['compared']} within 25%")
     l1 = s.get("l1_load_hit") or {}
     if l1.get("compared"):
+        with_hits = _points(l1["median_abs_diff_pp_with_hits"])
         lines.append(f"L1 hit rate of global loads vs ncu (l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate): median "
-                     f"|difference| {l1['median_abs_diff_pp']:.1f} points ({_points(l1['median_abs_diff_pp_with_hits'])} over the "
-                     f"{l1['with_hits']} with hits on either side), largest {l1['max_abs_diff_pp']:.1f} "
-                     f"({l1['worst_case']}); {l1['within_10pp']}/{l1['compared']} within 10 points")
+                     f"|difference| {l1['median_abs_diff_pp']:.1f} points ({with_hits} over the {l1['with_hits']} with "
+                     f"hits on either side), largest {l1['max_abs_diff_pp']:.1f} ({l1['worst_case']}); "
+                     f"{l1['within_10pp']}/{l1['compared']} within 10 points")
     if s.get("failed"):
         lines.append(f"not analysed: {', '.join(s['failed'])}")
     return lines
