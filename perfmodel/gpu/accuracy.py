@@ -339,20 +339,20 @@ def session_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
 def l1_hit_summary(cases: list[CaseAccuracy]) -> dict[str, Any]:
     """The L1 hit rate of global-load sectors, the model's (perfmodel.model.traffic) against ncu's
     ``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct``, in percentage points: the median and largest
-    |difference| (also over the cases where either side has hits, 0.5% or more), the case with the largest, and how
-    many lie within 10 points. (ncu's all-operations
-    ``l1tex__t_sector_hit_rate``, in ``hardware``, also counts store sectors, so it is not the same quantity.)"""
-    rated = [(c.id, c.l1_load_hit_diff_pp) for c in cases if c.l1_load_hit_diff_pp is not None]
+    |difference| (also over the cases where either side has hits, 0.5% or more), the case with the largest, and
+    how many lie within 10 points. (ncu's all-operations ``l1tex__t_sector_hit_rate``, in ``hardware``, also
+    counts store sectors, so it is not the same quantity.)"""
+    rated = [(c, c.l1_load_hit_diff_pp) for c in cases if c.l1_load_hit_diff_pp is not None]
     diffs = [abs(d) for _, d in rated]
     # streaming kernels (no reuse on either side) agree at 0% trivially: the median over the others as well
-    with_hits = [abs(c.l1_load_hit_diff_pp) for c in cases if c.l1_load_hit_diff_pp is not None
-                 and (c.l1_load_hit_pct >= 0.5 or c.hardware["l1_global_load_hit_rate_pct"] >= 0.5)]
+    with_hits = [abs(d) for c, d in rated
+                 if c.l1_load_hit_pct >= 0.5 or c.hardware["l1_global_load_hit_rate_pct"] >= 0.5]
     worst = max(rated, key=lambda x: abs(x[1]), default=None)
     return {"compared": len(rated), "with_hits": len(with_hits),
             "median_abs_diff_pp": statistics.median(diffs) if diffs else None,
             "median_abs_diff_pp_with_hits": statistics.median(with_hits) if with_hits else None,
             "max_abs_diff_pp": max(diffs) if diffs else None,
-            "worst_case": None if worst is None else worst[0],
+            "worst_case": None if worst is None else worst[0].id,
             "within_10pp": sum(1 for d in diffs if d <= 10.0)}
 
 
@@ -457,16 +457,17 @@ def compare_case(case: dict[str, Any], device: str, analyze: Callable[..., Any],
         return CaseAccuracy(**base, predicted_time_s=None, bound=None, blocks_per_sm_ours=None, global_counts=[],
                             shared_counts=[], error=str(err))
     counts = doc.get("counts") or {}
+    # a case whose ncu row is another kernel's (ncu_mapping_warning: launch order) has no instruction count and no
+    # L1 hit rate to compare
+    mapped = not case.get("ncu_mapping_warning")
     return CaseAccuracy(
         **base, predicted_time_s=doc.get("predicted_time_s"), bound=doc.get("bound"),
         blocks_per_sm_ours=_dig(doc, "occupancy.blocks_per_sm"), sampled=doc.get("sampled"),
         global_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in GLOBAL_COUNTS],
         shared_counts=[CountComparison(ours, _dig(counts, ours), ncu.get(theirs)) for ours, theirs in SHARED_COUNTS],
-        # a case whose ncu row is another kernel's (ncu_mapping_warning: launch order) has no instruction count
         warp_instructions=CountComparison(INSTRUCTION_COUNT[0], _dig(counts, INSTRUCTION_COUNT[0]),
-                                          None if case.get("ncu_mapping_warning") else ncu.get(INSTRUCTION_COUNT[1])),
-        l1_load_hit_pct=_percent(_dig(doc, "model.traffic.l1_hit_rate")),
-        ncu_is_this_kernel=not case.get("ncu_mapping_warning"),
+                                          ncu.get(INSTRUCTION_COUNT[1]) if mapped else None),
+        l1_load_hit_pct=_percent(_dig(doc, "model.traffic.l1_hit_rate")), ncu_is_this_kernel=mapped,
         analysis=doc)
 
 

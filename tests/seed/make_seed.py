@@ -1,7 +1,7 @@
 """Rebuild the test suite's compile seed (``tests/seed/compile-seed.tar.xz`` and ``compile-seed.json``).
 
 A cold run of the README test command spends 45% of its CPU time in NVRTC (about 350 compiles) and nvdisasm
-(about 220 listings at 0.12-0.19 s of start-up each), all of which a second run finds in the compile cache. The
+(about 220 listings at 0.12-0.20 s of start-up each), all of which a second run finds in the compile cache. The
 seed is that cache, made by running the whole suite once with an empty cache folder: ``tests/conftest.py`` copies
 its records into the compile cache before the tests start (never over a record that is there), so a first run on
 a new machine compiles only what the seed lacks. The records are found only under their own keys, which hold the
