@@ -33,6 +33,22 @@ __global__ void wmma_tile(const half *a, const half *b, float *c)
 }
 int main() { printf("host\\n"); return 0; }
 """
+WMMA_S4 = """\
+#include <mma.h>
+using namespace nvcuda;
+__global__ void wmma_s4(const void *a, const void *b, int *c)
+{
+    using namespace nvcuda::wmma::experimental;
+    wmma::fragment<wmma::matrix_a, 8, 8, 32, precision::s4, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 8, 8, 32, precision::s4, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 8, 8, 32, int> fc;
+    wmma::fill_fragment(fc, 0);
+    wmma::load_matrix_sync(fa, a, 32);
+    wmma::load_matrix_sync(fb, b, 32);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(c, fc, 8, wmma::mem_row_major);
+}
+"""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -105,15 +121,20 @@ def test_inspect_device_picks_the_arch(cli):
         assert code == 0 and json.loads(out)[0]["arch"] == "sm_75"
 
 
-def test_inspect_a_texture_kernel_and_unsupported_wmma(cli, tmp_path):
+def test_inspect_a_texture_kernel_and_wmma(cli, tmp_path):
     code, out, _ = cli("kernels", "inspect", TEXTURE, "--json")
     assert code == 0 and json.loads(out)[0]["unsupported"] == []     # tex.2d runs (perfmodel/sim/texture.py)
     (tmp_path / "wmma.cu").write_text(WMMA)
     code, out, err = cli("kernels", "inspect", tmp_path / "wmma.cu", "--json")
     assert code == 0, err
     k = json.loads(out)[0]
-    assert k["name"] == "wmma_tile" and "wmma" in k["unsupported"]
+    assert k["name"] == "wmma_tile" and k["unsupported"] == []       # f16 wmma runs (perfmodel/sim/tensor.py)
     assert [p["type"] for p in k["params"]] == ["const half*", "const half*", "float*"]
+    # sub-byte fragments do not
+    (tmp_path / "wmma4.cu").write_text(WMMA_S4)
+    code, out, err = cli("kernels", "inspect", tmp_path / "wmma4.cu", "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["unsupported"] == ["wmma"]
 
 
 def test_inspect_errors_exit_2_with_one_paragraph(cli, tmp_path):

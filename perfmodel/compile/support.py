@@ -3,9 +3,10 @@
 ``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
 ``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
 are not in it (cube-map and mipmapped textures, texture gathers ``tld4``, formatted surface accesses, tensor cores
-``wmma``/``mma``, bulk copies ``cp.async.bulk``, ...); ``cp.async`` from global to shared memory and its group
-instructions are run, and so are 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``) surface loads and
-stores through texture and surface objects (perfmodel/sim/texture.py).
+``mma``/``wgmma`` and sub-byte ``wmma``, bulk copies ``cp.async.bulk``, ...); ``cp.async`` from global to shared
+memory and its group instructions are run, and so are 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``)
+surface loads and stores through texture and surface objects (perfmodel/sim/texture.py), and ``wmma`` on f16,
+bf16, tf32, f64, s8 and u8 fragments (perfmodel/sim/tensor.py).
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ bra ret exit call
 atom red
 bar barrier shfl vote match redux activemask membar fence
 isspacep prefetch prefetchu nanosleep trap brkpt pmevent
+wmma
 """.split())
+# wmma forms the executor does not run: sub-byte and single-bit fragments (perfmodel/sim/tensor.py)
+_UNSUPPORTED_WMMA = re.compile(r"^wmma\..*\.(?:s4|u4|b1)(?:\.|$)")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
@@ -75,7 +79,8 @@ def unsupported_opcodes(body: str) -> list[str]:
     """Sorted base opcodes of the body that the executor does not support (``cp``: a form other than those of
     ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer)."""
     found = {base_opcode(op) for op in ptx_instructions(body)
-             if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)}
+             if (base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX))
+             or _UNSUPPORTED_WMMA.match(op)}
     if _INDIRECT_CALL.search(_COMMENT.sub(" ", body)):
         found.add("call.indirect")
     return sorted(found)

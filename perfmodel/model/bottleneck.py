@@ -9,7 +9,8 @@ rate``). Units that are views of one pipeline are grouped (max inside a group), 
 
 The groups and their resources (rates from the device profile's ``throughput`` section):
 
-* ``issue``: ``fp32`` (FP32 lane operations at ``peak_fp32_flops / 2``), ``sfu`` (special functions, division)
+* ``issue``: ``fp32`` (FP32 lane operations at ``peak_fp32_flops / 2``), ``tensor`` (``wmma.mma`` flops at the
+  profile's measured tensor-core rate per operand type), ``sfu`` (special functions, division)
   and ``issue`` (compiled warp instructions at ``warp_instructions_per_clock``: the executor's executed PTX
   weighted into SASS instructions with the compiled cubin's line table, ``counts.warp_instructions``).
 * ``l1tex``: ``lsu`` (warp-level memory instructions at ``lsu_requests_per_clock``), ``shared`` (shared-memory
@@ -91,6 +92,8 @@ class DeviceRates:
     global_memory_rule: str = "sectors"  # the device's coalescing rule (perfmodel/sim/coalesce.py)
     # DRAM latency under load (measured where known): ((threads per block, bytes in flight per SM, extra cycles), ...)
     dram_queue: tuple = ()
+    # tensor cores: ((A/B operand type, wmma.mma flops per clock per SM), ...) where measured; () without
+    tensor_flops_per_clock: tuple = ()
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -145,7 +148,18 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         overlap_exponent=_throughput(device, "overlap_exponent", calibration.OVERLAP_EXPONENT),
         global_memory_rule=str(getattr(device, "global_memory_rule", "sectors") or "sectors"),
         dram_queue=_dram_queue(device, clock),
+        tensor_flops_per_clock=_tensor_rates(device),
     )
+
+
+def _tensor_rates(device: Any) -> tuple:
+    """The profile's ``measured.tensor_flops_per_clock_per_sm`` (operand type -> wmma.mma flops per clock per SM,
+    validation/microbench/tensor_rate.py) as sorted pairs; () without one."""
+    entry = (getattr(device, "measured", None) or {}).get("tensor_flops_per_clock_per_sm")
+    table = entry.get("value") if isinstance(entry, dict) else None
+    if not isinstance(table, dict):
+        return ()
+    return tuple(sorted((str(k), float(v)) for k, v in table.items() if isinstance(v, (int, float)) and v > 0))
 
 
 def _dram_queue(device: Any, clock_hz: float) -> tuple:
@@ -235,6 +249,23 @@ def fp64_time(fp64_ops: float, rates: DeviceRates, active_sms: int | None = None
 
 def sfu_time(fp_ops: dict, rates: DeviceRates, active_sms: int | None = None) -> float:
     return (fp_ops.get("special", 0) + fp_ops.get("div", 0)) / (rates.sfu_ops_per_s * _active_share(rates, active_sms))
+
+
+def tensor_time(tensor_flops: dict, rates: DeviceRates, active_sms: int | None = None) -> tuple[float, list[str]]:
+    """wmma.mma flops on the tensor cores of the SMs that have a block: each operand type's flops at its measured
+    rate (the device profile's ``measured.tensor_flops_per_clock_per_sm``, what ``wmma.mma`` sustains per SM and
+    clock). Returns the time and the operand types the profile has no rate for (their work is not bounded)."""
+    rate = dict(rates.tensor_flops_per_clock)
+    seconds, missing = 0.0, []
+    for t, flops in sorted((tensor_flops or {}).items()):
+        if not flops:
+            continue
+        r = rate.get(t)
+        if r is None:
+            missing.append(t)
+            continue
+        seconds += float(flops) / (r * rates.sm_count * rates.clock_hz * _active_share(rates, active_sms))
+    return seconds, missing
 
 
 def issue_time(warp_instructions: float, active_sms: int, rates: DeviceRates) -> float:
@@ -400,6 +431,7 @@ RESOURCE_LABELS = {
     "latency": "latency chain (per-warp critical path)",
     "launch": "launch overhead",
     "atomics": "atomics (same-line serialisation, atomic rate)",
+    "tensor": "tensor cores (wmma.mma)",
 }
 
 
@@ -422,7 +454,8 @@ def combine(times: dict[str, float], overlap_exponent: float) -> float:
 # Resources that are different views of one unit are combined by max before the overlap combination: the LSU
 # instruction queue, shared-memory wavefronts and L1 tag lookups all go through the SM's L1/shared-memory
 # pipeline; FP32, SFU and issue are the SM's instruction issue.
-RESOURCE_GROUPS = {"fp32": "issue", "fp64": "issue", "sfu": "issue", "issue": "issue", "lsu": "l1tex", "shared": "l1tex",
+RESOURCE_GROUPS = {"fp32": "issue", "fp64": "issue", "sfu": "issue", "issue": "issue", "tensor": "issue",
+                   "lsu": "l1tex", "shared": "l1tex",
                    "l1": "l1tex", "l2": "l2", "dram": "dram", "blocks": "blocks", "latency": "latency",
                    "atomics": "atomics"}
 
@@ -542,7 +575,13 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         "atomics": (atomics_time(g, s, active_sms, rates),
                     float(g.get("atomic_ops", 0) or 0) + float(s.get("atomic_ops", 0) or 0), "op"),
     }
-    sm_local = {"fp32", "fp64", "sfu", "issue", "lsu", "shared", "l1"}
+    tensor_flops = (counts.get("tensor") or {}).get("flops") or {}
+    untimed_tensor: list[str] = []
+    if any(tensor_flops.values()):
+        t_tensor, untimed_tensor = tensor_time(tensor_flops, rates, active_sms)
+        times["tensor"] = (t_tensor, float(sum(tensor_flops.values())), "flop")
+        times["fp32"] = (times["fp32"][0], times["fp32"][1] - float(sum(tensor_flops.values())), "flop")
+    sm_local = {"fp32", "fp64", "sfu", "issue", "lsu", "shared", "l1", "tensor"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}
 
     # the latency chain: compiled instructions per warp x dependent-issue latency, plus DRAM round trips
@@ -582,6 +621,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         notes.append(f"only {active_sms} of {rates.sm_count} SMs have a block")
     if launch > kernel_time:
         notes.append("the launch overhead dominates: the kernel does too little work to measure its resources")
+    if untimed_tensor:
+        notes.append(f"tensor-core work on {', '.join(untimed_tensor)} operands is not bounded: the device profile "
+                     "has no measured wmma rate for them (measured.tensor_flops_per_clock_per_sm)")
     return BottleneckResult(
         predicted_time_s=predicted,
         kernel_time_s=kernel_time,

@@ -40,7 +40,8 @@ _NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "trap", "membar
             "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "cp"}
 # results the register classes cannot follow: warp-level data, atomics' returns, and the carry-chain instructions
 # (their carry flag is an operand no register names)
-_DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy", "addc", "subc", "madc"}
+_DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy", "addc", "subc", "madc",
+         "wmma"}
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def analyse(func, block_index_class: int = AFFINE, classes_out: dict | None = No
             what = "a branch" if ins.opcode == "bra" else f"'{ins.opcode}'"
             return StaticProof(False, f"{what} at {where} depends on data or on the block index non-linearly",
                                frozenset(), frozenset())
-        if ins.opcode in _MEMORY and "param" not in ins.mods:
+        if ins.opcode in _MEMORY and "param" not in ins.mods or ins.opcode == "wmma":
             addr = _address(ins)
             c = C.of(addr) if addr is not None else UNIFORM
             if c > AFFINE:

@@ -19,6 +19,8 @@ def ptx_class(ins) -> str:
         return "memory"
     if op == "cvta":
         return "cvta"
+    if op == "wmma":
+        return "tensor" if ins.mods[:1] == ("mma",) else "memory"
     if op == "mov":
         src = ins.operands[1] if len(ins.operands) > 1 else None
         if isinstance(src, Special):

@@ -127,6 +127,30 @@ def _cvt_exact(x, at):
     return r, s.astype(np.float64)
 
 
+def to_tf32(x: np.ndarray, mode: str, satfinite: bool = False, relu: bool = False) -> np.ndarray:
+    """float32 -> TensorFloat-32 in a .b32 register (PTX ISA, cvt: sign, 8 exponent bits and the top 10 mantissa
+    bits; the low 13 bits zero): ``rna`` rounds to nearest with ties away from zero, ``rn`` to nearest even,
+    ``rz`` toward zero. NaN stays NaN; a finite value that rounds past the largest tf32 becomes infinity (the
+    largest finite tf32 with ``.satfinite``)."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    mag = u & np.uint64(0x7FFFFFFF)
+    sign = u & np.uint64(0x80000000)
+    nan = mag > np.uint64(0x7F800000)
+    if mode == "rna":
+        r = mag + np.uint64(0x1000)
+    elif mode == "rn":
+        r = mag + np.uint64(0xFFF) + ((mag >> np.uint64(13)) & np.uint64(1))
+    else:
+        r = mag
+    r = np.where(mag >= np.uint64(0x7F800000), mag, r) & np.uint64(0xFFFFE000)
+    if satfinite:
+        r = np.where(~nan & (r >= np.uint64(0x7F800000)), np.uint64(0x7F7FE000), r)
+    out = np.where(nan, np.uint64(0x7FFFFFFF), r | sign).astype(np.uint32)
+    if relu:
+        out = np.where(~nan & (sign != 0), np.uint32(0), out)
+    return out
+
+
 @builder("cvt")
 def b_cvt(ins, ops):
     types = ins.types
@@ -144,6 +168,16 @@ def b_cvt(ins, ops):
     g = ops.reader(ins.operands[1], at)
     w = ops.writer(ins.operands[0])
     mods = ins.mods
+    if dt_t == "tf32":
+        if at != "f32":
+            raise Unsupported(f"cvt to tf32 from {at}")
+        mode = next((m for m in mods if m in ("rna", "rn", "rz")), None)
+        if mode is None:
+            raise Unsupported("cvt.tf32.f32 without .rna / .rn / .rz")
+
+        def cvt_tf32(st, fr):
+            w(st, fr, to_tf32(g(st, fr), mode, "satfinite" in mods, "relu" in mods))
+        return cvt_tf32
     dst = ins.operands[0]
     # the destination register may be wider than the instruction type (cvt.u16.u32 into a .b32 register is
     # not allowed, but ld-style widening occurs for .u8/.s8): write the natural type

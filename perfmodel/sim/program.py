@@ -13,8 +13,8 @@ from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.values import Operands
 
 UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; cube-map, mipmapped "
-                    "and gathered texture fetches, formatted surface accesses, tensor-core (wmma/mma) and bulk "
-                    "asynchronous copies are not simulated")
+                    "and gathered texture fetches, formatted surface accesses, tensor-core mma/wgmma (wmma is "
+                    "executed), sub-byte wmma fragments and bulk asynchronous copies are not simulated")
 
 NOOPS = {"membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard", "applypriority",
          "createpolicy", "griddepcontrol", "setmaxnreg", "elect"}
@@ -45,6 +45,10 @@ def _builder(ins):
         return warpops.b_match
     if opcode == "redux":
         return warpops.b_redux
+    if opcode == "wmma":
+        from perfmodel.sim import tensor
+
+        return tensor.b_wmma
     if opcode in ("tex", "suld", "sust"):
         from perfmodel.sim import texture
 
@@ -212,7 +216,7 @@ class ProgramBuilder:
                         cb.fp64 += x2 if is64 else 0
                 elif ins.opcode in _INT_OPS and ins.guard is None:
                     cb.int_ops += 1
-                if ins.opcode in MEMORY and "param" not in ins.mods:
+                if ins.opcode in MEMORY and "param" not in ins.mods or ins.opcode == "wmma":
                     cb.works = True
                 if ins.guard is not None:
                     fn = self._guarded(ins, ops, fn, kind)

@@ -9,6 +9,7 @@ from perfmodel.sim import atomic_count as ATOM
 from perfmodel.sim import coalesce as COAL
 from perfmodel.sim.alu import FP_KIND
 from perfmodel.sim.issue import ptx_class
+from perfmodel.sim.tensor import flops_per_warp, input_type
 
 
 @dataclass
@@ -26,6 +27,8 @@ class Counts:
         atomic_requests=0, atomic_same_address=0, load_bytes=0, store_bytes=0))
     constant: dict = field(default_factory=lambda: dict(loads=0, load_requests=0, load_wavefronts=0, load_bytes=0))
     local: dict = field(default_factory=lambda: dict(loads=0, stores=0, load_requests=0, store_requests=0))
+    # tensor cores (wmma.mma): warp instructions, and 2 M N K flops per warp instruction by A/B operand type
+    tensor: dict = field(default_factory=lambda: dict(mma=0, flops={}))
     barriers: int = 0
     barrier_warps: int = 0
     branches: int = 0
@@ -44,7 +47,8 @@ class Counts:
         return {
             "flops": self.flops, "int_ops": self.int_ops, "fp_ops": dict(self.fp_ops), "fp64_ops": self.fp64_ops,
             "global": dict(self.global_), "shared": dict(self.shared), "constant": dict(self.constant),
-            "local": dict(self.local), "barriers": self.barriers, "barrier_warps": self.barrier_warps,
+            "local": dict(self.local), "tensor": {"mma": self.tensor["mma"], "flops": dict(self.tensor["flops"])},
+            "barriers": self.barriers, "barrier_warps": self.barrier_warps,
             "branches": self.branches, "divergent_branches": self.divergent_branches,
             "simt_efficiency": self.simt_efficiency, "warp_instructions": self.warp_instructions,
             "ptx_warp_instructions": self.ptx_warp_instructions, "ptx_classes": dict(self.ptx_classes),
@@ -99,6 +103,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     rows = []
     cnt = counters
     thread_insts = 0
+    tensor_flops = 0
     spins = getattr(launch.program, "sass_spin", None) or {}
     arrays_of: dict = {}            # instruction -> {array: threads}
     for (g_, name), n in cnt.array_threads.items():
@@ -146,7 +151,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.warp_instructions += w_sass * weight + sass_extra
                 op = ins.opcode
                 parts = []
-                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust") and cnt.requests[gid]:
+                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust", "wmma") and cnt.requests[gid]:
                     # texture fetches and surface accesses count as global loads and stores of their texels
                     # (perfmodel/sim/texture.py)
                     sp = "global" if op in ("tex", "suld", "sust") else _space(ins)
@@ -158,7 +163,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         parts = [(sp, cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
                                   cnt.bytes[gid])]
                 for sp, th, rq, un, li, by in parts:
-                    load = op in ("ld", "ldu", "tex", "suld")
+                    load = op in ("ld", "ldu", "tex", "suld") or op == "wmma" and ins.mods[0] == "load"
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
                            "arrays": dict(arrays_of.get(gid, ()))}
@@ -214,6 +219,14 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     c.barrier_warps += cnt.requests[gid]
                     if ln is not None:
                         ln["barriers"] += cnt.block_execs[gid]
+                if op == "wmma" and ins.mods[:1] == ("mma",):
+                    tf = flops_per_warp(ins) * w_b
+                    c.tensor["mma"] += w_b
+                    t_in = input_type(ins) or "other"
+                    c.tensor["flops"][t_in] = c.tensor["flops"].get(t_in, 0) + tf
+                    tensor_flops += tf
+                    if ln is not None:
+                        ln["flops"] += tf
                 if ln is not None:
                     kind = FP_KIND.get(op)
                     if kind is not None and ins.type in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2") \
@@ -223,7 +236,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 last = f.instrs[blk.end - 1]
                 if primary_file is None or last.file == primary_file:
                     lines.setdefault(last.line, _new_line())["divergent_branches"] += divw[b]
-    c.flops = cnt.flops
+    c.flops = cnt.flops + tensor_flops       # tensor-core flops count as flops (GFLOPS, CGMA), run on their own pipe
     c.fp_ops = dict(cnt.fp)
     c.fp64_ops = cnt.fp64
     c.int_ops = cnt.int_ops
