@@ -298,6 +298,18 @@ def corpus_matmul(ctx: ReferenceContext, *, a: str = "A", b: str = "B", ha: str 
     return ctx.array(a)[:rows * inner].reshape(rows, inner) @ ctx.array(b)[:inner * cols].reshape(inner, cols)
 
 
+@reference("corpus_tensor_gemm")
+def corpus_tensor_gemm(ctx: ReferenceContext, *, a: str = "A", b: str = "B", c: str = "C", alpha: str = "alpha",
+                       beta: str = "beta", m: str = "MG", n: str = "NG", k: str = "KG") -> np.ndarray:
+    """D = alpha A B + beta C (cudaTensorCoreGemm's matMultiplyOnHost): A m x k row-major, B stored column by
+    column (B[j k + kk] is row kk of column j), C and D m x n row-major."""
+    rows, cols, inner = _corpus_int(ctx, m), _corpus_int(ctx, n), _corpus_int(ctx, k)
+    A = ctx.array(a)[:rows * inner].astype(np.float64).reshape(rows, inner)
+    B = ctx.array(b)[:cols * inner].astype(np.float64).reshape(cols, inner)
+    C = ctx.array(c)[:rows * cols].astype(np.float64).reshape(rows, cols)
+    return (float(ctx.number(alpha)) * (A @ B.T) + float(ctx.number(beta)) * C).reshape(-1)
+
+
 @reference("corpus_scaled")
 def corpus_scaled(ctx: ReferenceContext, *, input: str = "g_idata", factor: str | float = 1.0) -> np.ndarray:
     """out = factor x input (template, simpleTemplates: g_odata = num_threads x g_idata)."""

@@ -1,7 +1,7 @@
 """Measure every shipped kernel over a grid of sizes and tile/block widths on the GPU at hand, with Nsight
 Compute counters; write one JSON document (merged into ``validation/h100.json`` by ``validation/merge.py``).
 
-    python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|all[,...]] [--only KERNEL[,KERNEL...]]
+    python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|tensor|all[,...]] [--only KERNEL[,KERNEL...]]
         [--no-ncu] [--list]
 
 Each case: one spec instance (``kernel`` + param overrides). Timed by :func:`perfmodel.gpu.runner.run_kernel`
@@ -125,7 +125,7 @@ def _kernel_path(sets: set[str]) -> None:
     import tempfile
 
     folders = [str(Path(__file__).resolve().parent / "kernels")]
-    if "corpus" in sets:
+    if "corpus" in sets or "tensor" in sets:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
         from corpus_run import resolve_specs
 
@@ -136,14 +136,21 @@ def _kernel_path(sets: set[str]) -> None:
     os.environ["PERFMODEL_KERNEL_PATH"] = os.pathsep.join(folders + ([old] if old else []))
 
 
-SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases}
+def tensor_cases() -> list[dict]:
+    """Tensor-core (wmma) kernels: cuda-samples cudaTensorCoreGemm's two GEMMs (vendored unchanged) at 256^3 and
+    1024^3 (M_TILES = N_TILES = K_TILES = 16, 64)."""
+    return [{"kernel": k, "overrides": {"M_TILES": t, "N_TILES": t, "K_TILES": t}}
+            for k in ("cudaTensorCoreGemm_simple_wmma_gemm", "cudaTensorCoreGemm_compute_gemm") for t in (16, 64)]
+
+
+SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases, "tensor": tensor_cases}
 
 
 def main(argv: list[str]) -> int:
     sets = set((argv[argv.index("--set") + 1] if "--set" in argv else "seed").split(","))
     if sets == {"all"}:
         sets = set(SETS)
-    chosen = [c for name in ("seed", "fidelity", "corpus") if name in sets for c in SETS[name]()]
+    chosen = [c for name in ("seed", "fidelity", "corpus", "tensor") if name in sets for c in SETS[name]()]
     _kernel_path(sets)
     if "--list" in argv:
         for case in chosen:
