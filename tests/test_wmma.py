@@ -105,10 +105,10 @@ def test_cvt_to_tf32_bit_patterns():
 
 
 def test_wmma_counts_by_hand():
-    """h_rr, 4 warps, each: load A and B (16 x 16 f16, leading dimension 16: one 512-byte run; each lane reads
-    16 bytes, and the fragment holds its elements twice, so 2 requests of 16 sectors), load C (16 x 16 f32: each
-    lane 32 bytes, 2 requests of 16-byte pieces, each piece in its own sector: 2 x 32 sectors), one mma
-    (2 x 16 x 16 x 16 flops), 8 element-wise f32 multiplies per thread, store D (as C)."""
+    """h_rr, 4 warps, each: load A and B (16 x 16 f16, leading dimension 16: one 512-byte run, moved in 8-byte
+    pieces, the warp's piece c the 256 bytes at 256 c; the fragment holds its elements twice: 4 requests of 8
+    sectors each), load C (16 x 16 f32, 1 KB: 4 requests of 8 sectors), one mma (2 x 16 x 16 x 16 flops), 8
+    element-wise f32 multiplies per thread, store D (as C)."""
     rng = np.random.default_rng(1)
     a, b = _small(rng, WARPS * 256, np.float16), _small(rng, WARPS * 256, np.float16)
     c = rng.uniform(-1, 1, WARPS * 256).astype(np.float32)
@@ -116,8 +116,8 @@ def test_wmma_counts_by_hand():
     assert counts.tensor == {"mma": WARPS, "flops": {"f16": WARPS * 8192}}
     assert counts.flops == WARPS * 8192 + 128 * 8
     g = counts.global_
-    assert (g["load_requests"], g["load_sectors"]) == (WARPS * (2 + 2 + 2), WARPS * (32 + 32 + 64))
-    assert (g["store_requests"], g["store_sectors"]) == (WARPS * 2, WARPS * 64)
+    assert (g["load_requests"], g["load_sectors"]) == (WARPS * (4 + 4 + 4), WARPS * (32 + 32 + 32))
+    assert (g["store_requests"], g["store_sectors"]) == (WARPS * 4, WARPS * 32)
     assert counts.ptx_classes.get("tensor") == WARPS
 
 
@@ -187,3 +187,41 @@ def test_tensor_bound_by_hand():
     t2, _ = tensor_time({"f16": 2 ** 31, "tf32": 2 ** 30}, rates, active_sms=66)
     assert t2 == pytest.approx(2 * (2 ** 31 / 2728 + 2 ** 30 / 1023) / (132 * 1.98e9), rel=1e-12)
     assert tensor_time({"f16": 1.0}, device_rates(load_device("a100")))[1] == ["f16"]
+
+
+# ncu on an H100 (validation/raw/h100_tensor_cases.json, validation/measure.py --set tensor, 2026-11-27): the
+# vendored cuda-samples cudaTensorCoreGemm at 256^3 (M_TILES = N_TILES = K_TILES = 16)
+NCU_256 = {
+    "cudaTensorCoreGemm_simple_wmma_gemm": {"load_requests": 33792, "load_sectors": 270336, "store_requests": 1024,
+                                            "store_sectors": 8192},
+    "cudaTensorCoreGemm_compute_gemm": {"load_requests": 1536, "load_sectors": 24576, "store_requests": 512,
+                                        "store_sectors": 8192},
+}
+
+
+@pytest.fixture(scope="module")
+def vendored_specs(tmp_path_factory):
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "bench"))
+    try:
+        from corpus_run import resolve_specs
+    finally:
+        sys.path.remove(str(root / "bench"))
+    out = tmp_path_factory.mktemp("tensor_specs")
+    return {p.stem: p for p in resolve_specs(root / "validation" / "kernels" / "cuda-samples", out)}
+
+
+@pytest.mark.parametrize("kernel", sorted(NCU_256))
+def test_cuda_samples_tensor_gemm_global_traffic_matches_ncu(kernel, vendored_specs):
+    """Every global request and sector of both kernels as ncu counted them, and D right (the sample's check)."""
+    from perfmodel.analysis import simulate_launch
+
+    from perfmodel.spec import load_spec
+
+    _, sim = simulate_launch(load_spec(str(vendored_specs[kernel])), {"M_TILES": 16, "N_TILES": 16, "K_TILES": 16},
+                             sample=0)
+    g = sim.counts["global"]
+    assert {k: g[k] for k in NCU_256[kernel]} == NCU_256[kernel]
+    assert sim.correct is True, sim.correct_detail

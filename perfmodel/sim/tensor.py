@@ -7,15 +7,18 @@ matrix elements over the threads unspecified and target dependent (CUDA's progra
 matrix elements into each thread's fragment is unspecified"), so correct code may only apply one element-wise
 operation to every fragment element; the executor picks one distribution, the same for every instruction:
 
-* lane ``l`` holds the ``E = rows x cols / 32`` elements ``l E .. l E + E - 1`` of the matrix enumerated along its
-  memory layout's contiguous dimension (rows for ``.row``, columns for ``.col``) for A and B, whose ``wmma.mma``
-  names their layouts; and along rows for C and D, whose ``wmma.mma`` names no layout (a ``.col`` load or store of
-  C / D therefore moves each lane's elements one at a time);
+* lane ``l`` holds ``E = rows x cols / 32`` elements of the matrix enumerated along its memory layout's
+  contiguous dimension (rows for ``.row``, columns for ``.col``) for A and B, whose ``wmma.mma`` names their
+  layouts; and along rows for C and D, whose ``wmma.mma`` names no layout (a ``.col`` load or store of C / D
+  therefore moves each lane's elements one at a time);
 * a fragment with more register bits than its ``E`` elements (``.f16`` A and B: always 8 registers) holds them
   repeated, so an element-wise operation changes every copy alike.
 
-Each lane's contiguous run is moved as 16-, 8- or 4-byte accesses, which the memory counters see as requests,
-sectors and shared-memory wavefronts like any vector load or store; a load reads a repeated fragment's elements
+A lane's elements come in pieces of 8 bytes (one element when wider), and piece ``c`` of lane ``l`` is elements
+``c 32 Q + l Q .. + Q - 1`` (``Q`` elements a piece), so that the warp's ``c``-th access reads one contiguous
+stretch of each row (column) it covers - the memory counters see requests, sectors and shared-memory wavefronts
+like those of any coalesced 8-byte vector load or store (ncu on an H100 counts the same global requests and
+sectors for cuda-samples' ``simple_wmma_gemm``: its SASS moves 8 bytes per thread per instruction); a load reads a repeated fragment's elements
 once per copy, as the hardware fills every register (an H100's ncu counts twice the tile's sectors for an f16 A or B
 load). ``D`` is computed from the operands' exact
 values: products and sums in float64 (integers: in int64), rounded once to the accumulator type. The hardware's
@@ -130,16 +133,19 @@ class _Fragment:
             raise Unsupported(f"a {etype} fragment of {nregs} registers for a {rows} x {cols} matrix")
         self.slots = slots
         self.layout = layout
-        # the element order of the lane's slots: along rows (row-major) for A/B with .row and for C/D, along
-        # columns for A/B with .col
+        # the element order: along rows (row-major) for A/B with .row and for C/D, along columns for A/B with .col;
+        # lane l's slot e = c Q + j (c-th piece of Q elements, 8 bytes or one wider element) is element
+        # c 32 Q + l Q + j of that order, so that each piece of the 32 lanes is one contiguous run of the order
         along_cols = which in ("a", "b") and layout == "col"
-        idx = np.arange(32 * E).reshape(32, E)
+        self.Q = Q = min(E, max(1, 8 // self.esize))
+        e = np.arange(E)
+        idx = (e // Q * 32 * Q)[None, :] + np.arange(32)[:, None] * Q + (e % Q)[None, :]
         if along_cols:
             self.i, self.j = idx % rows, idx // rows
         else:
             self.i, self.j = idx // cols, idx % cols
-        # contiguous in memory when the enumeration follows the memory layout
-        self.contiguous = (layout == "col") == along_cols
+        # a piece is contiguous in memory when the order follows the memory layout (Q divides the run's length)
+        self.contiguous = (layout == "col") == along_cols and (rows if along_cols else cols) % Q == 0
 
     def element_offsets(self, stride: int) -> np.ndarray:
         """(32, E) element offsets from the pointer in a matrix of leading dimension ``stride``."""
@@ -159,18 +165,6 @@ def _stride_getter(ins, ops, k: int):
 
 def _lane_index(st) -> np.ndarray:
     return st.special("%laneid").astype(np.int64).reshape(1, -1)
-
-
-def _chunks(nbytes: int) -> list[tuple[int, int]]:
-    """(byte offset, words) of the accesses that move one lane's contiguous run: 16-byte vectors, then 8, then 4."""
-    out, off = [], 0
-    for size in (16, 8, 4):
-        while nbytes - off >= size:
-            out.append((off, size // 4))
-            off += size
-    if off != nbytes:
-        raise Unsupported(f"a fragment run of {nbytes} bytes")
-    return out
 
 
 def _elements_from_words(words: list, esize: int) -> list:
@@ -344,20 +338,19 @@ def _move(st, gid, space, base, stride, frag, elems):
     # reads them that many times (ncu counts twice the sectors of the tile for an f16 A or B load on an H100)
     copies = frag.slots // E if elems is None else 1
     if frag.contiguous:
-        start = addr[..., 0]
+        Q = frag.Q
         words = []
-        wv = None if elems is None else _words_from_elements(elems, esize)
         for copy in range(copies):
-            k = 0
-            for byte_off, n in _chunks(E * esize):
-                a = start + byte_off
+            for c in range(E // Q):
+                a = addr[..., c * Q]
+                n = Q * esize // 4
                 if elems is None:
                     got = _access(st, gid, space, a, n)
                     if copy == 0:
                         words += got
                 else:
-                    _access(st, gid, space, a, n, [np.asarray(x) for x in wv[k:k + n]])
-                k += n
+                    piece = _words_from_elements(elems[c * Q:(c + 1) * Q], esize)
+                    _access(st, gid, space, a, n, [np.asarray(x) for x in piece])
         return _elements_from_words(words, esize) if elems is None else None
     out = []
     dt = np.dtype(UINT[esize])
