@@ -3,10 +3,11 @@
 ``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
 ``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
 are not in it (cube-map and mipmapped textures, texture gathers ``tld4``, formatted surface accesses, tensor cores
-``mma``/``wgmma`` and sub-byte ``wmma``, bulk copies ``cp.async.bulk``, ...); ``cp.async`` from global to shared
-memory and its group instructions are run, and so are 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``)
-surface loads and stores through texture and surface objects (perfmodel/sim/texture.py), and ``wmma`` on f16,
-bf16, tf32, f64, s8 and u8 fragments (perfmodel/sim/tensor.py).
+``mma``/``wgmma`` and sub-byte ``wmma``, tensor copies ``cp.async.bulk.tensor``, ...). Run: ``cp.async`` from global
+to shared memory, its group instructions and its ``mbarrier`` forms, ``cp.async.bulk`` to shared memory and
+``mbarrier`` (perfmodel/sim/mbarrier.py); 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``) surface loads
+and stores through texture and surface objects (perfmodel/sim/texture.py); ``wmma`` on f16, bf16, tf32, f64, s8
+and u8 fragments (perfmodel/sim/tensor.py).
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ bra ret exit call
 atom red
 bar barrier shfl vote match redux activemask membar fence
 isspacep prefetch prefetchu nanosleep trap brkpt pmevent
-wmma
+wmma mbarrier
 """.split())
-# wmma forms the executor does not run: sub-byte and single-bit fragments (perfmodel/sim/tensor.py)
-_UNSUPPORTED_WMMA = re.compile(r"^wmma\..*\.(?:s4|u4|b1)(?:\.|$)")
+# forms of supported opcodes the executor does not run: sub-byte and single-bit wmma fragments
+# (perfmodel/sim/tensor.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py)
+_UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mbarrier\.pending_count)")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
@@ -66,7 +68,8 @@ def opcode_counts(body: str) -> Counter:
 # cp forms the executor runs: cp.async.ca/cg from global to shared memory (a load and a store,
 # perfmodel.ptx.parse.lower_cp_async) and its group instructions; bulk and tensor copies are not run
 _SUPPORTED_CP = ("cp.async.ca.shared", "cp.async.cg.shared", "cp.async.commit_group", "cp.async.wait_group",
-                 "cp.async.wait_all")
+                 "cp.async.wait_all", "cp.async.mbarrier.arrive",
+                 "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes")
 # texture fetches the executor runs: 1-D and 2-D through a texture object, four components (perfmodel.sim.texture)
 _SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.", "tex.3d.v4.", "tex.a1d.v4.", "tex.a2d.v4.", "suld.b.", "sust.b.")
 
@@ -80,7 +83,7 @@ def unsupported_opcodes(body: str) -> list[str]:
     ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer)."""
     found = {base_opcode(op) for op in ptx_instructions(body)
              if (base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX))
-             or _UNSUPPORTED_WMMA.match(op)}
+             or _UNSUPPORTED_FORMS.match(op)}
     if _INDIRECT_CALL.search(_COMMENT.sub(" ", body)):
         found.add("call.indirect")
     return sorted(found)

@@ -76,6 +76,7 @@ class Instr:
     col: int = 0
     text: str = ""                 # the instruction as written, for messages
     index: int = -1                # position in its function
+    outer: tuple | None = None     # (file, line, col) of the outermost call site when inlined (.loc inlined_at)
 
     @property
     def types(self) -> tuple[str, ...]:

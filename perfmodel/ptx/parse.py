@@ -96,6 +96,8 @@ class _Parser:
         self.target = ""
         self.address_size = 64
         self.loc = (0, 0, 0)
+        self.outer = None               # the outermost call site of the current .loc (inlined code), or None
+        self.call_site: dict = {}       # .loc (file, line, col) -> the .loc it was inlined at
         self.func: Function | None = None
         self.depth = 0                  # brace depth inside a function body
         self.pending_header: str | None = None
@@ -228,6 +230,7 @@ class _Parser:
                     self.loc = (int(parts[1]), int(parts[2]), int(parts[3]) if len(parts) > 3 else 0)
                 except (IndexError, ValueError):
                     raise self.error(f"bad .loc directive {text!r}") from None
+                self.outer = self._outer(text)
                 if self.func is not None and not self.func.line and self.loc[1]:
                     self.func.line = self.loc[1]
             elif kind == "label":
@@ -472,7 +475,21 @@ class _Parser:
         else:
             operands = tuple(self._operand(o) for o in _split_top(rest)) if rest.strip() else ()
         file, line, col = self.loc
-        return Instr(opcode, mods, operands, guard, neg, file, line, col, text)
+        return Instr(opcode, mods, operands, guard, neg, file, line, col, text, outer=self.outer)
+
+    def _outer(self, text: str):
+        """``.loc F L C, function_name ..., inlined_at F2 L2 C2``: remember where (F, L, C) was inlined and follow
+        the chain of call sites to the outermost, the kernel's own line (None when the .loc is not inlined)."""
+        m = re.search(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        if not m:
+            return None
+        site = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        self.call_site[self.loc] = site
+        seen = {self.loc}
+        while site in self.call_site and site not in seen:
+            seen.add(site)
+            site = self.call_site[site]
+        return site
 
     def _call_operands(self, rest: str) -> tuple:
         # call{.uni} (ret0, ...), func, (arg0, ...)  |  call func, (args)  |  call func
@@ -563,7 +580,8 @@ def lower_cp_async(ins: Instr, regs: dict) -> list[Instr]:
         temps.append(Reg(name))
     data = Vec(tuple(temps)) if vec else temps[0]
     shape = (vec,) if vec else ()
-    common = dict(guard=ins.guard, guard_neg=ins.guard_neg, file=ins.file, line=ins.line, col=ins.col, text=ins.text)
+    common = dict(guard=ins.guard, guard_neg=ins.guard_neg, file=ins.file, line=ins.line, col=ins.col, text=ins.text,
+                  outer=ins.outer)
     return [Instr("ld", ("global", m[1]) + shape + (t,), (data, ops[1]), **common),
             Instr("st", ("shared", "async") + shape + (t,), (ops[0], data), **common)]
 

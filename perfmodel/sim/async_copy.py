@@ -99,3 +99,19 @@ class AsyncCopies:
             if (group >= 0).any():
                 left.append(entry)
         self.pending = left
+
+    def complete(self, mask: np.ndarray, scatter) -> None:
+        """Land every pending copy of the lanes of ``mask`` now, committed or not (``cp.async.mbarrier.arrive``:
+        perfmodel/sim/mbarrier.py)."""
+        m = np.broadcast_to(mask, self.shape)
+        left = []
+        for entry in self.pending:
+            group, dt, idx, values, _gid = entry
+            done = m & (group >= 0)
+            if done.any():
+                scatter(dt, idx, values, done)
+                entry[0] = group = np.where(done, -1, group)
+                self._in_flight = None
+            if (group >= 0).any():
+                left.append(entry)
+        self.pending = left

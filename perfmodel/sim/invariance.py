@@ -41,7 +41,7 @@ _NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "trap", "membar
 # results the register classes cannot follow: warp-level data, atomics' returns, and the carry-chain instructions
 # (their carry flag is an operand no register names)
 _DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy", "addc", "subc", "madc",
-         "wmma"}
+         "wmma", "mbarrier"}
 
 
 @dataclass(frozen=True)

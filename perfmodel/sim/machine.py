@@ -88,6 +88,9 @@ class State(MemoryMixin):
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
         self.loop_resume = None  # the traces of the iterations a fast-forward attempt ran before giving up
         self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
+        self.mbarriers = None     # mbarrier objects of the batch (perfmodel.sim.mbarrier)
+        self.mbar_blocked = None  # the mbarrier wait (instruction id) that no active lane passed, if one just did
+        self.mbar_epoch = 0       # mbarrier phases completed so far
         # identity memos of lane-only (one-row) addresses, for this launch only: register offset -> address
         # (perfmodel.sim.memops.address_getter) and shared access -> its checked words and wavefronts (memory.py)
         self.addr_memo: dict = {}
@@ -325,7 +328,11 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
     divw = c.div_warps.setdefault(fname, [0] * len(blocks))
     stack = [[0, -1, mask]]
     is_kernel = st.depth == 0
+    switched_at = None
     while stack:
+        if st.mbar_blocked is not None:
+            switched_at = _switch_path(st, stack, switched_at, st.mbar_blocked)
+            st.mbar_blocked = None
         top = stack[-1]
         pc, rpc, m = top
         if pc == rpc or pc < 0:
@@ -392,6 +399,24 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             stack.append([blk.fall, rc, nt])
             stack.append([blk.target, rc, taken])
     st.mask = mask
+
+
+def _switch_path(st, stack, switched_at, gid):
+    """Every thread of the running path failed an mbarrier wait (perfmodel/sim/mbarrier.py): run its sibling path
+    (the one below it with the same reconvergence point) first, and come back to this one after. Two switches with no
+    barrier phase completed between them are a deadlock."""
+    if len(stack) < 2 or stack[-2][1] != stack[-1][1]:
+        if len(stack) == 1 and st.depth == 0:    # nothing else of the kernel can run: no thread will arrive
+            switched_at = st.mbar_epoch
+        else:
+            return switched_at
+    if switched_at == st.mbar_epoch:
+        m = stack[-1][2]
+        st.fault_where(np.broadcast_to(np.ones((1, 1), bool) if m is None else m, (st.nB, st.Tp)),
+                       "deadlock: these threads wait on an mbarrier phase that no thread can complete any more (every "
+                       "thread that could run waits too, and no barrier phase completed since)", gid)
+    stack[-1], stack[-2] = stack[-2], stack[-1]
+    return st.mbar_epoch
 
 
 def _or(a, b):

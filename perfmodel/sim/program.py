@@ -25,6 +25,12 @@ def _builder(ins):
     opcode = ins.opcode
     if opcode == "cp" and ins.mods[:1] == ("async",) and ins.mods[1:2] and ins.mods[1] in CP_ASYNC_WAITS:
         return memops.b_cp_async_group
+    if opcode == "mbarrier" or opcode == "cp" and ins.mods[:2] in (("async", "mbarrier"), ("async", "bulk")):
+        from perfmodel.sim import mbarrier
+
+        if opcode == "mbarrier":
+            return mbarrier.b_mbarrier
+        return mbarrier.b_cp_async_arrive if ins.mods[1] == "mbarrier" else mbarrier.b_bulk_copy
     if opcode in alu.BUILDERS:
         return alu.BUILDERS[opcode]
     if opcode in ("ld", "ldu"):
@@ -108,6 +114,12 @@ class Symbols:
         return e[0] if e else None
 
 
+def _toolkit_header(path: str) -> bool:
+    """A header of NVIDIA's wheels or toolkit (``.../nvidia/<pkg>/include/...``, ``.../cuda/include/...``)."""
+    p = path.replace("\\", "/")
+    return "/include/" in p and ("/nvidia/" in p or "/cuda" in p)
+
+
 def _flop_kind(ins) -> tuple[str | None, bool]:
     kind = alu.FP_KIND.get(ins.opcode)
     t = ins.type
@@ -155,6 +167,12 @@ class ProgramBuilder:
                 if prev.line and p and "__nv_nvrtc_builtin" not in p:
                     return Location(p, prev.line, prev.col or None)
             return Location(self.source_file)
+        if ins.outer is not None and _toolkit_header(path):
+            # code inlined from NVIDIA's headers (libcu++, CUB, cuda_fp16, mma.h): the user's line that called it,
+            # the outermost call site of its .loc's inlined_at chain, when that is not a header too
+            outer_path = self.module.files.get(ins.outer[0], "")
+            if outer_path and not _toolkit_header(outer_path) and ins.outer[1]:
+                return Location(outer_path, ins.outer[1], ins.outer[2] or None)
         return Location(path, ins.line or None, ins.col or None)
 
     def _instrs_before(self, ins) -> list:

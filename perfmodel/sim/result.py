@@ -151,10 +151,11 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.warp_instructions += w_sass * weight + sass_extra
                 op = ins.opcode
                 parts = []
-                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust", "wmma") and cnt.requests[gid]:
+                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust", "wmma", "cp") and cnt.requests[gid]:
                     # texture fetches and surface accesses count as global loads and stores of their texels
-                    # (perfmodel/sim/texture.py)
-                    sp = "global" if op in ("tex", "suld", "sust") else _space(ins)
+                    # (perfmodel/sim/texture.py); a bulk copy (cp.async.bulk: perfmodel/sim/mbarrier.py) as the
+                    # global loads of its bytes
+                    sp = "global" if op in ("tex", "suld", "sust", "cp") else _space(ins)
                     split = cnt.generic_split.get(gid)
                     if sp == "generic" and split:
                         # a generic access: count each part in the space its lanes' addresses fell in
@@ -163,7 +164,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         parts = [(sp, cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
                                   cnt.bytes[gid])]
                 for sp, th, rq, un, li, by in parts:
-                    load = op in ("ld", "ldu", "tex", "suld") or op == "wmma" and ins.mods[0] == "load"
+                    load = op in ("ld", "ldu", "tex", "suld", "cp") or op == "wmma" and ins.mods[0] == "load"
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
                            "arrays": dict(arrays_of.get(gid, ()))}
