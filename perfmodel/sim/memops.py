@@ -142,8 +142,10 @@ def b_cp_async_group(ins, ops):
 
 def _param_load(ins, ops, vec, t):
     addr = ins.operands[1]
+    if isinstance(addr, Addr) and not isinstance(addr.base, Sym) and ops.func.is_entry:
+        return _kernel_param_gather(ins, ops, addr, vec, t)
     if not isinstance(addr, Addr) or not isinstance(addr.base, Sym):
-        raise Unsupported("ld.param through a register address")
+        raise Unsupported("ld.param through a register address outside the kernel's own parameters")
     name, off = addr.base.name, addr.offset
     writers = [ops.writer(d) for d in _dest_regs(ins.operands[0])]
     size = TYPES[t][1]
@@ -153,6 +155,26 @@ def _param_load(ins, ops, vec, t):
         for k, w in enumerate(writers):
             w(st, fr, st.param_read(fr, name, off + k * size, dt))
     return ldp
+
+
+def _kernel_param_gather(ins, ops, addr, vec, t):
+    """``ld.param`` of the kernel's parameters through a register (``mov.u64 %rd, param; ld.param [%rd + i]``: a
+    struct parameter indexed at run time): each thread reads the launch's packed parameter bytes at its own
+    offset, bounds-checked against the parameter buffer."""
+    ga = address_getter(addr, ops)
+    writers = [ops.writer(d) for d in _dest_regs(ins.operands[0])]
+    size = TYPES[t][1]
+    dt = DT[t]
+    gid = ins.index
+
+    def ldp_gather(st, fr):
+        buf = np.frombuffer(st.launch.param_buf, np.uint8)
+        a = ga(st, fr)
+        off = st._check(gid, a, 0, len(buf) - size * len(writers) + 1, "kernel-parameter load")
+        for k, w in enumerate(writers):
+            raw = buf[off[..., None] + (k * size + np.arange(size))]
+            w(st, fr, np.ascontiguousarray(raw).view(dt)[..., 0])
+    return ldp_gather
 
 
 def _param_store(ins, ops, vec, t):

@@ -220,7 +220,10 @@ def fused_multiply_add(a, b, c, out=None):
     error, and a nudge of one float64 ulp towards the exact sum lets the final rounding go the right way."""
     out = a.dtype if out is None else np.dtype(out)
     s = np.multiply(a, b, dtype=np.float64)
-    s += c
+    try:
+        s += c
+    except ValueError:          # a and b the same in every lane (shape (1, 1)) and c not: the sum is wider
+        s = s + c
     mant = 23 if out == np.float32 else 10      # float64 out: the f16x2 lift rounds it to f16 afterwards
     low = np.uint64((1 << (52 - mant)) - 1)
     half = np.uint64(1 << (51 - mant))

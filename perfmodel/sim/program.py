@@ -258,7 +258,7 @@ class ProgramBuilder:
             return b(ins, ops)
         except alu.Unsupported as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.opcode}' with {exc}") from None
-        except (TypeError, KeyError, IndexError, StopIteration) as exc:
+        except (TypeError, KeyError, IndexError, ValueError, StopIteration) as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.text.strip()}' ({type(exc).__name__}: "
                                     f"{exc})") from None
 

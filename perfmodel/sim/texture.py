@@ -191,6 +191,9 @@ def b_tex(ins, ops):
     from perfmodel.sim.numeric import Unsupported
 
     geom = next((m for m in ins.mods if m in _GEOMS), None)
+    if ins.has("level", "grad") or len(ins.operands) != 2:
+        raise Unsupported(f"mipmapped texture fetches (tex.level, tex.grad) and tex with a depth-compare or "
+                          f"offset operand ({ins.text.strip()})")
     if geom is None or "v4" not in ins.mods or len(ins.types) != 2:
         raise Unsupported(f"texture fetches other than tex.1d/2d/3d/a1d/a2d .v4 ({ins.text.strip()})")
     dst_t, crd_t = ins.types
