@@ -664,7 +664,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
                              warps_per_block=warps_per_block,
                              loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
-                                                                      sim.lines))
+                                                                      sim.lines),
+                             idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0))
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)
@@ -677,7 +678,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 # which per-line figure ranks the lines for each bounding resource
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_lines",
                 "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
-                "fp32": "flops", "fp64": "flops", "sfu": "flops", "issue": "warp_instructions", "blocks": "warp_instructions",
+                "fp32": "flops", "fp64": "flops", "sfu": "flops", "tensor": "flops", "issue": "warp_instructions",
+                "blocks": "warp_instructions",
                 "launch": "warp_instructions"}
 
 

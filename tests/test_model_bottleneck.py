@@ -112,6 +112,26 @@ def test_latency_bound_with_a_single_warp(rates):
         (2000 * rates.dependent_issue_latency_cycles + 1000 * 41.1 + 1000 * 689) / rates.clock_hz)
 
 
+def test_blocks_that_do_nothing_do_not_dilute_the_chain(rates):
+    """A persistent kernel launching one block per SM, 4 of which get work (cudaTensorCoreGemm's compute_gemm at
+    256^3): the 128 idle blocks' warps add no instructions; the prediction is the 4 working blocks' one, the
+    same as the kernel launched with 4 blocks (but for the block scheduler launching all 132)."""
+    counts = {"flops": 0, "warp_instructions": 3000 * 32, "warps": 132 * 8,
+              "global": {"loads": 32000, "load_requests": 1000, "load_sectors": 4000,
+                         "unique_load_sectors": 4000, "stores": 0, "store_sectors": 0}}
+    traffic = _traffic(4000, total_blocks=4, blocks_per_sm=1)
+    four = bn.bottleneck_model({**counts, "warps": 4 * 8}, rates=rates, traffic=traffic, total_blocks=4,
+                               warps_per_sm=8, blocks_per_sm=1, warps_per_block=8)
+    idle = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=132, warps_per_sm=8,
+                               blocks_per_sm=1, warps_per_block=8, idle_blocks=128)
+    diluted = bn.bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=132, warps_per_sm=8,
+                                  blocks_per_sm=1, warps_per_block=8)
+    assert idle.latency_time_s == pytest.approx(four.latency_time_s)
+    assert idle.active_sms == four.active_sms == 4
+    # counted over all 132 blocks' warps, each warp's chain is 33x too short
+    assert diluted.latency_time_s < four.latency_time_s / 10
+
+
 def test_chain_waits_for_the_loads_that_miss_l1(rates):
     # 300 instructions, 100 of them loads (41.1 cycles each, the measured L1 latency); half the loads miss L1, 2 in
     # flight -> 25 rounds; a round waits the L2-hit latency (281.7 cycles measured) for the L2 hit rate 0.25 of

@@ -23,7 +23,9 @@ The groups and their resources (rates from the device profile's ``throughput`` s
 * ``latency``: the warps' own critical path. A warp alone issues an instruction every
   ``dependent_issue_latency_cycles`` on average and waits ``global_latency_cycles`` for each round of loads that
   goes to DRAM (``mlp`` loads per round: its loads between two barriers, at most
-  ``max_loads_in_flight_per_warp``). Every wave of resident blocks runs that chain once; a partial last wave
+  ``max_loads_in_flight_per_warp``), over the warps of the blocks that did any work (blocks whose threads all did
+  nothing are left out of the chain, the SMs at work and the waves). Every wave of resident blocks runs that chain
+  once; a partial last wave
   costs a whole wave. This is Little's law: the resident warps are the work in flight.
 
 SM-local resources are scaled by the busiest SM's share of the blocks (``sm_imbalance``, wave quantisation
@@ -538,9 +540,11 @@ def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
 
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
-                     loads_in_flight: float | None = None) -> BottleneckResult:
+                     loads_in_flight: float | None = None, idle_blocks: float = 0.0) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout). ``loads_in_flight``: a
-    warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known."""
+    warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known.
+    ``idle_blocks``: blocks whose threads all did no work (no flop, no memory access: a persistent kernel's blocks
+    left without a tile); they do not dilute the warps' critical path nor count as SMs at work."""
     g = counts.get("global", {})
     traffic = cc1_traffic(traffic, g, rates.global_memory_rule)
     s = counts.get("shared", {})
@@ -549,11 +553,15 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     fp_ops = counts.get("fp_ops", {})
     fp64 = float(counts.get("fp64_ops", 0) or 0)
     warps = max(1.0, float(counts.get("warps", 0) or total_blocks * warps_per_block))
+    # the blocks that did work, and their warps (all of them unless whole blocks were idle)
+    working_blocks = max(1.0, float(total_blocks) - max(0.0, float(idle_blocks or 0.0)))
+    warps = max(1.0, warps * working_blocks / max(1, total_blocks))
+    blocks = min(total_blocks, math.ceil(working_blocks))
 
-    active_sms = max(1, min(rates.sm_count, total_blocks))
-    imbalance = sm_imbalance(total_blocks, rates.sm_count)
+    active_sms = max(1, min(rates.sm_count, blocks))
+    imbalance = sm_imbalance(blocks, rates.sm_count)
     slots = max(1, blocks_per_sm) * rates.sm_count
-    waves = total_blocks / slots if slots else 0.0
+    waves = blocks / slots if slots else 0.0
 
     memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomics", 0)
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
@@ -587,7 +595,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     # the latency chain: compiled instructions per warp x dependent-issue latency, plus DRAM round trips
     load_requests = float(g.get("load_requests", 0))
     requests_per_warp = load_requests / warps
-    barriers_per_warp = _barriers_per_warp(counts, warps, total_blocks)
+    barriers_per_warp = _barriers_per_warp(counts, warps, blocks)
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
     queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
