@@ -137,10 +137,10 @@ def _kernel_path(sets: set[str]) -> None:
 
 
 def tensor_cases() -> list[dict]:
-    """Tensor-core (wmma) kernels: cuda-samples cudaTensorCoreGemm's two GEMMs (vendored unchanged) at 256^3 and
-    1024^3 (M_TILES = N_TILES = K_TILES = 16, 64)."""
-    return [{"kernel": k, "overrides": {"M_TILES": t, "N_TILES": t, "K_TILES": t}}
-            for k in ("cudaTensorCoreGemm_simple_wmma_gemm", "cudaTensorCoreGemm_compute_gemm") for t in (16, 64)]
+    """Tensor-core (wmma) kernels: cuda-samples cudaTensorCoreGemm's two GEMMs (vendored unchanged) at 256^3,
+    1024^3 and 2048^3 (M_TILES = N_TILES = K_TILES = 16, 64, 128), compute_gemm also at the sample's own 4096^3."""
+    sizes = {"cudaTensorCoreGemm_simple_wmma_gemm": (16, 64, 128), "cudaTensorCoreGemm_compute_gemm": (16, 64, 128, 256)}
+    return [{"kernel": k, "overrides": {"M_TILES": t, "N_TILES": t, "K_TILES": t}} for k, ts in sizes.items() for t in ts]
 
 
 SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases, "tensor": tensor_cases}
