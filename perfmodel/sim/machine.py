@@ -17,6 +17,10 @@ from perfmodel.sim.memory import MemoryMixin
 from perfmodel.sim.values import Frame, as_type
 
 
+class BarrierWait(Exception):
+    """A path stopped at a bar.sync that threads of its sibling path have yet to reach (State.barrier)."""
+
+
 class Counters:
     """Totals over every simulated block."""
 
@@ -90,6 +94,9 @@ class State(MemoryMixin):
         self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
         self.mbarriers = None     # mbarrier objects of the batch (perfmodel.sim.mbarrier)
         self.mbar_blocked = None  # the mbarrier wait (instruction id) that no active lane passed, if one just did
+        self.bar_waiting = None   # (nB, Tp) threads stopped at a bar.sync until the other branch's threads arrive
+        self.bar_wait_gid = -1    # that bar.sync
+        self.can_suspend = False  # run_function's path has a sibling path to run while this one waits
         self.mbar_epoch = 0       # mbarrier phases completed so far
         # identity memos of lane-only (one-row) addresses, for this launch only: register offset -> address
         # (perfmodel.sim.memops.address_getter) and shared access -> its checked words and wavefronts (memory.py)
@@ -233,19 +240,45 @@ class State(MemoryMixin):
             return
         mb = np.broadcast_to(m, (self.nB, self.Tp))
         blocks_active = mb.any(axis=1)
-        c.block_execs[gid] += int(blocks_active.sum())
+        waiting = self.bar_waiting
+        if waiting is not None and check:
+            # the threads of another branch wait at a bar.sync: this one completes it if every live thread is
+            # then there (the hardware counts arrivals at barrier 0, from whichever bar.sync instruction)
+            arrived = waiting | mb
+            live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+            if not (live & ~arrived & arrived.any(axis=1)[:, None]).any():
+                self.bar_waiting = None
+                return
+            mb = arrived
+            blocks_active = mb.any(axis=1)
+        else:
+            c.block_execs[gid] += int(blocks_active.sum())
         if not check:
             return
         live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
         missing = live & ~mb & blocks_active[:, None]
+        if missing.any() and self.can_suspend:
+            # a branch of the block reached a barrier the other branch has yet to reach (warp-specialised code:
+            # each half of the block syncs in its own branch): wait here, run the other branch (run_function)
+            self.bar_waiting = mb.copy()
+            self.bar_wait_gid = gid
+            raise BarrierWait
         if missing.any():
-            thread, block = self.first_lane(missing)
-            ins = self.builder.instrs[gid]
-            loc = self.builder._location(ins)
-            raise SimulationError(
-                f"{loc}: barrier divergence: __syncthreads() (bar.sync) reached by only some threads of block "
-                f"{block}; thread {thread} of that block takes another path (a barrier inside a condition that "
-                "is not uniform across the block)", location=loc, thread=thread, block=block)
+            self.bar_waiting, self.bar_wait_gid = mb, gid
+            self.barrier_divergence()
+
+    def barrier_divergence(self):
+        """The threads of ``bar_waiting`` reached barrier ``bar_wait_gid`` and the others of their block never do."""
+        mb, gid = self.bar_waiting, self.bar_wait_gid
+        live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+        missing = live & ~mb & mb.any(axis=1)[:, None]
+        thread, block = self.first_lane(missing if missing.any() else mb)
+        ins = self.builder.instrs[gid]
+        loc = self.builder._location(ins)
+        raise SimulationError(
+            f"{loc}: barrier divergence: __syncthreads() (bar.sync) reached by only some threads of block "
+            f"{block}; thread {thread} of that block takes another path (a barrier inside a condition that "
+            "is not uniform across the block)", location=loc, thread=thread, block=block)
 
     # ---- parameters and calls -----------------------------------------------------------------------------
     def param_read(self, fr, name, off, dt):
@@ -294,6 +327,18 @@ def _and_not(m, done):
     return m & ~done
 
 
+def resume_block(st: State, fr: Frame, blk, start: int) -> int | None:
+    """Run the instructions of ``blk`` from ``start`` (a path that stopped at a barrier goes on after it); the
+    index to resume from if it stops at a barrier again, else None."""
+    body = blk.body
+    for k in range(start, len(body)):
+        try:
+            body[k](st, fr)
+        except BarrierWait:
+            return k + 1
+    return None
+
+
 def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
     """Count one execution of basic block ``pc`` under ``st.mask`` (lanes and warps once, every instruction of
     it) and run its instructions."""
@@ -315,8 +360,11 @@ def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
     st.steps += 1
     if st.steps > st.max_steps or (st.steps & 1023 == 0 and time.perf_counter() > st.deadline):
         _runaway(st, cf, pc)
+    if st.can_suspend:
+        return resume_block(st, fr, blk, 0)
     for fn in blk.body:
         fn(st, fr)
+    return None
 
 
 def run_function(st: State, cf, fr: Frame, mask) -> None:
@@ -334,7 +382,7 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             switched_at = _switch_path(st, stack, switched_at, st.mbar_blocked)
             st.mbar_blocked = None
         top = stack[-1]
-        pc, rpc, m = top
+        pc, rpc, m = top[0], top[1], top[2]
         if pc == rpc or pc < 0:
             stack.pop()
             continue
@@ -347,6 +395,24 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             top[2] = m
         st.mask = m
         blk = blocks[pc]
+        if len(top) > 3:
+            # a path that stopped at a barrier: its sibling has run; go on after the barrier
+            if st.bar_waiting is not None and (st.bar_waiting & np.broadcast_to(
+                    np.ones((1, 1), bool) if m is None else m, st.bar_waiting.shape)).any():
+                st.barrier_divergence()           # its barrier never completed: the sibling went past without it
+            resume_at = top.pop()
+            st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
+            try:
+                stopped = resume_block(st, fr, blk, resume_at)
+            finally:
+                st.can_suspend = False
+            if stopped is not None:
+                top.append(stopped)
+                stack[-1], stack[-2] = stack[-2], stack[-1]
+                continue
+            st.mask = m
+            _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
+            continue
         loop = regroup.loop_of(st, cf, pc) if blk.term == "cbra" and blk.target == pc else None
         if loop is not None:
             # a loop ptxas unrolled further: run it whole and count it as the SASS issues it (sim/regroup.py)
@@ -365,40 +431,51 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             if how != "resume":
                 execute_block(st, cf, fr, pc, blk, bbw, bbt)
         else:
-            execute_block(st, cf, fr, pc, blk, bbw, bbt)
+            st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
+            try:
+                stopped = execute_block(st, cf, fr, pc, blk, bbw, bbt)
+            finally:
+                st.can_suspend = False
+            if stopped is not None:
+                top.append(stopped)
+                stack[-1], stack[-2] = stack[-2], stack[-1]
+                continue
         st.mask = m
-        term = blk.term
-        if term == "fall":
-            top[0] = blk.fall
-        elif term == "bra":
-            top[0] = blk.target
-        elif term == "ret":
-            if is_kernel:
-                full = np.broadcast_to(np.ones((1, 1), bool) if m is None else m, (st.nB, st.Tp))
-                st.exited = full.copy() if st.exited is None else (st.exited | full)
-            else:
-                full = np.broadcast_to(np.ones((1, 1), bool) if m is None else m, (st.nB, st.Tp))
-                fr.done = full.copy() if fr.done is None else (fr.done | full)
-            stack.pop()
-        else:   # conditional branch
-            taken, nt = branch_split(fr, blk, m)
-            if not taken.any():
-                top[0] = blk.fall
-                continue
-            if not nt.any():
-                top[0] = blk.target
-                continue
-            dv = _divergent_warps(st, taken, nt)
-            divw[pc] += dv
-            rc = blk.ipdom
-            if rc == rpc:
-                stack.pop()
-            else:
-                top[0] = rc
-            # full-shape masks from here on (both paths are real subsets)
-            stack.append([blk.fall, rc, nt])
-            stack.append([blk.target, rc, taken])
+        _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
     st.mask = mask
+
+
+def _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc) -> None:
+    """The block's terminator: the path's next block, a return, or a divergent branch's two paths."""
+    term = blk.term
+    if term == "fall":
+        top[0] = blk.fall
+    elif term == "bra":
+        top[0] = blk.target
+    elif term == "ret":
+        full = np.broadcast_to(np.ones((1, 1), bool) if m is None else m, (st.nB, st.Tp))
+        if is_kernel:
+            st.exited = full.copy() if st.exited is None else (st.exited | full)
+        else:
+            fr.done = full.copy() if fr.done is None else (fr.done | full)
+        stack.pop()
+    else:   # conditional branch
+        taken, nt = branch_split(fr, blk, m)
+        if not taken.any():
+            top[0] = blk.fall
+            return
+        if not nt.any():
+            top[0] = blk.target
+            return
+        divw[pc] += _divergent_warps(st, taken, nt)
+        rc = blk.ipdom
+        if rc == rpc:
+            stack.pop()
+        else:
+            top[0] = rc
+        # full-shape masks from here on (both paths are real subsets)
+        stack.append([blk.fall, rc, nt])
+        stack.append([blk.target, rc, taken])
 
 
 def _switch_path(st, stack, switched_at, gid):

@@ -215,7 +215,9 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         if ln is not None:
                             ln["local_accesses"] += th
                     rows.append(row)
-                if op in ("bar", "barrier") and cnt.block_execs[gid]:
+                if op in ("bar", "barrier"):
+                    # a barrier instance counts once, at its first bar.sync; a bar.sync that completes one the
+                    # other branch of the block started (machine.py BarrierWait) adds its warps only
                     c.barriers += cnt.block_execs[gid]
                     c.barrier_warps += cnt.requests[gid]
                     if ln is not None:
