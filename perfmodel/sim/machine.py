@@ -401,14 +401,7 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
                     np.ones((1, 1), bool) if m is None else m, st.bar_waiting.shape)).any():
                 st.barrier_divergence()           # its barrier never completed: the sibling went past without it
             resume_at = top.pop()
-            st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
-            try:
-                stopped = resume_block(st, fr, blk, resume_at)
-            finally:
-                st.can_suspend = False
-            if stopped is not None:
-                top.append(stopped)
-                stack[-1], stack[-2] = stack[-2], stack[-1]
+            if _suspendable(st, stack, top, rpc, is_kernel, lambda: resume_block(st, fr, blk, resume_at)):
                 continue
             st.mask = m
             _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
@@ -430,19 +423,27 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
                 continue
             if how != "resume":
                 execute_block(st, cf, fr, pc, blk, bbw, bbt)
-        else:
-            st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
-            try:
-                stopped = execute_block(st, cf, fr, pc, blk, bbw, bbt)
-            finally:
-                st.can_suspend = False
-            if stopped is not None:
-                top.append(stopped)
-                stack[-1], stack[-2] = stack[-2], stack[-1]
-                continue
+        elif _suspendable(st, stack, top, rpc, is_kernel, lambda: execute_block(st, cf, fr, pc, blk, bbw, bbt)):
+            continue
         st.mask = m
         _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
     st.mask = mask
+
+
+def _suspendable(st, stack, top, rpc, is_kernel, run) -> bool:
+    """``run()`` a block's body, letting a bar.sync stop the path where it has a sibling path (the other side of
+    the same branch) to run meanwhile: True when it stopped (the path, with its resume index, then waits under its
+    sibling)."""
+    st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
+    try:
+        stopped = run()
+    finally:
+        st.can_suspend = False
+    if stopped is None:
+        return False
+    top.append(stopped)
+    stack[-1], stack[-2] = stack[-2], stack[-1]
+    return True
 
 
 def _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc) -> None:
