@@ -637,6 +637,22 @@ def _check_launch_fits(dev, launch) -> None:
                              f"{dev.max_threads_per_block:,} (CC {dev.compute_capability})")
 
 
+def compute_peak_flops(counts: dict, dev, rates) -> float:
+    """The compute roof of the seed model: the FP32 peak, or, for a kernel with tensor-core work on a device with
+    measured wmma rates, the peak of its mix - all its flops over the time the FP32 lanes and the tensor cores need
+    for their shares at their peaks (the mix's harmonic peak)."""
+    peak = float(dev.peak_fp32_flops)
+    tensor = (counts.get("tensor") or {}).get("flops") or {}
+    per_sm = dict(rates.tensor_flops_per_clock)
+    if not any(tensor.values()) or any(t not in per_sm for t, v in tensor.items() if v):
+        return peak
+    total = float(counts.get("flops", 0) or 0)
+    other = max(0.0, total - float(sum(tensor.values())))
+    seconds = other / peak + sum(float(v) / (per_sm[t] * rates.sm_count * rates.clock_hz) for t, v in tensor.items()
+                                 if v)
+    return total / seconds if seconds > 0 else peak
+
+
 def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None, l2: str = "cold") -> Analysis:
     """The device-dependent half of :func:`analyze`: registers, occupancy, the seed and bottleneck models."""
     from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
@@ -648,10 +664,10 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     occ = occupancy(dev, launch.threads_per_block, registers.per_thread, smem, grid_blocks=launch.total_blocks)
     counts = sim.counts
     g = counts.get("global", {})
-    seed = seed_model(float(counts.get("flops", 0)), float(g.get("loads", 0)), float(g.get("stores", 0)),
-                      float(dev.peak_fp32_flops), float(dev.dram_bandwidth_bytes_per_s))
     smem_alloc = getattr(occ, "shared_memory_per_block_allocated", smem)
     rates = device_rates(dev, shared_memory_per_sm_used=occ.blocks_per_sm * smem_alloc)
+    seed = seed_model(float(counts.get("flops", 0)), float(g.get("loads", 0)), float(g.get("stores", 0)),
+                      compute_peak_flops(counts, dev, rates), float(dev.dram_bandwidth_bytes_per_s))
     traffic = estimate_traffic(
         load_sectors=float(g.get("load_sectors", 0)), store_sectors=float(g.get("store_sectors", 0)),
         unique_load_sectors=float(g.get("unique_load_sectors", g.get("load_sectors", 0))),

@@ -225,3 +225,19 @@ def test_cuda_samples_tensor_gemm_global_traffic_matches_ncu(kernel, vendored_sp
     g = sim.counts["global"]
     assert {k: g[k] for k in NCU_256[kernel]} == NCU_256[kernel]
     assert sim.correct is True, sim.correct_detail
+
+
+def test_seed_roof_of_a_tensor_kernel_is_its_mix_peak():
+    """h_rr on an H100: 4 x 8192 f16 tensor flops at 2,728 per clock per SM and 1,024 FP32 multiplies at the FP32
+    peak (66.9 TFLOPS): the roof is all the flops over the time each share needs at its peak."""
+    from perfmodel.analysis import compute_peak_flops
+    from perfmodel.devices import load_device
+    from perfmodel.model.bottleneck import device_rates
+
+    dev = load_device("h100")
+    counts = {"flops": 4 * 8192 + 1024, "tensor": {"mma": 4, "flops": {"f16": 4 * 8192}}}
+    seconds = 1024 / dev.peak_fp32_flops + 4 * 8192 / (2728 * 132 * 1.98e9)
+    assert compute_peak_flops(counts, dev, device_rates(dev)) == pytest.approx((4 * 8192 + 1024) / seconds)
+    assert compute_peak_flops({"flops": 10}, dev, device_rates(dev)) == dev.peak_fp32_flops
+    a100 = load_device("a100")          # no measured wmma rate: the FP32 roof, as the slides' model has it
+    assert compute_peak_flops(counts, a100, device_rates(a100)) == a100.peak_fp32_flops

@@ -10,7 +10,8 @@ mul/add per 512 loads per block phase = 16), so ``cgma`` divides by thread-level
 also counts stores is reported beside it as ``cgma_with_stores`` for transparency.
 
 Achievable GFLOPS = min(peak FP32, CGMA x DRAM bandwidth / 4 B) - the datasheet DRAM bandwidth and the
-profile's peak, exactly as the slides do (G80: 86.4 GB/s, 346.5 GFLOPS).
+profile's peak, exactly as the slides do (G80: 86.4 GB/s, 346.5 GFLOPS). For a kernel with tensor-core work the
+compute roof is the peak of its mix of FP32 and tensor-core flops (perfmodel.analysis.compute_peak_flops).
 """
 from __future__ import annotations
 

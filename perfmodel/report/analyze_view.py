@@ -133,14 +133,20 @@ def counts_section(doc: dict) -> Table:
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
     fp = c.get("fp_ops", {})
     table.add_row("flops", fmt_num(c.get("flops")), "", ", ".join(f"{k} {fmt_num(v)}" for k, v in fp.items() if v))
+    tensor = c.get("tensor") or {}
+    if tensor.get("mma"):
+        table.add_row("tensor-core mma", "", fmt_num(tensor["mma"]),
+                      ", ".join(f"{k} {fmt_num(v)} flops" for k, v in (tensor.get("flops") or {}).items() if v))
     table.add_row("int ops", fmt_num(c.get("int_ops")), "", "")
     table.add_row("warp instructions", "", fmt_num(c.get("warp_instructions")),
                   f"SIMT efficiency {100 * c['simt_efficiency']:.1f}%" if c.get("simt_efficiency") is not None else "")
     table.add_row("barriers", "", fmt_num(c.get("barriers")), "")
     idle = doc.get("idle") or {}
     if c.get("idle_threads") or idle.get("partially_idle_blocks"):
-        blocks = (f"{idle['partially_idle_blocks']:,} of {idle['blocks']:,} blocks partially idle"
-                  if idle.get("partially_idle_blocks") else "")
+        parts = [f"{idle[key]:,} of {idle['blocks']:,} blocks {what} idle"
+                 for key, what in (("fully_idle_blocks", "fully"), ("partially_idle_blocks", "partially"))
+                 if idle.get(key)]
+        blocks = ", ".join(parts)
         table.add_row("idle threads", f"{fmt_num(c.get('idle_threads'))} of {fmt_num(c.get('threads'))}", "", blocks)
     return table
 
