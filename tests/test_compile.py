@@ -191,6 +191,20 @@ def test_host_code_is_set_aside_and_lines_are_kept():
     assert {k.name for k in prep.kernels} == {"k", "broken"}
 
 
+def test_cuda_library_host_headers_are_set_aside_where_installed(tmp_path):
+    """A kernel file that includes cuBLAS (the SGEMM tutorial's kernels all do) compiles even where the header is
+    installed, as PyTorch's nvidia-cublas wheel or a toolkit installs it: its host API needs <stdint.h>, which
+    NVRTC does not have."""
+    from perfmodel.compile.hostcode import prepare
+
+    sdk = tmp_path / "include"
+    sdk.mkdir()
+    (sdk / "cublas_v2.h").write_text("#include <stdint.h>\n")
+    text = "#include <cublas_v2.h>\n__global__ void k(float *x) { x[0] = 1; }\n"
+    prep = prepare(text, "k.cu", None, sdk_dirs=[str(sdk), *nvrtc.sdk_include_dirs()])
+    assert prep.set_aside_includes == ["cublas_v2.h"] and "cublas" not in prep.text
+
+
 def test_compile_error_maps_to_the_original_line():
     with pytest.raises(CompileError) as info:
         compile_cuda("hosty.cu", source=HOSTY)

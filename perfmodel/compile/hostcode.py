@@ -42,6 +42,12 @@ HOST_ONLY_HEADERS = frozenset({
     "cuda_device_runtime_api.h", "device_launch_parameters.h", "cuda_occupancy.h", "channel_descriptor.h",
     "nvrtc.h", "curand_mtgp32_host.h", "cudaTypedefs.h", "cudaEGLTypedefs.h", "cudaGLTypedefs.h",
     "cudaVDPAUTypedefs.h", "cudaProfilerTypedefs.h", "cudaEGL.h", "cudaGL.h", "cudaVDPAU.h",
+    # host APIs of the CUDA libraries (cuBLAS, cuFFT, cuSPARSE, cuSOLVER, NVML, NCCL, NVTX): kernels never need
+    # them, and where their headers are installed (a toolkit, PyTorch's nvidia-cublas wheel) they include C
+    # library headers NVRTC does not have (<stdint.h>), so a kernel file that includes them would not compile
+    "cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h", "cublasXt.h", "cufft.h", "cufftXt.h", "cufftw.h",
+    "cusparse.h", "cusparse_v2.h", "cusolverDn.h", "cusolverSp.h", "cusolverRf.h", "cusolver_common.h",
+    "nvml.h", "nccl.h", "nvToolsExt.h", "nvToolsExtCuda.h",
 })
 # Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
 # headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
