@@ -1,7 +1,7 @@
 """Measure every shipped kernel over a grid of sizes and tile/block widths on the GPU at hand, with Nsight
 Compute counters; write one JSON document (merged into ``validation/h100.json`` by ``validation/merge.py``).
 
-    python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|tensor|all[,...]] [--only KERNEL[,KERNEL...]]
+    python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|tensor|sgemm|all[,...]] [--only KERNEL[,KERNEL...]]
         [--no-ncu] [--list]
 
 Each case: one spec instance (``kernel`` + param overrides). Timed by :func:`perfmodel.gpu.runner.run_kernel`
@@ -143,14 +143,22 @@ def tensor_cases() -> list[dict]:
     return [{"kernel": k, "overrides": {"M_TILES": t, "N_TILES": t, "K_TILES": t}} for k, ts in sizes.items() for t in ts]
 
 
-SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases, "tensor": tensor_cases}
+def sgemm_cases() -> list[dict]:
+    """The SGEMM tutorial's twelve kernels (siboehm/SGEMM_CUDA, vendored unchanged in validation/kernels/sgemm_cuda,
+    MIT): code the model was not tuned on, at the tutorial's 4096^3 and at 1024^3."""
+    names = sorted(p.stem for p in (Path(__file__).resolve().parent / "kernels").glob("sgemm_[0-9]*.yaml"))
+    return [{"kernel": name, "overrides": {"S": s}} for name in names for s in (1024, 4096)]
+
+
+SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases, "tensor": tensor_cases,
+        "sgemm": sgemm_cases}
 
 
 def main(argv: list[str]) -> int:
     sets = set((argv[argv.index("--set") + 1] if "--set" in argv else "seed").split(","))
     if sets == {"all"}:
         sets = set(SETS)
-    chosen = [c for name in ("seed", "fidelity", "corpus", "tensor") if name in sets for c in SETS[name]()]
+    chosen = [c for name in ("seed", "fidelity", "corpus", "tensor", "sgemm") if name in sets for c in SETS[name]()]
     _kernel_path(sets)
     if "--list" in argv:
         for case in chosen:
