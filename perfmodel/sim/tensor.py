@@ -147,12 +147,6 @@ class _Fragment:
         # a piece is contiguous in memory when the order follows the memory layout (Q divides the run's length)
         self.contiguous = (layout == "col") == along_cols and (rows if along_cols else cols) % Q == 0
 
-    def element_offsets(self, stride: int) -> np.ndarray:
-        """(32, E) element offsets from the pointer in a matrix of leading dimension ``stride``."""
-        if self.layout == "row":
-            return self.i * stride + self.j
-        return self.i + self.j * stride
-
     def default_stride(self) -> int:
         return self.cols if self.layout == "row" else self.rows
 
@@ -218,7 +212,7 @@ def _elements_from_registers(frag: _Fragment, regs: list) -> list:
     return elems[:frag.E]
 
 
-def _reg_type(etype: str, which: str) -> tuple[str, int]:
+def _reg_type(etype: str) -> tuple[str, int]:
     """(register read type, bytes) of a fragment's registers."""
     if etype == "f64":
         return "f64", 8
@@ -245,7 +239,7 @@ def b_wmma(ins, ops):
     raise Unsupported(f"wmma.{kind}")
 
 
-def _etype(ins, which):
+def _etype(ins):
     t = ins.type
     if t in ("s4", "u4", "b1") or t not in ELEM_BYTES:
         raise Unsupported(f"{t} fragments (executed: {', '.join(ELEM_BYTES)})")
@@ -262,12 +256,12 @@ def _space(mods) -> str:
 def _b_load(ins, ops):
     shape, mods = _parts(ins)
     which = mods[1]
-    etype = _etype(ins, which)
+    etype = _etype(ins)
     layout = _layout_of(mods)
     dests = ins.operands[0]
     if not isinstance(dests, Vec) or not isinstance(ins.operands[1], Addr):
         raise Unsupported("wmma.load operands other than {registers}, [address]")
-    rtype, rbytes = _reg_type(etype, which)
+    rtype, rbytes = _reg_type(etype)
     frag = _Fragment(which, shape, etype, layout, len(dests.items), rbytes)
     writers = [ops.writer(d) for d in dests.items]
     ga = address_getter(ins.operands[1], ops)
@@ -288,12 +282,12 @@ def _b_load(ins, ops):
 
 def _b_store(ins, ops):
     shape, mods = _parts(ins)
-    etype = _etype(ins, "d")
+    etype = _etype(ins)
     layout = _layout_of(mods)
     srcs = ins.operands[1]
     if not isinstance(srcs, Vec) or not isinstance(ins.operands[0], Addr):
         raise Unsupported("wmma.store operands other than [address], {registers}")
-    rtype, rbytes = _reg_type(etype, "d")
+    rtype, rbytes = _reg_type(etype)
     frag = _Fragment("d", shape, etype, layout, len(srcs.items), rbytes)
     readers = [ops.reader(s, rtype) for s in srcs.items]
     ga = address_getter(ins.operands[0], ops)
@@ -438,14 +432,14 @@ def _b_mma(ins, ops):
     d, a, b, c = ins.operands
     if not all(isinstance(x, Vec) for x in (d, a, b, c)):
         raise Unsupported("wmma.mma operands other than four register vectors")
-    fa = _Fragment("a", shape, atype, lays[0], len(a.items), _reg_type(atype, "a")[1])
-    fb = _Fragment("b", shape, btype, lays[1], len(b.items), _reg_type(btype, "b")[1])
-    fc = _Fragment("c", shape, ctype, "row", len(c.items), _reg_type(ctype, "c")[1])
-    fd = _Fragment("d", shape, dtype, "row", len(d.items), _reg_type(dtype, "d")[1])
-    ra = [ops.reader(x, _reg_type(atype, "a")[0]) for x in a.items]
-    rb = [ops.reader(x, _reg_type(btype, "b")[0]) for x in b.items]
-    rc = [ops.reader(x, _reg_type(ctype, "c")[0]) for x in c.items]
-    dtypes = [_reg_type(dtype, "d")[0]] * len(d.items)
+    fa = _Fragment("a", shape, atype, lays[0], len(a.items), _reg_type(atype)[1])
+    fb = _Fragment("b", shape, btype, lays[1], len(b.items), _reg_type(btype)[1])
+    fc = _Fragment("c", shape, ctype, "row", len(c.items), _reg_type(ctype)[1])
+    fd = _Fragment("d", shape, dtype, "row", len(d.items), _reg_type(dtype)[1])
+    ra = [ops.reader(x, _reg_type(atype)[0]) for x in a.items]
+    rb = [ops.reader(x, _reg_type(btype)[0]) for x in b.items]
+    rc = [ops.reader(x, _reg_type(ctype)[0]) for x in c.items]
+    dtypes = [_reg_type(dtype)[0]] * len(d.items)
     writers = [ops.writer(x) for x in d.items]
     satfinite = "satfinite" in mods
     gid = ins.index
@@ -466,9 +460,4 @@ def _b_mma(ins, ops):
         for w, v in zip(writers, out):
             w(st, fr, v)
     return mma
-
-
-def is_memory(ins) -> bool:
-    """A wmma load or store (it has an address)."""
-    return ins.opcode == "wmma" and ins.mods[:1] in (("load",), ("store",))
 
