@@ -85,29 +85,21 @@ class AsyncCopies:
         """``cp.async.wait_group newest_left`` by the lanes of ``mask``: complete, in issue order, every copy of
         theirs in a committed group older than their ``newest_left`` most recent ones. ``scatter(dt, idx, values,
         lanes)`` writes a copy's data for the lanes given."""
-        m = np.broadcast_to(mask, self.shape)
-        limit = self.commits - newest_left
-        left = []
-        for entry in self.pending:
-            group, dt, idx, values, _gid = entry
-            done = m & (group >= 0) & (group < limit)
-            if done.any():
-                scatter(dt, idx, values, done)
-                group = np.where(done, -1, group)
-                entry[0] = group
-                self._in_flight = None
-            if (group >= 0).any():
-                left.append(entry)
-        self.pending = left
+        self._land(mask, self.commits - newest_left, scatter)
 
     def complete(self, mask: np.ndarray, scatter) -> None:
         """Land every pending copy of the lanes of ``mask`` now, committed or not (``cp.async.mbarrier.arrive``:
         perfmodel/sim/mbarrier.py)."""
+        self._land(mask, None, scatter)
+
+    def _land(self, mask: np.ndarray, limit, scatter) -> None:
+        """Write, in issue order, the copies of the lanes of ``mask`` whose group is below ``limit`` (per lane;
+        None: every group, the open one included) and drop them from the pending list."""
         m = np.broadcast_to(mask, self.shape)
         left = []
         for entry in self.pending:
             group, dt, idx, values, _gid = entry
-            done = m & (group >= 0)
+            done = m & (group >= 0) if limit is None else m & (group >= 0) & (group < limit)
             if done.any():
                 scatter(dt, idx, values, done)
                 entry[0] = group = np.where(done, -1, group)
