@@ -641,15 +641,17 @@ def compute_peak_flops(counts: dict, dev, rates) -> float:
     """The compute roof of the seed model: the FP32 peak, or, for a kernel with tensor-core work on a device with
     measured wmma rates, the peak of its mix - all its flops over the time the FP32 lanes and the tensor cores need
     for their shares at their peaks (the mix's harmonic peak)."""
+    from perfmodel.model.bottleneck import tensor_time
+
     peak = float(dev.peak_fp32_flops)
     tensor = (counts.get("tensor") or {}).get("flops") or {}
-    per_sm = dict(rates.tensor_flops_per_clock)
-    if not any(tensor.values()) or any(t not in per_sm for t, v in tensor.items() if v):
+    if not any(tensor.values()):
+        return peak
+    tensor_seconds, untimed = tensor_time(tensor, rates)
+    if untimed:
         return peak
     total = float(counts.get("flops", 0) or 0)
-    other = max(0.0, total - float(sum(tensor.values())))
-    seconds = other / peak + sum(float(v) / (per_sm[t] * rates.sm_count * rates.clock_hz) for t, v in tensor.items()
-                                 if v)
+    seconds = max(0.0, total - float(sum(tensor.values()))) / peak + tensor_seconds
     return total / seconds if seconds > 0 else peak
 
 

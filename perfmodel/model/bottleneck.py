@@ -587,8 +587,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     untimed_tensor: list[str] = []
     if any(tensor_flops.values()):
         t_tensor, untimed_tensor = tensor_time(tensor_flops, rates, active_sms)
-        times["tensor"] = (t_tensor, float(sum(tensor_flops.values())), "flop")
-        times["fp32"] = (times["fp32"][0], times["fp32"][1] - float(sum(tensor_flops.values())), "flop")
+        tensor_total = float(sum(tensor_flops.values()))
+        times["tensor"] = (t_tensor, tensor_total, "flop")
+        times["fp32"] = (times["fp32"][0], times["fp32"][1] - tensor_total, "flop")
     sm_local = {"fp32", "fp64", "sfu", "issue", "lsu", "shared", "l1", "tensor"}
     bounded = {name: (t * imbalance if name in sm_local else t) for name, (t, _, _) in times.items()}
 
