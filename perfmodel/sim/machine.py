@@ -401,7 +401,7 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
                     np.ones((1, 1), bool) if m is None else m, st.bar_waiting.shape)).any():
                 st.barrier_divergence()           # its barrier never completed: the sibling went past without it
             resume_at = top.pop()
-            if _suspendable(st, stack, top, rpc, is_kernel, lambda: resume_block(st, fr, blk, resume_at)):
+            if _suspendable(st, stack, top, is_kernel, lambda: resume_block(st, fr, blk, resume_at)):
                 continue
             st.mask = m
             _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
@@ -423,18 +423,24 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
                 continue
             if how != "resume":
                 execute_block(st, cf, fr, pc, blk, bbw, bbt)
-        elif _suspendable(st, stack, top, rpc, is_kernel, lambda: execute_block(st, cf, fr, pc, blk, bbw, bbt)):
+        elif _suspendable(st, stack, top, is_kernel, lambda: execute_block(st, cf, fr, pc, blk, bbw, bbt)):
             continue
         st.mask = m
         _advance(st, fr, blk, top, stack, m, is_kernel, divw, pc, rpc)
     st.mask = mask
 
 
-def _suspendable(st, stack, top, rpc, is_kernel, run) -> bool:
+def _has_sibling(stack) -> bool:
+    """The running path (the stack's top) has a sibling below it: the other side of the same branch, which
+    reconverges at the same point and can run while this one waits."""
+    return len(stack) >= 2 and stack[-2][1] == stack[-1][1]
+
+
+def _suspendable(st, stack, top, is_kernel, run) -> bool:
     """``run()`` a block's body, letting a bar.sync stop the path where it has a sibling path (the other side of
     the same branch) to run meanwhile: True when it stopped (the path, with its resume index, then waits under its
     sibling)."""
-    st.can_suspend = is_kernel and len(stack) >= 2 and stack[-2][1] == rpc
+    st.can_suspend = is_kernel and _has_sibling(stack)
     try:
         stopped = run()
     finally:
@@ -483,7 +489,7 @@ def _switch_path(st, stack, switched_at, gid):
     """Every thread of the running path failed an mbarrier wait (perfmodel/sim/mbarrier.py): run its sibling path
     (the one below it with the same reconvergence point) first, and come back to this one after. Two switches with no
     barrier phase completed between them are a deadlock."""
-    if len(stack) < 2 or stack[-2][1] != stack[-1][1]:
+    if not _has_sibling(stack):
         if len(stack) == 1 and st.depth == 0:    # nothing else of the kernel can run: no thread will arrive
             switched_at = st.mbar_epoch
         else:
