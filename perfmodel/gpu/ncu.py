@@ -175,6 +175,15 @@ def named(metrics: dict[str, Any]) -> dict[str, Any]:
     return {ours: metrics.get(theirs) for ours, theirs in METRICS.items() if theirs in metrics}
 
 
+def kernel_filter(entries) -> str:
+    """ncu's ``-k`` filter for the cases' entries. ncu matches it against the kernel's base function name,
+    which has no template arguments (``sgemm1DBlocktiling`` for ``sgemm1DBlocktiling<64, 64, 8, 8>``): a template
+    entry is matched by its base name, with its arguments optional. Instantiations of one template all pass the
+    filter; the driver's manifest, in launch order, tells them apart."""
+    bases = sorted({e.split("<", 1)[0].strip() for e in entries})
+    return "regex:^(" + "|".join(re.escape(b) for b in bases) + r")(<.*>)?$"
+
+
 def collect(cases: list[dict[str, Any]], *, device_index: int = 0, metrics: list[str] | None = None,
             workdir: str | None = None, timeout: float = 540.0,
             extra_args: tuple[str, ...] = ()) -> tuple[list[dict[str, Any] | None], dict[str, Any]]:
@@ -199,7 +208,7 @@ def collect(cases: list[dict[str, Any]], *, device_index: int = 0, metrics: list
     work.mkdir(parents=True, exist_ok=True)
     cases_file, manifest_file, log_file = work / "cases.json", work / "manifest.json", work / "ncu.csv"
     cases_file.write_text(json.dumps(cases))
-    regex = "regex:^(" + "|".join(re.escape(e) for e in entries) + ")$"
+    regex = kernel_filter(entries)
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
            "--cache-control", "all", "--metrics", ",".join(wanted), "-k", regex, "--log-file", str(log_file),
            *extra_args, sys.executable, "-m", "perfmodel.gpu.ncu_driver", str(cases_file), str(manifest_file),
