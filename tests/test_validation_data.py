@@ -282,3 +282,17 @@ def test_runner_overrides_a_define_by_blanking_it(monkeypatch):
     assert not re.search(r"^\s*#\s*define\s+TILE_WIDTH\b", code, re.MULTILINE)
     original = (ROOT / "kernels_spec" / "matmul_tiled.cu").read_text()
     assert code.count("\n") == original.count("\n")
+
+
+def test_ncu_filter_takes_template_kernels_by_their_base_name():
+    """ncu's ``-k`` sees a template kernel's base name (``sgemm1DBlocktiling``): a filter of the full name
+    expression profiled 2 of the SGEMM tutorial's 24 launches (validation/raw/h100_sgemm_cases.json's ncu_info)."""
+    import re
+
+    from perfmodel.gpu.ncu import kernel_filter
+
+    f = kernel_filter(["sgemm1DBlocktiling<64, 64, 8, 8>", "sgemm_naive"])
+    assert f.startswith("regex:")
+    pattern = re.compile(f[len("regex:"):])
+    assert pattern.match("sgemm1DBlocktiling") and pattern.match("sgemm1DBlocktiling<64, 64, 8, 8>")
+    assert pattern.match("sgemm_naive") and not pattern.match("sgemm_naive_v2") and not pattern.match("vectorAdd")
