@@ -14,6 +14,9 @@ class SassFacts:
     loops: dict = field(default_factory=dict)   # PTX block -> UnrolledLoop (entry function)
     notes: list = field(default_factory=list)   # what the loop matching recognised or refused
     spin: dict = field(default_factory=dict)    # PTX atom index -> SASS CAS-loop round size
+    # PTX shared load index -> ((SASS width in bytes, share of the line's loaded bytes), ...) where ptxas merged
+    # the line's loads into wider LDS.64 / LDS.128 (_shared_load_widths)
+    shared_widths: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +115,25 @@ def _is_global_ptx(ins) -> bool:
 
 def _is_shared_ptx(ins) -> bool:
     return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
+
+
+def _ptx_bytes(ins) -> int:
+    """Bytes per lane of a PTX memory instruction (element size x vector length)."""
+    from perfmodel.ptx.ir import TYPES
+
+    vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+    return TYPES[ins.type][1] * vec if ins.type in TYPES else 4
+
+
+def _sass_bytes(instr: str) -> int:
+    """Bytes per lane of a SASS shared-memory instruction, from its width modifier (LDS.U.128, STS.64, LDS.U8)."""
+    words = instr.split()
+    op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+    mods = op.split(".")[1:]
+    for m, n in (("128", 16), ("64", 8), ("U16", 2), ("S16", 2), ("U8", 1), ("S8", 1)):
+        if m in mods:
+            return n
+    return 4
 
 
 # double-precision arithmetic: ptxas turns each PTX add/mul/fma.f64 into one DADD/DMUL/DFMA and does not contract
@@ -403,16 +425,22 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
     ptx_n = Counter(k for i, k in enumerate(ptx_keys) if i not in in_loop)
     ptx_g = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_global_ptx(ins) and i not in in_loop)
-    sass_s = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_SHARED)
-    ptx_s = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_shared_ptx(ins) and i not in in_loop)
+    # shared accesses in bytes: ptxas merges neighbouring ones into LDS.64 / LDS.128, which keeps the bytes
+    sass_s = Counter()
+    for inner, _outer, t in rest:
+        if _sass_op(t) in _SASS_SHARED:
+            sass_s[key(*inner)] += _sass_bytes(t)
+    ptx_s = Counter()
+    for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
+        if _is_shared_ptx(ins) and i not in in_loop:
+            ptx_s[k] += _ptx_bytes(ins)
     sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
     ptx_d = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_fp64_ptx(ins) and i not in in_loop)
     replication = []
     for blk in f.blocks:
         rep = 1.0
-        # global accesses first; shared ones (which ptxas may also merge into 64/128-bit accesses, so they can
-        # only show replication, never rule it out) where the block has no global access; double-precision
-        # arithmetic where it has no memory access at all
+        # global accesses first; shared ones (in bytes: ptxas merges them into 64/128-bit accesses) where the
+        # block has no global access; double-precision arithmetic where it has no memory access at all
         for is_kind, n_ptx, n_sass in ((_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s),
                                        (_is_fp64_ptx, ptx_d, sass_d)):
             lines = {ptx_keys[i] for i in range(blk.start, blk.end) if is_kind(f.instrs[i])}
@@ -482,11 +510,90 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
         sass_source=(compiled, info))
 
 
+def _shared_load_widths(compiled, info, module, entry) -> dict:
+    """PTX shared loads that ptxas merged into wider ones: ``{PTX instruction index: ((width, share), ...)}``.
+
+    ptxas joins shared loads of neighbouring words it can prove aligned into one LDS.64 or LDS.128 (matmul_tiled's
+    ``Mds[ty][k]`` for four consecutive k), one instruction and one request where the PTX has four, with the
+    wavefronts of the wide access. Per source line (the cubin's line table), the bytes its SASS loads at each width
+    are shared out over the line's PTX loads, where those all have one width and SASS never loads narrower. A
+    merged load's lanes read the words following the first PTX load's, so its wavefronts are that first load's
+    address pattern read at the wider width (:func:`perfmodel.sim.warps.wide_load_wavefronts`)."""
+    from collections import Counter, defaultdict
+
+    from perfmodel.compile.sass import kernel_flow
+
+    try:
+        flow = kernel_flow(compiled, info)
+    except Exception:   # noqa: BLE001 - nvdisasm missing or failing: PTX counts stand
+        return {}
+    f = module.functions[entry]
+
+    def key(path, line):
+        return (str(path).rsplit("/", 1)[-1], line)
+
+    sass_bytes: dict = defaultdict(Counter)
+    for ins in flow or ():
+        if _sass_op(ins.text) == "LDS":
+            width = _sass_bytes(ins.text)
+            sass_bytes[key(*ins.inner)][width] += width
+    ptx_loads: dict = defaultdict(list)
+    for i, ins in enumerate(f.instrs):
+        if ins.opcode == "ld" and "shared" in ins.mods:
+            ptx_loads[key(module.files.get(ins.file, ""), ins.line)].append(i)
+    out = {}
+    for k, idx in ptx_loads.items():
+        widths = {_ptx_bytes(f.instrs[i]) for i in idx}
+        got = sass_bytes.get(k)
+        if len(widths) != 1 or not got:
+            continue
+        w = widths.pop()
+        if min(got) < w or set(got) == {w}:
+            continue
+        wide = {width: n for width, n in got.items() if width > w}
+        # the loads that can merge: a neighbour w bytes away off the same base register in the same block
+        # (Mds[ty][k], not Nds[k][tx] on the same line); the rest keep their width
+        at = {(f.block_of[i], _addr_base(f.instrs[i])): set() for i in idx}
+        for i in idx:
+            at[(f.block_of[i], _addr_base(f.instrs[i]))].add(_addr_offset(f.instrs[i]))
+        mergeable = [i for i in idx if _addr_base(f.instrs[i]) is not None and
+                     {_addr_offset(f.instrs[i]) - w, _addr_offset(f.instrs[i]) + w}
+                     & at[(f.block_of[i], _addr_base(f.instrs[i]))]]
+        rep = sum(got.values()) / (len(idx) * w)            # ptxas's further unrolling of the line's block
+        capacity = len(mergeable) * w * rep
+        if mergeable and sum(wide.values()) <= capacity:
+            shares = {width: n / capacity for width, n in wide.items()}
+            rest = 1.0 - sum(shares.values())
+            mix = tuple(sorted(list(shares.items()) + ([(w, rest)] if rest > 1e-9 else [])))
+            chosen = mergeable
+        else:
+            total = sum(got.values())
+            mix = tuple(sorted((width, n / total) for width, n in got.items()))
+            chosen = idx
+        for i in chosen:
+            out[f.instrs[i].index] = mix
+    return out
+
+
+def _addr_base(ins):
+    """The register a load's address is based on (``[%r5+16]`` -> ``%r5``), or None."""
+    from perfmodel.ptx.ir import Addr, Reg
+
+    a = ins.operands[1] if len(ins.operands) > 1 else None
+    return a.base.name if isinstance(a, Addr) and isinstance(a.base, Reg) else None
+
+
+def _addr_offset(ins) -> int:
+    return ins.operands[1].offset
+
+
 def _sass_facts(compiled, info, module, entry) -> SassFacts:
-    """Disassemble the kernel's cubin (nvdisasm) and match its SASS to the PTX: loop grouping, CAS loops, weights."""
+    """Disassemble the kernel's cubin (nvdisasm) and match its SASS to the PTX: loop grouping, CAS loops, weights,
+    merged shared loads."""
     loops, notes, covered, spins = _sass_loops(compiled, info, module, entry)
     weights = _sass_weights(compiled, info, module, entry, loops, covered)
     if weights is not None:
         for i in spins:
             weights[i] = 0.0            # counted per round instead (sass_spin)
-    return SassFacts(weights=weights, loops=loops, notes=notes, spin=spins)
+    return SassFacts(weights=weights, loops=loops, notes=notes, spin=spins,
+                     shared_widths=_shared_load_widths(compiled, info, module, entry))

@@ -144,15 +144,18 @@ def test_model_json_relations_small_grid(own_profile):
 
 def test_shared_memory_wavefronts_of_one_tiled_block_by_hand():
     # matmul_tiled, Width = TILE_WIDTH = 16: one block of 8 warps, one phase. Each warp stores its two tile
-    # elements (2 conflict-free wavefronts) and reads Mds[ty][k] (one address per half-row: a broadcast) and
-    # Nds[k][tx] (16 consecutive words) 16 times each: 32 load wavefronts. 8 x 32 = 256 + 8 x 2 = 16 -> 272.
+    # elements (2 conflict-free wavefronts) and reads Nds[k][tx] (16 consecutive words, one LDS each) 16 times: 16
+    # wavefronts; Mds[ty][k] as ptxas issues it, four k in one LDS.128 (a broadcast per half-warp, two rows: 2
+    # wavefronts, as measured for that pattern in validation/raw/h200_shared_wide.json) 4 times: 8. 8 x 24 = 192.
     a = analyze("matmul_tiled", "h100", {"Width": 16, "TILE_WIDTH": 16})
-    assert a.counts["shared"]["load_wavefronts"] == 256
+    assert a.counts["shared"]["load_wavefronts"] == 192
     assert a.counts["shared"]["store_wavefronts"] == 16
-    assert a.model.resource("shared").work == pytest.approx(272)
-    # one block on one SM, a 128-byte wavefront a clock (32 banks x 4 B): 272 clocks
+    # the L1 data stage also moves the global requests' lines: per warp M, N and P are each two 64-byte rows
+    # that follow each other in memory, one 128-byte line: 8 x 3 = 24; 192 + 16 + 24 = 232
+    assert a.model.resource("shared").work == pytest.approx(232)
+    # one block on one SM, a 128-byte wavefront (32 banks x 4 B) or a line a clock: 232 clocks
     shared = a.model.resource("shared")
-    assert shared.time_s * a.model.rates.clock_hz == pytest.approx(272)
+    assert shared.time_s * a.model.rates.clock_hz == pytest.approx(232)
 
 
 # ---- hand-written counts and stand-in devices: inputs the model documents (bottleneck.py: "Counts without line
@@ -216,10 +219,12 @@ def test_bottleneck_model_of_hand_written_store_only_counts():
     rates = _h100_rates()
     r = bottleneck_model(counts, rates=rates, traffic=zero, total_blocks=1, warps_per_sm=8,
                          blocks_per_sm=1, warps_per_block=8)
-    assert r.resource("lsu").work == 4 and r.resource("shared").work == 272
-    # H100: 32 banks x 4 bytes = 128 bytes a clock, one wavefront a clock, on the one SM with a block
-    assert rates.shared_bytes_per_clock == 128
-    assert r.resource("shared").time_s == pytest.approx(272 / rates.clock_hz)
+    # the L1 data stage: 272 shared wavefronts and the stores' lines (no line figures: at least one a request,
+    # one per 4 sectors: 4)
+    assert r.resource("lsu").work == 4 and r.resource("shared").work == 272 + 4
+    # H100: 32 banks x 4 bytes = 128 bytes a clock, one wavefront a clock, and a line a clock, on the one SM
+    assert rates.shared_bytes_per_clock == 128 and rates.l1_lines_per_clock == 1
+    assert r.resource("shared").time_s == pytest.approx(276 / rates.clock_hz)
 
 
 def test_stand_in_device_without_throughput_section_gets_the_loaders_defaults():
@@ -333,7 +338,8 @@ def test_resource_work_and_units_as_reported():
     assert got["sfu"] == (42.0, "op")                       # special functions and divisions
     assert got["atomics"] == (12.0, "op")                   # global and shared operations
     assert got["l2"][1] == got["dram"][1] == "B" and got["issue"] == (5000.0, "warp instr")
-    assert got["shared"] == (3.0, "wavefront") and got["blocks"] == (264.0, "block")
+    # shared wavefronts and the loads' lines (no line figures: max(10 requests, 40 sectors / 4)) share the data stage
+    assert got["shared"] == (13.0, "wavefront") and got["blocks"] == (264.0, "block")
     assert r.waves == pytest.approx(1.0)
 
 

@@ -89,8 +89,8 @@ def test_the_sass_is_disassembled_when_a_count_needs_it_not_at_load(monkeypatch)
     assert program.registers and program.module.functions[program.entry].instrs
     assert calls == []
     r = simulate(program, 1, 32, [np.ones(32, np.float32)])
-    assert len(calls) == 2      # the loop grouping and the weights, once each
+    assert len(calls) == 3      # the loop grouping, the weights and the merged shared loads, once each
     simulate(program, 1, 32, [np.ones(32, np.float32)])
-    assert len(calls) == 2
+    assert len(calls) == 3
     eager = _sass_facts(*program.sass_source, program.module, program.entry)
     assert program.sass_weights == eager.weights and r.counts.warp_instructions > 0

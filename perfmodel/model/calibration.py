@@ -19,8 +19,10 @@ from __future__ import annotations
 # minimises the sum of squared log errors (log predicted/measured) of those 74 cold cases, each measured time the
 # median over three timing sessions (docs/validation.md "Reproducibility"): 3 -> 0.965, 4 -> 0.917, 5 -> 0.887,
 # **6 -> 0.877**, 7 -> 0.887, 8 -> 0.917, 9 -> 0.968, 10 -> 1.040 (median |error| of the fit part 7.8% at 6, worst
-# 1.26x; with the first session's times alone 6 was the minimum too, 0.872). tests/test_accuracy.py repeats the
-# comparison. History: 25 (read off the one-wave cases of
+# 1.26x; with the first session's times alone 6 was the minimum too, 0.872). With the shared loads counted as the
+# cubin issues them and the L1 data stage (bottleneck.data_stage, 2026-11-27): 5 -> 0.798, **6 -> 0.776**,
+# 7 -> 0.773, 8 -> 0.790 over five sessions - a flat minimum; 7 is lower by 0.4% and worse on every held-out set
+# (docs/model.md 2.4), so 6 stays. tests/test_accuracy.py repeats the comparison. History: 25 (read off the one-wave cases of
 # validation/h100.json, when the chain charged every instruction alike and waited 400 cycles per DRAM round only),
 # then 18 (every instruction alike, with the loads in flight and measured latencies: 1.616 on the same sum), then
 # 10 (global loads apart: 1.214 on the same sum; 1.199 with the sum of tests/test_accuracy.py), until the DRAM

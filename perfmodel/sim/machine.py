@@ -49,7 +49,9 @@ class Counters:
         self.int_ops = 0
         self.per_block = {k: np.zeros(n_blocks, np.int64) for k in (
             "flops", "global_loads", "global_stores", "global_load_sectors", "global_store_sectors",
-            "shared_wavefronts", "idle_threads", "threads")}
+            "idle_threads", "threads")}
+        # a shared load merged into a wider SASS load counts a share of its wavefronts (memory.py)
+        self.per_block["shared_wavefronts"] = np.zeros(n_blocks)
 
     def grow(self, n_instr: int):
         for name in self.PER_INSTRUCTION:
@@ -102,6 +104,8 @@ class State(MemoryMixin):
         # (perfmodel.sim.memops.address_getter) and shared access -> its checked words and wavefronts (memory.py)
         self.addr_memo: dict = {}
         self.shared_memo: dict = {}
+        facts = getattr(launch.program, "sass_facts", None)
+        self.shared_widths: dict = facts().shared_widths if facts is not None else {}
         gx, gy, _gz = launch.grid
         ids = block_ids.astype(np.int64)
         self._ctaid = (ids % gx, (ids // gx) % gy, ids // (gx * gy))

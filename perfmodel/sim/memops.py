@@ -288,16 +288,22 @@ def _small(a, m):
     return a.shape[0] == 1 and (m is None or m.shape[0] == 1)
 
 
-def shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
+def shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int, load: bool = False):
+    """(wavefronts per row, multiplicity). ``load``: 64- and 128-bit loads follow the measured grouping of
+    :func:`perfmodel.sim.warps.wide_load_wavefronts`; stores and other widths the bank rule over the warp."""
     if _small(addr, m):
-        wf, _f = _memo(("wf", nB, Tp, nbytes), (addr, m), lambda: _shared_wavefronts(addr, m, 1, Tp, nbytes))
+        wf, _f = _memo(("wf", nB, Tp, nbytes, load), (addr, m),
+                       lambda: _shared_wavefronts(addr, m, 1, Tp, nbytes, load))
         return wf, nB
-    return _shared_wavefronts(addr, m, nB, Tp, nbytes)
+    return _shared_wavefronts(addr, m, nB, Tp, nbytes, load)
 
 
-def _shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int):
+def _shared_wavefronts(addr: np.ndarray, m, nB, Tp, nbytes: int, load: bool = False):
     words = addr >> 2
     lpt = max(1, nbytes // 4)
+    if load and lpt in (2, 4):
+        k2, m2, f = rows2d(words, m, nB, Tp)
+        return W.wide_load_wavefronts(k2, m2, lpt).sum(axis=1), f
     if lpt > 1:
         words = np.stack([words + j for j in range(lpt)], axis=-1)
         k2s = rows2d(words[..., 0], m, nB, Tp)

@@ -204,8 +204,8 @@ class MemoryMixin:
             _a, _m, off, units, per_block, idx, cols = memo
         else:
             off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
-            wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes)
-            units, per_block = int(wf.sum()) * f, (wf if f == 1 else int(wf[0]))
+            wf, f = self.shared_load_wavefronts(gid, off, m, nbytes, values is None)
+            units, per_block = wf.sum().item() * f, (wf if f == 1 else wf[0])
             idx = off // size
             cols = None
             if idx.shape[0] == 1:
@@ -228,6 +228,19 @@ class MemoryMixin:
             return None
         self._scatter(view, idx, values, m, rows=np.arange(self.nB).reshape(-1, 1))
         return None
+
+    def shared_load_wavefronts(self, gid, off, m, nbytes, load):
+        """(wavefronts per row, multiplicity) of a shared access. A load that ptxas merged with its neighbours
+        into LDS.64 / LDS.128 (:func:`perfmodel.kernel._shared_load_widths`) counts its share of the wide load's
+        wavefronts: its lanes' pattern read at the wider width, over the number of PTX loads merged."""
+        mix = self.shared_widths.get(gid) if load else None
+        if mix is None:
+            return M.shared_wavefronts(off, m, self.nB, self.Tp, nbytes, load)
+        total, f = 0.0, 1
+        for width, share in mix:
+            wf, f = M.shared_wavefronts(off, m, self.nB, self.Tp, width, True)
+            total = total + wf * (share * nbytes / width)
+        return total, f
 
     # ---- cp.async groups (perfmodel/sim/async_copy.py) ----------------------------------------------------------
     def _async_copies(self):

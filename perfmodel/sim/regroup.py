@@ -149,9 +149,9 @@ class _Slots:
             self.lines[gid] += int(lines.sum()) * f
             per_block = sec if f == 1 else int(sec[0])
         else:
-            wf, f = M.shared_wavefronts(np.asarray(addr, np.int64), mask, st.nB, st.Tp, nbytes)
-            self.units[gid] += int(wf.sum()) * f
-            per_block = wf if f == 1 else int(wf[0])
+            wf, f = st.shared_load_wavefronts(gid, np.asarray(addr, np.int64), mask, nbytes, not store)
+            self.units[gid] += wf.sum().item() * f
+            per_block = wf if f == 1 else wf[0]
         self.per_block[key] = self.per_block.get(key, 0) + per_block
 
     def _take(self, counted) -> None:

@@ -105,6 +105,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     thread_insts = 0
     tensor_flops = 0
     spins = getattr(launch.program, "sass_spin", None) or {}
+    facts = getattr(launch.program, "sass_facts", None)
+    widths = facts().shared_widths if facts is not None else {}
     arrays_of: dict = {}            # instruction -> {array: threads}
     for (g_, name), n in cnt.array_threads.items():
         arrays_of.setdefault(g_, {})[name] = n
@@ -191,6 +193,11 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                             ln["global_lines"] += li
                     elif sp == "shared":
                         s = c.shared
+                        if load and gid in widths:
+                            # merged into wider SASS loads (perfmodel.kernel._shared_load_widths): fewer requests
+                            own = by / th if th else 4
+                            rq = rq * sum(share * own / width for width, share in widths[gid])
+                            row["requests"] = rq
                         s["loads" if load else "stores"] += th
                         s["load_requests" if load else "store_requests"] += rq
                         s["load_wavefronts" if load else "store_wavefronts"] += un
@@ -244,6 +251,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.fp64_ops = cnt.fp64
     c.int_ops = cnt.int_ops
     c.warp_instructions = int(round(c.warp_instructions))
+    for k in ("load_requests", "load_wavefronts", "store_wavefronts"):
+        c.shared[k] = int(round(c.shared[k]))
     c.thread_instructions = thread_insts
     c.simt_efficiency = thread_insts / (32.0 * c.ptx_warp_instructions) if c.ptx_warp_instructions else 1.0
     heap = launch.heap
@@ -257,6 +266,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.idle_threads = int(per_block["idle_threads"].sum())
     for ln in lines.values():
         ln["warp_instructions"] = int(round(ln["warp_instructions"]))
+        ln["shared_wavefronts"] = int(round(ln["shared_wavefronts"]))
     if 0 in lines and not any(lines[0].values()):
         del lines[0]          # compiler-generated code (.loc line 0) that did nothing counted
     return SimResult(counts=c, lines=dict(sorted(lines.items())), per_block=per_block, block_ids=block_ids,

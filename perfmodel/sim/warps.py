@@ -131,6 +131,13 @@ def wavefronts_per_warp(words: np.ndarray, active: np.ndarray | None, lanes_per_
     w = w.reshape(-1, width)
     if act is not None:
         act = act.reshape(-1, width)
+    return _bank_max(w, act, banks).reshape(rows, -1)
+
+
+def _bank_max(w: np.ndarray, act: np.ndarray | None, banks: int = 32) -> np.ndarray:
+    """(groups, width) word indices and active flags -> per group the largest number of distinct words in one
+    bank (0 for a group with no active lane)."""
+    if act is not None:
         w, any_active = _fill_inactive(w, act)
     bank = w % banks
     key = np.sort(bank * (1 << 40) + w // banks, axis=1)
@@ -142,4 +149,42 @@ def wavefronts_per_warp(words: np.ndarray, active: np.ndarray | None, lanes_per_
     n = per_bank.reshape(-1, banks).max(axis=1).astype(np.int64)
     if act is not None:
         n = np.where(any_active, n, 0)
-    return n.reshape(rows, -1)
+    return n
+
+
+def wide_load_wavefronts(first_words: np.ndarray, active: np.ndarray | None, lanes_per_thread: int) -> np.ndarray:
+    """Wavefronts per warp of a 64-bit (``lanes_per_thread`` 2) or 128-bit (4) shared-memory load, measured with
+    ncu on an H200 (validation/microbench/shared_wide.py, validation/raw/h200_shared_wide.json: 321 address
+    patterns, all matched): the warp is served in groups of 16 (64-bit) or 8 (128-bit) consecutive lanes - 128
+    bytes - each group by the bank rule of :func:`wavefronts_per_warp`, and the groups are twice as large when
+    every active lane reads the same address as lane ``l ^ 1``, or every one as lane ``l ^ 2`` (broadcast pairs).
+
+    first_words: (rows, T) each lane's first word; active: (rows, T) or None. Returns (rows, n_warps)."""
+    rows = first_words.shape[0]
+    lpt = lanes_per_thread
+    b = _pad(first_words.astype(np.int64, copy=False), 0).reshape(-1, WARP)
+    if active is None and first_words.shape[1] % WARP == 0:
+        act = None
+    else:
+        act = _pad(np.ones(first_words.shape, bool) if active is None else active, False).reshape(-1, WARP)
+    lane = np.arange(WARP)
+
+    def paired(x: int) -> np.ndarray:
+        same = b == b[:, lane ^ x]
+        if act is not None:
+            same |= ~act | ~act[:, lane ^ x]
+        return same.all(axis=1)
+
+    doubled = paired(1) | paired(2)
+    words = (b[:, :, None] + np.arange(lpt)).reshape(b.shape[0], WARP * lpt)
+    wact = None if act is None else np.repeat(act, lpt, axis=1)
+    group = WARP // lpt
+
+    def per_group(g: int) -> np.ndarray:
+        n = _bank_max(words.reshape(-1, g * lpt), None if wact is None else wact.reshape(-1, g * lpt))
+        return n.reshape(-1, WARP // g).sum(axis=1)
+
+    wf = per_group(group)
+    if doubled.any():
+        wf = np.where(doubled, per_group(2 * group), wf)
+    return wf.reshape(rows, -1)
