@@ -20,7 +20,7 @@ import numpy as np
 
 from perfmodel.errors import OccupancyError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
-from perfmodel.model.mlp import loads_in_flight_by_line, weighted_loads_in_flight
+from perfmodel.model.mlp import ilp_by_line, ilp_mix, loads_in_flight_by_line, weighted_loads_in_flight
 from perfmodel.model.seed import SeedModel, seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
 from perfmodel.registers import Registers, resolve_registers
@@ -443,6 +443,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
                        "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry),
+                       "ilp_by_line": ilp_by_line(program.module, program.entry),
                        "sass_loops": list(getattr(program, "sass_loop_notes", []))}   # docs/semantics.md
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
@@ -683,7 +684,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
                              warps_per_block=warps_per_block,
                              loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
                                                                       sim.lines),
-                             idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0))
+                             idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0),
+                             ilp=ilp_mix(sim.compile.get("ilp_by_line"), sim.lines))
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)

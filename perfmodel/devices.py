@@ -106,7 +106,8 @@ class Throughput(BaseModel):
     lsu_requests_per_clock: PositiveFloat | None = None  # warp-level memory instructions per clock per SM
     warp_instructions_per_clock: PositiveFloat | None = None  # warp instructions issued per clock per SM
     # The analyzer's bottleneck model (perfmodel/model/calibration.py says how each default was measured)
-    dependent_issue_latency_cycles: PositiveFloat | None = None  # a lone warp's cycles between instructions
+    dependent_issue_latency_cycles: PositiveFloat | None = None  # a lone warp's cycles per dependent step
+    independent_issue_cycles: PositiveFloat | None = None  # a lone warp's cycles per instruction without dependences
     l1_lines_per_clock: PositiveFloat | None = None  # L1 tag lookups (128-byte lines) per clock per SM
     block_launch_cycles: PositiveFloat | None = None  # cycles between two block launches on one SM
     launch_overhead_s: PositiveFloat | None = None  # launch-to-completion floor of a kernel (CUDA events)
@@ -138,6 +139,7 @@ THROUGHPUT_DEFAULTS: dict[str, tuple[str, Any]] = {
 # where a profile has no measurement of its own.
 _CALIBRATED = {
     "dependent_issue_latency_cycles": "DEPENDENT_ISSUE_LATENCY_CYCLES",
+    "independent_issue_cycles": "INDEPENDENT_ISSUE_CYCLES",
     "l1_lines_per_clock": "L1_LINES_PER_CLOCK",
     "block_launch_cycles": "BLOCK_LAUNCH_CYCLES",
     "launch_overhead_s": "LAUNCH_OVERHEAD_S",

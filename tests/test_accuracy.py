@@ -7,6 +7,7 @@ docs/validation.md says why (never loosen a bound without saying so there).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -230,11 +231,12 @@ def test_achieved_accuracy_does_not_regress(report):
     # (docs/model.md 2.4). Against the median over three timing sessions (docs/validation.md "Reproducibility"):
     # 9.5%, 1.26x, 63/66. With the shared loads counted as the cubin issues them (merged LDS.64 / LDS.128,
     # measured wide-load wavefronts) and the L1 data stage moving shared wavefronts and global lines together
-    # (docs/model.md 2.3): 7.1%, 1.26x, 64/66.
+    # (docs/model.md 2.3): 7.1%, 1.26x, 64/66. With the chain's ILP credit, fitted with six SGEMM kernels in the
+    # fit part (docs/model.md 2.4): 8.0%, 1.30x, 65/66 - these 66 cases fit a little worse, the GEMMs far better.
     summary = report.summary()
-    assert summary["median_abs_time_error"] <= 0.075
-    assert summary["max_time_factor"] <= 1.30
-    assert summary["within_25pct"] >= 63
+    assert summary["median_abs_time_error"] <= 0.085
+    assert summary["max_time_factor"] <= 1.33
+    assert summary["within_25pct"] >= 64
 
 
 def test_kernel_classes_from_the_split_file(tmp_path):
@@ -264,27 +266,42 @@ def test_kernel_classes_from_the_split_file(tmp_path):
 SPLIT = yaml.safe_load((ROOT / "validation" / "split.yaml").read_text())
 
 
-def _sum_log2(rows, latency):
-    """Sum over (spec, launch, sim, regs, measured) rows of log(predicted / measured)^2 with the H100 profile's
-    dependent-issue latency set to ``latency``."""
-    import math
-
-    from perfmodel.analysis import model_launch
+def _h100_with(latency, floor):
     from perfmodel.devices import load_device
 
     h100 = load_device("h100")
-    dev = h100.model_copy(update={"throughput": h100.throughput.model_copy(
-        update={"dependent_issue_latency_cycles": float(latency)})})
+    return h100.model_copy(update={"throughput": h100.throughput.model_copy(
+        update={"dependent_issue_latency_cycles": float(latency), "independent_issue_cycles": float(floor)})})
+
+
+def _sum_log2(rows, stored, latency, floor):
+    """Sum over the fit part of log(predicted / measured)^2 with the H100 profile's dependent-issue latency and
+    independent-issue cycles set as given: ``rows`` (spec, launch, sim, regs, measured) are simulated in this
+    session, ``stored`` the SGEMM cases' model inputs (validation/h100_sgemm_fit_inputs.json)."""
+    import math
+
+    from perfmodel.analysis import model_launch
+    from perfmodel.model.bottleneck import bottleneck_model, device_rates
+    from perfmodel.model.traffic import Traffic
+
+    dev = _h100_with(latency, floor)
     total = 0.0
     for spec, launch, sim, regs, measured in rows:
         predicted = model_launch(spec, launch, sim, dev, regs=regs).model.predicted_time_s
+        total += math.log(predicted / measured) ** 2
+    for inputs in stored.values():
+        kw = dict(inputs)
+        measured = kw.pop("measured_cold_s")
+        rates = device_rates(dev, shared_memory_per_sm_used=kw.pop("shared_memory_per_sm_used"))
+        kw["traffic"] = Traffic(**kw["traffic"])
+        predicted = bottleneck_model(kw.pop("counts"), rates=rates, **kw).predicted_time_s
         total += math.log(predicted / measured) ** 2
     return total
 
 
 @pytest.fixture(scope="module")
 def latency_fit_rows(h100_accuracy):
-    """The 74 cases of the latency fit part: every validation/h100.json case (simulated once per session,
+    """The 74 simulated cases of the latency fit part: every validation/h100.json case (simulated once per session,
     conftest.py) and the H100 reductions the split names."""
     from perfmodel.analysis import _spec, analyze
     from perfmodel.gpu.accuracy import measured_time
@@ -307,19 +324,44 @@ def latency_fit_rows(h100_accuracy):
     return rows
 
 
-def test_dependent_issue_latency_is_the_fit_parts_least_squares(latency_fit_rows):
-    """The committed constant (calibration.py and both Hopper profiles) minimises the fit part's sum of squared log
-    errors over whole cycles (calibration.py: 9 -> 1.2169, 10 -> 1.1987, 11 -> 1.2004): no neighbour within two
-    cycles does better by more than 0.5% (the minimum is flat between 10 and 11; a count change elsewhere may tip
-    it by that much), and two cycles away both sides are clearly worse."""
+@pytest.fixture(scope="module")
+def sgemm_fit_inputs():
+    """The SGEMM fit cases' model inputs (validation/fit_inputs.py), one of them recomputed here: an engine change
+    that moves their counts fails until the file is written again."""
+    sys.path.insert(0, str(ROOT / "validation"))
+    try:
+        import fit_inputs
+    finally:
+        sys.path.remove(str(ROOT / "validation"))
+    part = SPLIT["latency"]["fit"][2]
+    assert part["dataset"] == "validation/h100_sgemm.json" and part["inputs"] == "validation/h100_sgemm_fit_inputs.json"
+    stored = json.loads((ROOT / part["inputs"]).read_text())["cases"]
+    assert sorted(stored) == sorted(part["cases"]) and len(stored) == 12
+    cases = {case_id(c): c for c in json.loads((ROOT / part["dataset"]).read_text())["cases"]}
+    cid = "sgemm_03_shared_mem_block/S=1024"
+    fresh = fit_inputs.model_inputs(cases[cid])
+    assert fresh == {k: v for k, v in stored[cid].items() if k != "measured_cold_s"}, \
+        "the engine's counts moved: run python validation/fit_inputs.py"
+    return stored
+
+
+def test_issue_latencies_are_the_fit_parts_least_squares(latency_fit_rows, sgemm_fit_inputs):
+    """The committed pair (calibration.py and both Hopper profiles) minimises the fit part's sum of squared log
+    errors over whole cycles of the dependent step and quarter cycles of the floor (calibration.py: 12 / 2.25 ->
+    0.9078; 11 -> 0.9127, 13 -> 0.9080; floor 2.0 -> 0.9202, 2.5 -> 0.9241): no neighbour within two steps does
+    better by more than 0.5% (the minimum is flat between 12 and 13), and two cycles away both sides are worse.
+    Without the ILP credit (floor = step: every instruction a dependent step) the same cases fit far worse."""
     from perfmodel.devices import load_device
 
-    c = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES
-    assert load_device("h100").throughput.dependent_issue_latency_cycles == c
-    assert load_device("h200").throughput.dependent_issue_latency_cycles == c
-    at = {v: _sum_log2(latency_fit_rows, v) for v in (c - 2, c - 1, c, c + 1, c + 2)}
-    assert at[c] <= 1.005 * min(at.values()), at
-    assert at[c - 2] > 1.01 * at[c] and at[c + 2] > 1.01 * at[c], at
+    L, F = calibration.DEPENDENT_ISSUE_LATENCY_CYCLES, calibration.INDEPENDENT_ISSUE_CYCLES
+    for name in ("h100", "h200"):
+        t = load_device(name).throughput
+        assert (t.dependent_issue_latency_cycles, t.independent_issue_cycles) == (L, F)
+    at = {(l, f): _sum_log2(latency_fit_rows, sgemm_fit_inputs, l, f)
+          for l, f in ((L, F), (L - 1, F), (L + 1, F), (L - 2, F), (L + 2, F), (L, F - 0.25), (L, F + 0.25))}
+    assert at[(L, F)] <= 1.005 * min(at.values()), at
+    assert at[(L - 2, F)] > 1.003 * at[(L, F)] and at[(L + 2, F)] > 1.003 * at[(L, F)], at
+    assert _sum_log2(latency_fit_rows, sgemm_fit_inputs, 6, 6) > 2 * at[(L, F)]
 
 
 def test_measured_time_is_the_median_over_the_sessions():

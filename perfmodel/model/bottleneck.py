@@ -74,6 +74,7 @@ class DeviceRates:
     sfu_ops_per_s: float
     warp_instructions_per_clock: float  # per SM
     dependent_issue_latency_cycles: float
+    independent_issue_cycles: float
     lsu_requests_per_clock: float       # per SM
     shared_bytes_per_clock: float       # per SM
     l1_bytes_per_clock: float           # per SM
@@ -124,6 +125,8 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
             device, "warp_instructions_per_clock", min(device.warp_schedulers_per_sm, device.fp32_lanes_per_sm / warp)),
         dependent_issue_latency_cycles=_throughput(device, "dependent_issue_latency_cycles",
                                                    calibration.DEPENDENT_ISSUE_LATENCY_CYCLES),
+        independent_issue_cycles=_throughput(device, "independent_issue_cycles",
+                                             calibration.INDEPENDENT_ISSUE_CYCLES),
         lsu_requests_per_clock=_throughput(device, "lsu_requests_per_clock", device.lsu_per_sm / warp),
         shared_bytes_per_clock=_throughput(
             device, "shared_bandwidth_bytes_per_clock",
@@ -289,11 +292,14 @@ def shared_time(wavefronts: float, active_sms: int, rates: DeviceRates) -> float
 def data_stage(shared_wavefronts: float, lines: float, active_sms: int, rates: DeviceRates) -> tuple:
     """The L1TEX data stage, which shared memory and the L1 cache share (one SRAM, one wavefront a clock): a
     kernel's shared-memory wavefronts queue with the 128-byte lines of its global requests, so their times add.
-    (time, work, unit); nothing for a kernel without shared-memory accesses, whose lines are the ``l1`` resource.
+    (time, work, unit); nothing for a kernel without shared-memory accesses, whose lines are the ``l1`` resource,
+    and the shared wavefronts alone on a device whose global loads bypass L1.
     Fitted on the data (docs/model.md 2.3): with the shared-load counts as the cubin issues them, the sum gives the
     latency fit part's sum of squared log errors 0.776 against 1.109 for the two taken apart (max)."""
     if shared_wavefronts <= 0:
         return 0.0, 0.0, "wavefront"
+    if rates.l1_bytes <= 0:
+        lines = 0.0         # global loads do not go through an L1 (G80's CC 1.x, Kepler's L2-only loads)
     return (shared_time(shared_wavefronts, active_sms, rates) + l1_time(lines, active_sms, rates),
             shared_wavefronts + lines, "wavefront")
 
@@ -437,7 +443,7 @@ RESOURCE_LABELS = {
     "sfu": "SFU (special functions)",
     "issue": "instruction issue",
     "lsu": "load/store unit requests",
-    "shared": "shared-memory wavefronts (+ global lines: one L1 data stage)",
+    "shared": "L1/shared data stage (wavefronts + lines)",
     "l1": "L1 tag lookups (lines)",
     "l2": "L2 bandwidth",
     "dram": "DRAM bandwidth",
@@ -482,8 +488,22 @@ def miss_latency_cycles(traffic: Traffic, rates: DeviceRates, queue_cycles: floa
     return l2 * rates.l2_latency_cycles + (1.0 - l2) * (rates.global_latency_cycles + queue_cycles)
 
 
+def instruction_cycles(ilp: list | None, rates: DeviceRates) -> float:
+    """A non-load instruction's average cycles on a warp's critical path: a dependent step costs
+    ``dependent_issue_latency_cycles``, shared by the ``ILP`` instructions that can issue together (its basic block's
+    instructions over its longest dependence chain, perfmodel.model.mlp.ilp_by_line), and no instruction issues
+    faster than ``independent_issue_cycles``. ``ilp``: [(share of the executed warp instructions, ILP)] per source
+    line; without it (hand-written counts) every instruction is a dependent step."""
+    latency = rates.dependent_issue_latency_cycles
+    if not ilp:
+        return latency
+    floor = min(latency, rates.independent_issue_cycles)
+    return sum(share * max(floor, latency / max(1.0, x)) for share, x in ilp) / max(1e-12, sum(s for s, _ in ilp))
+
+
 def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
-                          traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0) -> float:
+                          traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0,
+                          cycles_per_instruction: float | None = None) -> float:
     """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
     and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
     device caches global loads in L1, every other compiled instruction ``dependent_issue_latency_cycles`` on
@@ -495,7 +515,8 @@ def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, lo
     rounds = math.ceil(misses / max(1.0, loads_in_flight) - 1e-9) if misses > 0 else 0
     load_cycles = rates.l1_latency_cycles if rates.l1_bytes > 0 else rates.dependent_issue_latency_cycles
     others = max(0.0, sass_per_warp - global_loads_per_warp)
-    return (others * rates.dependent_issue_latency_cycles + global_loads_per_warp * load_cycles
+    per_instruction = rates.dependent_issue_latency_cycles if cycles_per_instruction is None else cycles_per_instruction
+    return (others * per_instruction + global_loads_per_warp * load_cycles
             + rounds * miss_latency_cycles(traffic, rates, queue_cycles))
 
 
@@ -552,7 +573,8 @@ def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
 
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
-                     loads_in_flight: float | None = None, idle_blocks: float = 0.0) -> BottleneckResult:
+                     loads_in_flight: float | None = None, idle_blocks: float = 0.0,
+                     ilp: list | None = None) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout). ``loads_in_flight``: a
     warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known.
     ``idle_blocks``: blocks whose threads all did no work (no flop, no memory access: a persistent kernel's blocks
@@ -612,7 +634,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
     queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
-    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue)
+    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue,
+                                  instruction_cycles(ilp, rates))
     t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
     latency_cycles = average_load_latency_cycles(traffic, rates)

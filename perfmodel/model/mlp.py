@@ -100,3 +100,60 @@ def weighted_loads_in_flight(by_line: dict, lines: dict) -> float | None:
         total += requests
         weighted += requests * float(in_flight)
     return weighted / total if total > 0 else None
+
+
+def block_ilp(instrs: list) -> tuple[int, int]:
+    """(instructions, longest dependence chain) of one basic block, global loads left out (the chain charges them
+    apart): each other instruction is one step after the latest of the registers it reads; a barrier waits for
+    every step before it."""
+    depth: dict[str, int] = {}
+    count = top = fence = 0
+    for ins in instrs:
+        writes = ins.opcode not in _NO_DESTINATION and bool(ins.operands)
+        sources = list(ins.operands[1:] if writes else ins.operands)
+        d = max((depth.get(r, 0) for op in sources for r in _regs(op)), default=0)
+        if ins.guard is not None:
+            d = max(d, depth.get(ins.guard.name, 0))
+        d = max(d, fence)
+        if not _is_global_load(ins):
+            count += 1
+            d += 1
+            if ins.opcode in ("bar", "barrier"):
+                d = max(d, top + 1)
+                fence = d
+            top = max(top, d)
+        if writes:
+            for r in _regs(ins.operands[0]):
+                depth[r] = d
+    return count, top
+
+
+def ilp_by_line(module: Any, entry: str) -> dict[int, float]:
+    """Source line -> the instruction-level parallelism of the basic blocks holding its instructions (instructions
+    over longest dependence chain, averaged over the line's instructions)."""
+    f = module.functions[entry]
+    total: dict[int, float] = {}
+    weighted: dict[int, float] = {}
+    for blk in f.blocks:
+        instrs = f.instrs[blk.start:blk.end]
+        count, chain = block_ilp(instrs)
+        if not count:
+            continue
+        ilp = count / max(1, chain)
+        for ins in instrs:
+            if ins.line and not _is_global_load(ins):
+                total[ins.line] = total.get(ins.line, 0.0) + 1.0
+                weighted[ins.line] = weighted.get(ins.line, 0.0) + ilp
+    return {line: weighted[line] / total[line] for line in total}
+
+
+def ilp_mix(by_line: dict, lines: dict) -> list[tuple[float, float]] | None:
+    """[(share of the executed warp instructions, ILP)] over the lines (``sim.lines``); None without figures."""
+    rows = []
+    for line, ilp in (by_line or {}).items():
+        agg = (lines or {}).get(int(line)) or (lines or {}).get(str(line)) or {}
+        w = float(agg.get("warp_instructions", 0) or 0)
+        if w > 0:
+            rows.append((w, float(ilp)))
+    total = sum(w for w, _ in rows)
+    return [(w / total, ilp) for w, ilp in rows] if total > 0 else None
