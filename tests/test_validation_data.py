@@ -296,3 +296,21 @@ def test_ncu_filter_takes_template_kernels_by_their_base_name():
     pattern = re.compile(f[len("regex:"):])
     assert pattern.match("sgemm1DBlocktiling") and pattern.match("sgemm1DBlocktiling<64, 64, 8, 8>")
     assert pattern.match("sgemm_naive") and not pattern.match("sgemm_naive_v2") and not pattern.match("vectorAdd")
+
+
+@pytest.mark.parametrize("name,profile,profiled", [("h100_sgemm", "h100", False), ("h200_sgemm", "h200", True)])
+def test_sgemm_datasets_are_correct_and_timed(name, profile, profiled):
+    """The SGEMM tutorial's timings (docs/validation.md): every case computed C = A B on the GPU and was timed both
+    ways; the H200 run, made after the ncu filter took template kernels (above), has every launch's counters, with
+    ncu's grid the timed run's."""
+    data = json.loads((ROOT / "validation" / f"{name}.json").read_text())
+    assert data["profile"] == profile and len(data["cases"]) == 24
+    for case in data["cases"]:
+        assert case["correct"] is True, case["id"]
+        assert case["time"]["cold"]["median_s"] > 0 and case["time"]["warm"]["median_s"] > 0, case["id"]
+        if profiled:
+            assert case["ncu"]["shared_load_instructions"] >= 0, case["id"]
+            assert "ncu_mapping_warning" not in case, case["id"]
+            assert case["ncu"]["ncu_grid_size"] == "(" + ", ".join(str(g) for g in case["grid"]) + ")", case["id"]
+        else:
+            assert "ncu" not in case, case["id"]
