@@ -27,13 +27,14 @@ def test_sgemm_tutorial_kernel_computes_the_product(name):
 NCU_256 = json.loads((KERNELS.parent / "raw" / "h200_sgemm_ncu_256.json").read_text())["metrics"]
 
 
-@pytest.mark.parametrize("name", ["sgemm_03_shared_mem_block", "sgemm_04_1d_blocktiling", "sgemm_05_2d_blocktiling",
-                                  "sgemm_06_vectorize", "sgemm_08_bank_extra_col"])
+@pytest.mark.parametrize("name", ["sgemm_04_1d_blocktiling", "sgemm_06_vectorize", "sgemm_08_bank_extra_col"])
 def test_shared_loads_as_the_cubin_issues_them_match_ncu(name):
     """ptxas merges the register-blocked kernels' shared loads into LDS.64 / LDS.128 (perfmodel.kernel.
     _shared_load_widths); the executor counts them as issued: shared load instructions and wavefronts equal ncu's
     at S=256 (validation/raw/h200_sgemm_ncu_256.json, measured on an H200), where the PTX-level counts were 1.6-4x
-    the instructions and 1.1-2.5x the wavefronts. The warp instructions are within issue 11's 10%."""
+    the instructions and 1.1-2.5x the wavefronts. The warp instructions are within issue 11's 10%. Kernel 4: merged
+    loads in a block ptxas unrolled further (its replication read off shared bytes); 6: float4 loads and merged
+    scalar ones; 8: a padded tile. Kernels 3, 5, 7, 9 and 11 match too (docs/validation.md)."""
     from perfmodel.analysis import simulate_launch
 
     spec = load_spec(str(KERNELS / f"{name}.yaml"))
