@@ -41,6 +41,27 @@ def _is_global_load(ins: Any) -> bool:
         m in ins.mods for m in ("param", "const", "shared", "local")))
 
 
+class _Dependences:
+    """Register dependences along a basic block: the step at which each register's latest value is ready."""
+
+    def __init__(self) -> None:
+        self.depth: dict[str, int] = {}
+
+    def ready(self, ins: Any) -> int:
+        """The latest step of the registers ``ins`` reads (its sources, addresses and guard predicate)."""
+        writes = ins.opcode not in _NO_DESTINATION and bool(ins.operands)
+        sources = ins.operands[1:] if writes else ins.operands
+        d = max((self.depth.get(r, 0) for op in sources for r in _regs(op)), default=0)
+        if ins.guard is not None:
+            d = max(d, self.depth.get(ins.guard.name, 0))
+        return d
+
+    def wrote(self, ins: Any, step: int) -> None:
+        if ins.opcode not in _NO_DESTINATION and ins.operands:
+            for r in _regs(ins.operands[0]):
+                self.depth[r] = step
+
+
 def block_loads_in_flight(instrs: list) -> tuple[int, float]:
     """(global loads, loads in flight) of one basic block: its loads over the rounds they need.
 
@@ -48,14 +69,10 @@ def block_loads_in_flight(instrs: list) -> tuple[int, float]:
     (the addresses may alias) and a barrier. So a load's round is one more than the latest round its address depends on, and no
     earlier than the round that a preceding store's data or a preceding barrier waits for (a store issues once the
     loads whose values it writes are back; a barrier once every value used before it is)."""
-    depth: dict[str, int] = {}
+    walk = _Dependences()
     loads = rounds = fence = used = 0
     for ins in instrs:
-        writes = ins.opcode not in _NO_DESTINATION and bool(ins.operands)
-        sources = list(ins.operands[1:] if writes else ins.operands)
-        d = max((depth.get(r, 0) for op in sources for r in _regs(op)), default=0)
-        if ins.guard is not None:
-            d = max(d, depth.get(ins.guard.name, 0))
+        d = walk.ready(ins)
         if _is_global_load(ins):
             loads += 1
             d = max(d, fence) + 1
@@ -67,9 +84,7 @@ def block_loads_in_flight(instrs: list) -> tuple[int, float]:
             elif ins.opcode in ("bar", "barrier", "membar", "fence") or (
                     ins.opcode == "cp" and ins.mods[1:2] in (("wait_group",), ("wait_all",))):   # cp.async waits
                 fence = max(fence, used)
-        if writes:
-            for r in _regs(ins.operands[0]):
-                depth[r] = d
+        walk.wrote(ins, d)
     return loads, (loads / rounds if rounds else 0.0)
 
 
@@ -106,15 +121,10 @@ def block_ilp(instrs: list) -> tuple[int, int]:
     """(instructions, longest dependence chain) of one basic block, global loads left out (the chain charges them
     apart): each other instruction is one step after the latest of the registers it reads; a barrier waits for
     every step before it."""
-    depth: dict[str, int] = {}
+    walk = _Dependences()
     count = top = fence = 0
     for ins in instrs:
-        writes = ins.opcode not in _NO_DESTINATION and bool(ins.operands)
-        sources = list(ins.operands[1:] if writes else ins.operands)
-        d = max((depth.get(r, 0) for op in sources for r in _regs(op)), default=0)
-        if ins.guard is not None:
-            d = max(d, depth.get(ins.guard.name, 0))
-        d = max(d, fence)
+        d = max(walk.ready(ins), fence)
         if not _is_global_load(ins):
             count += 1
             d += 1
@@ -122,9 +132,7 @@ def block_ilp(instrs: list) -> tuple[int, int]:
                 d = max(d, top + 1)
                 fence = d
             top = max(top, d)
-        if writes:
-            for r in _regs(ins.operands[0]):
-                depth[r] = d
+        walk.wrote(ins, d)
     return count, top
 
 
