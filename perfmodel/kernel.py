@@ -102,10 +102,19 @@ _SASS_GLOBAL = ("LDG", "STG", "ATOMG", "RED", "ATOM", "LDGSTS")   # LDGSTS: cp.a
 _SASS_SHARED = ("LDS", "STS", "ATOMS")
 
 
-def _sass_op(instr: str) -> str:
+def _line_key(path, line) -> tuple:
+    """A source line as the PTX ``.loc`` and the cubin's line table both name it: (file name, line)."""
+    return (str(path).rsplit("/", 1)[-1], line)
+
+
+def _sass_opcode(instr: str) -> str:
+    """A SASS instruction's opcode with its modifiers (``LDS.U.128``), past a predicate guard."""
     words = instr.split()
-    op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
-    return op.split(".")[0]
+    return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+
+
+def _sass_op(instr: str) -> str:
+    return _sass_opcode(instr).split(".")[0]
 
 
 def _is_global_ptx(ins) -> bool:
@@ -127,9 +136,7 @@ def _ptx_bytes(ins) -> int:
 
 def _sass_bytes(instr: str) -> int:
     """Bytes per lane of a SASS shared-memory instruction, from its width modifier (LDS.U.128, STS.64, LDS.U8)."""
-    words = instr.split()
-    op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
-    mods = op.split(".")[1:]
+    mods = _sass_opcode(instr).split(".")[1:]
     for m, n in (("128", 16), ("64", 8), ("U16", 2), ("S16", 2), ("U8", 1), ("S8", 1)):
         if m in mods:
             return n
@@ -207,8 +214,7 @@ def _unrolled_loops(sass_flow, module, entry) -> tuple[dict, list, set]:
         return {}, [], set()
     f = module.functions[entry]
 
-    def key(path, line):
-        return (str(path).rsplit("/", 1)[-1], line)
+    key = _line_key
 
     ptx_loops = {}
     for b, blk in enumerate(f.blocks):
@@ -352,8 +358,7 @@ def _spin_loops(flow, module, entry, covered: set, notes: list) -> dict:
         return {}
     f = module.functions[entry]
 
-    def key(path, line):
-        return (str(path).rsplit("/", 1)[-1], line)
+    key = _line_key
 
     in_loop = set()
     for b, blk in enumerate(f.blocks):
@@ -410,8 +415,7 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     sass = [(ins.inner, ins.outer, ins.text) for ins in flow]
     f = module.functions[entry]
 
-    def key(path, line):
-        return (str(path).rsplit("/", 1)[-1], line)
+    key = _line_key
 
     in_loop = set()
     for b in loops:
@@ -529,8 +533,7 @@ def _shared_load_widths(compiled, info, module, entry) -> dict:
         return {}
     f = module.functions[entry]
 
-    def key(path, line):
-        return (str(path).rsplit("/", 1)[-1], line)
+    key = _line_key
 
     sass_bytes: dict = defaultdict(Counter)
     for ins in flow or ():
