@@ -47,7 +47,8 @@ def advise(analysis) -> list[str]:
     elif bound == "latency":
         rates = model.rates
         tips.append(f"Latency-bound: each warp's own chain of dependent instructions (~"
-                    f"{rates.dependent_issue_latency_cycles:.0f} cycles apart, plus DRAM round trips of "
+                    f"{model.instruction_cycles or rates.dependent_issue_latency_cycles:.1f} cycles an instruction "
+                    "with the independent ones overlapped, plus DRAM round trips of "
                     f"~{rates.global_latency_cycles:.0f} cycles) sets the time, {math.ceil(model.waves - 1e-9)} "
                     f"wave(s) of {occ.warps_per_sm} warps/SM - more warps per SM (occupancy is limited by "
                     f"{', '.join(occ.limiters)}), more blocks, or more independent work per thread (ILP) would "

@@ -374,6 +374,7 @@ class BottleneckResult:
     notes: list[str] = field(default_factory=list)
     bytes_in_flight_per_sm: float = 0.0    # past L1, by the resident warps' loads in flight
     dram_queue_cycles: float = 0.0         # what a DRAM round waits beyond the idle latency at that load
+    instruction_cycles: float = 0.0        # a non-load instruction's cycles on the chain (its ILP credited)
 
     def resource(self, name: str) -> Resource:
         return next(r for r in self.resources if r.name == name)
@@ -393,6 +394,7 @@ class BottleneckResult:
             "launch_overhead_s": self.launch_overhead_s,
             "bytes_in_flight_per_sm": self.bytes_in_flight_per_sm,
             "dram_queue_cycles": self.dram_queue_cycles,
+            "instruction_cycles": self.instruction_cycles,
             "traffic": self.traffic.to_json(),
             "rates": self.rates.to_json(),
             "notes": list(self.notes),
@@ -539,8 +541,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
     queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
-    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue,
-                                  instruction_cycles(ilp, rates))
+    per_instruction = instruction_cycles(ilp, rates)
+    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue, per_instruction)
     t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
     latency_cycles = average_load_latency_cycles(traffic, rates)
@@ -590,5 +592,6 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         notes=notes,
         bytes_in_flight_per_sm=in_flight,
         dram_queue_cycles=queue,
+        instruction_cycles=per_instruction,
     )
 

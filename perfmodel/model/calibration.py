@@ -12,9 +12,9 @@ from __future__ import annotations
 # that are not global loads (ALU, conversion and shared-memory latencies on its dependence chain). A global load
 # instruction waits the measured L1 load-to-use latency instead (41.1 cycles on the H100, devices/h100.yaml
 # measured.l1_hit_latency_cycles), and the loads that miss L1 wait their measured L2 or DRAM latency on top, in
-# rounds of the loads in flight (perfmodel/model/mlp.py; bottleneck.chain_cycles_per_warp), the DRAM share with
+# rounds of the loads in flight (perfmodel/model/mlp.py; chain.chain_cycles_per_warp), the DRAM share with
 # its measured growth under the kernel's bytes in flight (measured.dram_latency_under_load,
-# bottleneck.dram_queue_cycles). Fitted on the "latency" fit part of validation/split.yaml (all 66 cases of
+# chain.dram_queue_cycles). Fitted on the "latency" fit part of validation/split.yaml (all 66 cases of
 # validation/h100.json and the 8 few-block reductions at n = 4 Mi on the H100) as the whole number of cycles that
 # minimises the sum of squared log errors (log predicted/measured) of those 74 cold cases, each measured time the
 # median over three timing sessions (docs/validation.md "Reproducibility"): 3 -> 0.965, 4 -> 0.917, 5 -> 0.887,
@@ -27,7 +27,7 @@ from __future__ import annotations
 # then 18 (every instruction alike, with the loads in flight and measured latencies: 1.616 on the same sum), then
 # 10 (global loads apart: 1.214 on the same sum; 1.199 with the sum of tests/test_accuracy.py), until the DRAM
 # latency under load came in (2026-11-27) and took the share of the 10 cycles that was memory queueing.
-# 2026-11-27 (sixth session): the chain credits instruction-level parallelism (bottleneck.instruction_cycles): a
+# 2026-11-27 (sixth session): the chain credits instruction-level parallelism (chain.instruction_cycles): a
 # dependent step costs DEPENDENT_ISSUE_LATENCY_CYCLES, shared by the instructions of its basic block that can issue
 # together (the block's instructions over its longest dependence chain, model/mlp.py ilp_by_line), and no
 # instruction issues faster than INDEPENDENT_ISSUE_CYCLES. The two are fitted together on the latency fit part

@@ -85,8 +85,9 @@ def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, lo
                           cycles_per_instruction: float | None = None) -> float:
     """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
     and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
-    device caches global loads in L1, every other compiled instruction ``dependent_issue_latency_cycles`` on
-    average (ALU and shared-memory latencies on its dependence chain, fitted), and each round of
+    device caches global loads in L1, every other compiled instruction ``cycles_per_instruction``
+    (:func:`instruction_cycles`; without it ``dependent_issue_latency_cycles``, every instruction a dependent
+    step), and each round of
     ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` on top (the measured L2-hit or DRAM
     latency, by where L2 says the sectors come from)."""
     l1 = min(1.0, max(0.0, traffic.l1_hit_rate))

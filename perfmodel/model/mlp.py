@@ -10,7 +10,11 @@ chain of load-to-load dependences has ``D`` loads keeps ``L / D`` in flight.
 
 :func:`loads_in_flight_by_line` gives that figure per source line (the largest over the blocks holding a global load
 of the line); :func:`weighted_loads_in_flight` weights it by the lines' executed load requests. The bottleneck
-model's latency chain divides a warp's load requests by it (``bottleneck.latency_chain_time``).
+model's latency chain divides a warp's load requests by it (``chain.latency_chain_time``).
+
+The same walk over a block's register dependences gives its instruction-level parallelism: its non-load
+instructions over the longest chain of them (:func:`block_ilp`, per source line :func:`ilp_by_line`), which the
+chain credits (``chain.instruction_cycles``).
 """
 from __future__ import annotations
 
