@@ -253,20 +253,26 @@ def _space(mods) -> str:
     return "generic"
 
 
-def _b_load(ins, ops):
+def _fragment_access(ins, ops, which, regs_at, addr_at, verb):
+    """What a ``wmma.load`` / ``wmma.store`` needs: its fragment, register type, register operands and the address,
+    stride and space getters. ``regs_at`` / ``addr_at``: the operand positions of the register vector and the
+    address."""
     shape, mods = _parts(ins)
-    which = mods[1]
     etype = _etype(ins)
-    layout = _layout_of(mods)
-    dests = ins.operands[0]
-    if not isinstance(dests, Vec) or not isinstance(ins.operands[1], Addr):
-        raise Unsupported("wmma.load operands other than {registers}, [address]")
+    regs = ins.operands[regs_at]
+    if not isinstance(regs, Vec) or not isinstance(ins.operands[addr_at], Addr):
+        order = "{registers}, [address]" if regs_at == 0 else "[address], {registers}"
+        raise Unsupported(f"wmma.{verb} operands other than {order}")
     rtype, rbytes = _reg_type(etype)
-    frag = _Fragment(which, shape, etype, layout, len(dests.items), rbytes)
-    writers = [ops.writer(d) for d in dests.items]
-    ga = address_getter(ins.operands[1], ops)
-    gs = _stride_getter(ins, ops, 2)
-    space = _space(mods)
+    frag = _Fragment(which, shape, etype, _layout_of(mods), len(regs.items), rbytes)
+    return frag, rtype, regs.items, address_getter(ins.operands[addr_at], ops), _stride_getter(ins, ops, 2), \
+        _space(mods)
+
+
+def _b_load(ins, ops):
+    which = _parts(ins)[1][1]
+    frag, rtype, dests, ga, gs, space = _fragment_access(ins, ops, which, 0, 1, "load")
+    writers = [ops.writer(d) for d in dests]
     gid = ins.index
     what = f"wmma.load.{which}"
     reg_types = [rtype] * frag.nregs
@@ -281,18 +287,8 @@ def _b_load(ins, ops):
 
 
 def _b_store(ins, ops):
-    shape, mods = _parts(ins)
-    etype = _etype(ins)
-    layout = _layout_of(mods)
-    srcs = ins.operands[1]
-    if not isinstance(srcs, Vec) or not isinstance(ins.operands[0], Addr):
-        raise Unsupported("wmma.store operands other than [address], {registers}")
-    rtype, rbytes = _reg_type(etype)
-    frag = _Fragment("d", shape, etype, layout, len(srcs.items), rbytes)
-    readers = [ops.reader(s, rtype) for s in srcs.items]
-    ga = address_getter(ins.operands[0], ops)
-    gs = _stride_getter(ins, ops, 2)
-    space = _space(mods)
+    frag, rtype, srcs, ga, gs, space = _fragment_access(ins, ops, "d", 1, 0, "store")
+    readers = [ops.reader(s, rtype) for s in srcs]
     gid = ins.index
     what = "wmma.store.d"
 
