@@ -20,7 +20,8 @@ import numpy as np
 
 from perfmodel.errors import OccupancyError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
-from perfmodel.model.mlp import ilp_by_line, ilp_mix, loads_in_flight_by_line, weighted_loads_in_flight
+from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_in_flight_by_line, round_miss_factor,
+                                 weighted_loads_in_flight)
 from perfmodel.model.seed import SeedModel, seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
 from perfmodel.registers import Registers, resolve_registers
@@ -75,6 +76,7 @@ class SimOutcome:
     per_block_idle: dict
     sim_seconds: float
     sample_reason: str = ""
+    round_miss_factor: float | None = None    # a load round's L1 misses over its loads' own (mlp.round_miss_factor)
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
     replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
     # the args after the run, in order (only with keep_args=True: the Python API writes them back)
@@ -247,7 +249,7 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
 
 
 def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False,
-         cc1_counts: bool = True, outputs: bool = True):
+         cc1_counts: bool = True, outputs: bool = True, first_touch: bool = False):
     """One simulation of ``launch``; ``outputs=False``: nobody reads the arrays after the run, so the run reads
     the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
@@ -257,7 +259,7 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
-                      cc1_counts=cc1_counts, write_back=outputs, **(limits or {}))
+                      cc1_counts=cc1_counts, write_back=outputs, first_touch=first_touch, **(limits or {}))
     return result, args
 
 
@@ -352,12 +354,15 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     fast = allowed = not (execute_all or keep_args)
     outputs = check or keep_args      # whether any run's outputs are read
     pilot, pilot_args = _run(program, launch, None if whole else [rep], limits, fast_loops=fast,
-                             cc1_counts=cc1_counts, outputs=outputs and whole)
+                             cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=True)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * (1 if whole else total) <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too
-                                 cc1_counts=cc1_counts, outputs=outputs and whole)
+                                 cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=True)
     pilot_counts = _counts_json(pilot.counts)
+    # a round of loads waits for its slowest: the one block's per-line L1 misses, over the rounds of the compiled code
+    miss_factor = None if total > 1 and whole else round_miss_factor(
+        pilot.load_reuse_by_line, load_round_lines(program.module, program.entry))
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
     block_footprint = float(pg.get("unique_load_sectors", block_load_sectors))
@@ -449,6 +454,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
+    outcome.round_miss_factor = miss_factor
     outcome.sim_seconds = time.perf_counter() - started
     if key is None:
         return launch, outcome
@@ -685,7 +691,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
                              loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
                                                                       sim.lines),
                              idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0),
-                             ilp=ilp_mix(sim.compile.get("ilp_by_line"), sim.lines))
+                             ilp=ilp_mix(sim.compile.get("ilp_by_line"), sim.lines),
+                             round_miss_factor=sim.round_miss_factor)
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)

@@ -375,6 +375,7 @@ class BottleneckResult:
     bytes_in_flight_per_sm: float = 0.0    # past L1, by the resident warps' loads in flight
     dram_queue_cycles: float = 0.0         # what a DRAM round waits beyond the idle latency at that load
     instruction_cycles: float = 0.0        # a non-load instruction's cycles on the chain (its ILP credited)
+    round_miss_factor: float = 1.0         # a load round's L1 misses over its loads' own (mlp.round_miss_factor)
 
     def resource(self, name: str) -> Resource:
         return next(r for r in self.resources if r.name == name)
@@ -395,6 +396,7 @@ class BottleneckResult:
             "bytes_in_flight_per_sm": self.bytes_in_flight_per_sm,
             "dram_queue_cycles": self.dram_queue_cycles,
             "instruction_cycles": self.instruction_cycles,
+            "round_miss_factor": self.round_miss_factor,
             "traffic": self.traffic.to_json(),
             "rates": self.rates.to_json(),
             "notes": list(self.notes),
@@ -481,7 +483,7 @@ def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
                      loads_in_flight: float | None = None, idle_blocks: float = 0.0,
-                     ilp: list | None = None) -> BottleneckResult:
+                     ilp: list | None = None, round_miss_factor: float | None = None) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout). ``loads_in_flight``: a
     warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known.
     ``idle_blocks``: blocks whose threads all did no work (no flop, no memory access: a persistent kernel's blocks
@@ -542,7 +544,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
     queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
     per_instruction = instruction_cycles(ilp, rates)
-    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue, per_instruction)
+    chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue, per_instruction,
+                                  round_miss_factor)
     t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
     latency_cycles = average_load_latency_cycles(traffic, rates)
@@ -593,5 +596,6 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         bytes_in_flight_per_sm=in_flight,
         dram_queue_cycles=queue,
         instruction_cycles=per_instruction,
+        round_miss_factor=max(1.0, round_miss_factor or 1.0),
     )
 

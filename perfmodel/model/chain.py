@@ -82,16 +82,18 @@ def instruction_cycles(ilp: list | None, rates: DeviceRates) -> float:
 
 def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
                           traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0,
-                          cycles_per_instruction: float | None = None) -> float:
+                          cycles_per_instruction: float | None = None, round_miss_factor: float | None = None) -> float:
     """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
     and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
     device caches global loads in L1, every other compiled instruction ``cycles_per_instruction``
     (:func:`instruction_cycles`; without it ``dependent_issue_latency_cycles``, every instruction a dependent
     step), and each round of
     ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` on top (the measured L2-hit or DRAM
-    latency, by where L2 says the sectors come from)."""
+    latency, by where L2 says the sectors come from). ``round_miss_factor`` (perfmodel.model.mlp.round_miss_factor):
+    a round waits for its slowest load, so its loads' L1 miss share is raised to that of the line missing most among
+    those it issues with."""
     l1 = min(1.0, max(0.0, traffic.l1_hit_rate))
-    misses = global_loads_per_warp * (1.0 - l1)
+    misses = global_loads_per_warp * min(1.0, (1.0 - l1) * max(1.0, round_miss_factor or 1.0))
     rounds = math.ceil(misses / max(1.0, loads_in_flight) - 1e-9) if misses > 0 else 0
     load_cycles = rates.l1_latency_cycles if rates.l1_bytes > 0 else rates.dependent_issue_latency_cycles
     others = max(0.0, sass_per_warp - global_loads_per_warp)

@@ -67,20 +67,27 @@ class _Dependences:
 
 
 def block_loads_in_flight(instrs: list) -> tuple[int, float]:
-    """(global loads, loads in flight) of one basic block: its loads over the rounds they need.
+    """(global loads, loads in flight) of one basic block: its loads over the rounds they need
+    (:func:`load_rounds`)."""
+    rounds = load_rounds(instrs)
+    return len(rounds), (len(rounds) / max(rounds.values()) if rounds else 0.0)
+
+
+def load_rounds(instrs: list) -> dict[int, int]:
+    """Position in the block -> round, of each global load of one basic block.
 
     The compiler hoists a load above anything it does not depend on, except a global (or generic) store or atomic
     (the addresses may alias) and a barrier. So a load's round is one more than the latest round its address depends on, and no
     earlier than the round that a preceding store's data or a preceding barrier waits for (a store issues once the
     loads whose values it writes are back; a barrier once every value used before it is)."""
     walk = _Dependences()
-    loads = rounds = fence = used = 0
-    for ins in instrs:
+    out: dict[int, int] = {}
+    fence = used = 0
+    for pos, ins in enumerate(instrs):
         d = walk.ready(ins)
         if _is_global_load(ins):
-            loads += 1
             d = max(d, fence) + 1
-            rounds = max(rounds, d)
+            out[pos] = d
         else:
             used = max(used, d)
             if ins.opcode in ("st", "atom", "red") and not any(m in ins.mods for m in ("shared", "local", "param")):
@@ -89,7 +96,7 @@ def block_loads_in_flight(instrs: list) -> tuple[int, float]:
                     ins.opcode == "cp" and ins.mods[1:2] in (("wait_group",), ("wait_all",))):   # cp.async waits
                 fence = max(fence, used)
         walk.wrote(ins, d)
-    return loads, (loads / rounds if rounds else 0.0)
+    return out
 
 
 def loads_in_flight_by_line(module: Any, entry: str) -> dict[int, float]:
@@ -105,6 +112,46 @@ def loads_in_flight_by_line(module: Any, entry: str) -> dict[int, float]:
             if _is_global_load(ins) and ins.line:
                 out[ins.line] = max(out.get(ins.line, 0.0), in_flight)
     return out
+
+
+def load_round_lines(module: Any, entry: str) -> list[list[int]]:
+    """The source lines of each round of global loads that a warp issues together (per basic block and round,
+    :func:`load_rounds`)."""
+    f = module.functions[entry]
+    out: list[list[int]] = []
+    for blk in f.blocks:
+        instrs = f.instrs[blk.start:blk.end]
+        by_round: dict[int, set] = {}
+        for pos, r in load_rounds(instrs).items():
+            if instrs[pos].line:
+                by_round.setdefault(r, set()).add(instrs[pos].line)
+        out.extend(sorted(lines) for _r, lines in sorted(by_round.items()))
+    return out
+
+
+def round_miss_factor(reuse_by_line: dict | None, round_lines: list | None) -> float | None:
+    """How much more often a round of loads misses L1 than its loads do on average: a round that issues together
+    waits for its slowest load, so when one of its lines streams (every sector new) and another re-reads (every
+    sector an L1 hit), the round waits a miss every time, not half the time.
+
+    ``reuse_by_line``: line -> (load sectors, first touches) of one block run alone (``SimResult.load_reuse_by_line``;
+    a line's miss share is first touches over sectors). Each line takes the largest miss share of the lines it
+    issues with (``round_lines``, :func:`load_round_lines`); the factor is the sectors' miss share so raised over
+    their own (1 when every line of a round misses alike). None without figures."""
+    if not reuse_by_line:
+        return None
+    share = {int(line): (first / sectors if sectors else 0.0) for line, (sectors, first) in reuse_by_line.items()}
+    worst = dict(share)
+    for lines in round_lines or []:
+        top = max((share.get(int(line), 0.0) for line in lines), default=0.0)
+        for line in lines:
+            if int(line) in worst:
+                worst[int(line)] = max(worst[int(line)], top)
+    own = sum(first for _sectors, first in reuse_by_line.values())
+    if own <= 0:
+        return None
+    raised = sum(sectors * worst[int(line)] for line, (sectors, _first) in reuse_by_line.items())
+    return raised / own
 
 
 def weighted_loads_in_flight(by_line: dict, lines: dict) -> float | None:

@@ -6,6 +6,9 @@ is a :class:`perfmodel.kernel.KernelProgram`. Semantics and counting rules: docs
 
 ``cc1_counts=False`` leaves out the compute-capability 1.x transaction counts (``global.cc10_*``, ``cc12_*``),
 which only a CC 1.x device's model reads and which cost about a tenth of the run.
+``first_touch=True`` counts, per global load instruction, the sectors no earlier load of the run touched
+(``SimResult.load_reuse_by_line``: the model's per-line L1 miss shares; the analysis asks it of the one block it
+runs alone).
 ``write_back=False`` leaves the pointer arguments as they were (a caller that needs no outputs can pass its
 initial arrays without copying them).
 ``blank_inputs=True`` (counts only): the pointer arguments give only their sizes; the simulated heap starts zeroed
@@ -75,7 +78,7 @@ def _dim3(v, what) -> tuple:
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
-             cc1_counts: bool = True, write_back: bool = True) -> SimResult:
+             cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -103,6 +106,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                          max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S, blank_inputs=blank_inputs,
                          count_cc1=cc1_counts)
     launch.keep_outputs = write_back
+    launch.count_first_touch = first_touch
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:

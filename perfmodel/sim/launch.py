@@ -53,6 +53,7 @@ class LaunchState:
         self.fast_loops = False
         self.count_cc1 = count_cc1      # count CC 1.x transactions of global accesses (sim/coalesce.py)
         self.keep_outputs = True        # write the heap back into the argument arrays at the end
+        self.count_first_touch = False  # count each global load's sectors no earlier load touched (memory.py)
         self.skipped_iterations = 0     # loop iterations counted from identical ones (sim.loops), not executed
         self.deadline = time.perf_counter() + timeout if timeout else float("inf")
         symbols = Symbols()

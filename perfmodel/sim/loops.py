@@ -465,20 +465,63 @@ def _mark_sectors(st, traces, steps, executed, T, m, rows, lanes):
     j steps."""
     heap = st.heap
     js = np.arange(executed, T, dtype=np.int64)
+    todo = []
     for gid, k in steps.items():
         _a, space, nbytes, store = traces[0][gid]
         if space != "global":
             continue
-        bitmap = heap.stored if store else heap.loaded
         base = np.unique(_lanes(_ints(traces[0][gid][0]), m, rows, lanes))
         key = (gid, store, k, executed, T, base.tobytes())
         marked = st.launch.__dict__.setdefault("_loop_marks", set())
         if key in marked:         # the same addresses as an earlier run of this loop (an outer loop re-entering)
             continue
         marked.add(key)
-        ends = (0,) if nbytes <= 32 else (0, nbytes - 1)
+        todo.append((gid, k, store, base, (0,) if nbytes <= 32 else (0, nbytes - 1)))
+    if st.launch.count_first_touch:
+        _first_touches(st, [t for t in todo if not t[2]], js)
+    for gid, k, store, base, ends in todo:
+        bitmap = heap.stored if store else heap.loaded
         chunk = max(1, (1 << 22) // max(base.size, 1))
         for i in range(0, js.size, chunk):
             moved = base[None, :] + (js[i:i + chunk] * k)[:, None]
             for e in ends:
                 bitmap[((moved + e) >> 5).reshape(-1)] = True
+
+
+def _first_touches(st, loads, js):
+    """The first-touch count (memory.py ``_first_touch``) of the loads' iterations not executed, in the order they
+    would have run: iteration by iteration, the loads of one iteration in program order; a sector goes to the first
+    load that reaches it, unless an earlier load of the run already had."""
+    if not loads or not js.size:
+        return
+    heap = st.heap
+    ft = st.counters.first_touch
+    order = sorted(range(len(loads)), key=lambda i: loads[i][0])
+    rank = np.empty(len(loads), np.int64)
+    rank[order] = np.arange(len(loads))
+    per_iter = sum(base.size * len(ends) for _g, _k, _s, base, ends in loads)
+    chunk = max(1, (1 << 22) // max(per_iter, 1))
+    for i in range(0, js.size, chunk):
+        j = js[i:i + chunk]
+        secs, keys = [], []
+        for n, (_gid, k, _store, base, ends) in enumerate(loads):
+            moved = base[None, :] + (j * k)[:, None]
+            key = np.broadcast_to((np.arange(j.size, dtype=np.int64) * len(loads) + rank[n])[:, None], moved.shape)
+            for e in ends:
+                secs.append(((moved + e) >> 5).reshape(-1))
+                keys.append(key.reshape(-1))
+        sec, key = np.concatenate(secs), np.concatenate(keys)
+        new = ~heap.loaded[sec]
+        sec, key = sec[new], key[new]
+        if not sec.size:
+            continue
+        by = np.lexsort((key, sec))
+        sec, key = sec[by], key[by]
+        first = np.ones(sec.size, bool)
+        first[1:] = sec[1:] != sec[:-1]
+        owners = np.bincount(key[first] % len(loads), minlength=len(loads))    # by rank
+        for r, cnt in enumerate(owners.tolist()):
+            if cnt:
+                gid = loads[order[r]][0]
+                ft[gid] = ft.get(gid, 0) + cnt
+        heap.loaded[sec[first]] = True

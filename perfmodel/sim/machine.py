@@ -36,6 +36,7 @@ class Counters:
         self.block_execs = [0] * n_instr  # barriers: (block, barrier) pairs
         self.array_threads: dict = {}     # (instruction, global array) -> lanes that accessed it
         self.atomic_ops: dict = {}        # atomic operations and per-line counts (atomic_count.py)
+        self.first_touch: dict = {}       # global load -> sectors no earlier load touched (first_touch runs)
         self.cc1: dict = {}               # global instruction -> CC 1.0 / 1.2 transactions and bytes (coalesce.py)
         self.generic_split: dict = {}     # generic instruction -> {space: [threads, requests, units, lines, bytes]}
         self.sass_copies: dict = {}       # (function, block) -> PTX-block copies the SASS issued minus the warps that

@@ -141,6 +141,8 @@ class MemoryMixin:
         # footprint bitmaps (unique sectors touched)
         bitmap = heap.stored if store else heap.loaded
         s = off >> 5
+        if not store and self.launch.count_first_touch:
+            self._first_touch(gid, bitmap, s, off, m, nbytes)
         if m is None:
             bitmap[s] = True
             if nbytes > 32:
@@ -161,6 +163,17 @@ class MemoryMixin:
             return [view[idx + j] if j else view[idx] for j in range(vec)]
         self._scatter(view, idx, values, m)
         return None
+
+    def _first_touch(self, gid, bitmap, s, off, m, nbytes):
+        """Count the distinct sectors of this load that no earlier load of the run touched (its L1 misses when
+        the run is one block on its SM: the model's per-line miss shares, perfmodel.model.mlp.round_miss_factor)."""
+        parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
+        if m is not None:
+            parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
+                np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
+        sec = np.unique(np.concatenate([np.asarray(p).reshape(-1) for p in parts]))
+        ft = self.counters.first_touch
+        ft[gid] = ft.get(gid, 0) + int(np.count_nonzero(~bitmap[sec]))
 
     def _scatter(self, view, idx, values, m, rows=None):
         if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):

@@ -70,6 +70,9 @@ class SimResult:
     replication: object = None     # perfmodel.sim.replicate.Replication when the run tried to replicate blocks
     skipped_iterations: int = 0    # loop iterations counted from identical executed ones (sim.loops): their
                                    # values were not computed, so neither were the outputs
+    # source line -> (global load sectors, of them first touches: sectors no earlier load of the run touched);
+    # only from a run with first_touch=True
+    load_reuse_by_line: dict | None = None
 
     @property
     def sampled(self) -> bool:
@@ -100,6 +103,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c = Counts()
     builder = launch.builder
     lines: dict = {}
+    reuse: dict = {}           # line -> [load sectors, first touches] (first_touch runs)
     rows = []
     cnt = counters
     thread_insts = 0
@@ -186,6 +190,10 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         g["load_lines" if load else "store_lines"] += li
                         COAL.add_to_global(g, load, cnt.cc1.get(gid))
                         row.update(sectors=un, lines=li, bytes=by)
+                        if load and ln is not None and launch.count_first_touch:
+                            r = reuse.setdefault(ins.line, [0, 0])
+                            r[0] += un
+                            r[1] += counters.first_touch.get(gid, 0)
                         if ln is not None:
                             ln["global_loads" if load else "global_stores"] += th
                             ln["global_requests"] += rq
@@ -270,4 +278,6 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     if 0 in lines and not any(lines[0].values()):
         del lines[0]          # compiler-generated code (.loc line 0) that did nothing counted
     return SimResult(counts=c, lines=dict(sorted(lines.items())), per_block=per_block, block_ids=block_ids,
-                     blocks_simulated=nb, total_blocks=total_blocks, instructions=rows, args=args)
+                     blocks_simulated=nb, total_blocks=total_blocks, instructions=rows, args=args,
+                     load_reuse_by_line={k: tuple(v) for k, v in sorted(reuse.items())}
+                     if launch.count_first_touch else None)
