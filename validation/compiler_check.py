@@ -19,7 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def histogram(kernel: str) -> dict:
+def histogram(kernel: str, cache: bool = False) -> dict:
+    """NVRTC's version and the SASS opcode histogram of ``kernel`` (a spec name) compiled for sm_90; ``cache``: take
+    the compile from perfmodel's compile cache where it is there (a GPU machine compiles afresh)."""
     from perfmodel.compile import compile_cuda
     from perfmodel.compile import nvrtc
     from perfmodel.compile.sass import _disassemble
@@ -28,7 +30,7 @@ def histogram(kernel: str) -> dict:
     spec = load_spec(kernel)
     launch = spec.instantiate({})
     compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
-                            defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=False)
+                            defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=cache)
     text = _disassemble(compiled.cubin) or ""
     mangled = compiled.kernel(spec.entry).mangled
     counts: collections.Counter = collections.Counter()
