@@ -353,20 +353,20 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     rep = _representative_block(launch.grid)
     fast = allowed = not (execute_all or keep_args)
     outputs = check or keep_args      # whether any run's outputs are read
+    alone = total == 1 or not whole                     # one block ran alone: its per-block figures count
     pilot, pilot_args = _run(program, launch, None if whole else [rep], limits, fast_loops=fast,
-                             cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=True)
+                             cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=alone)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * (1 if whole else total) <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too
-                                 cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=True)
+                                 cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=alone)
     pilot_counts = _counts_json(pilot.counts)
-    # a round of loads waits for its slowest: the one block's per-line L1 misses, over the rounds of the compiled code
-    miss_factor = None if total > 1 and whole else round_miss_factor(
-        pilot.load_reuse_by_line, load_round_lines(program.module, program.entry))
     pg = pilot_counts.get("global", {})
     block_load_sectors = float(pg.get("load_sectors", 0))
     block_footprint = float(pg.get("unique_load_sectors", block_load_sectors))
-    if total > 1 and whole:
+    # a round of loads waits for its slowest: the one block's per-line L1 misses, over the rounds of the compiled code
+    miss_factor = round_miss_factor(pilot.load_reuse_by_line, load_round_lines(program.module, program.entry))
+    if not alone:
         block_load_sectors = block_footprint = None      # no block ran alone: no per-block footprint
     estimated_work = float(pilot_counts.get("warp_instructions", 0)) * (1 if whole else total)
     if not whole:

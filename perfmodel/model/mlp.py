@@ -140,18 +140,17 @@ def round_miss_factor(reuse_by_line: dict | None, round_lines: list | None) -> f
     their own (1 when every line of a round misses alike). None without figures."""
     if not reuse_by_line:
         return None
-    share = {int(line): (first / sectors if sectors else 0.0) for line, (sectors, first) in reuse_by_line.items()}
+    share = {line: (first / sectors if sectors else 0.0) for line, (sectors, first) in reuse_by_line.items()}
     worst = dict(share)
     for lines in round_lines or []:
-        top = max((share.get(int(line), 0.0) for line in lines), default=0.0)
+        top = max((share.get(line, 0.0) for line in lines), default=0.0)
         for line in lines:
-            if int(line) in worst:
-                worst[int(line)] = max(worst[int(line)], top)
+            if line in worst:
+                worst[line] = max(worst[line], top)
     own = sum(first for _sectors, first in reuse_by_line.values())
     if own <= 0:
         return None
-    raised = sum(sectors * worst[int(line)] for line, (sectors, _first) in reuse_by_line.items())
-    return raised / own
+    return sum(sectors * worst[line] for line, (sectors, _first) in reuse_by_line.items()) / own
 
 
 def weighted_loads_in_flight(by_line: dict, lines: dict) -> float | None:

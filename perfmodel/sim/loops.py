@@ -477,9 +477,12 @@ def _mark_sectors(st, traces, steps, executed, T, m, rows, lanes):
             continue
         marked.add(key)
         todo.append((gid, k, store, base, (0,) if nbytes <= 32 else (0, nbytes - 1)))
-    if st.launch.count_first_touch:
-        _first_touches(st, [t for t in todo if not t[2]], js)
+    counted = st.launch.count_first_touch
+    if counted:
+        _first_touches(st, [t for t in todo if not t[2]], js)     # marks the loads' sectors as it counts them
     for gid, k, store, base, ends in todo:
+        if counted and not store:
+            continue
         bitmap = heap.stored if store else heap.loaded
         chunk = max(1, (1 << 22) // max(base.size, 1))
         for i in range(0, js.size, chunk):
@@ -491,7 +494,7 @@ def _mark_sectors(st, traces, steps, executed, T, m, rows, lanes):
 def _first_touches(st, loads, js):
     """The first-touch count (memory.py ``_first_touch``) of the loads' iterations not executed, in the order they
     would have run: iteration by iteration, the loads of one iteration in program order; a sector goes to the first
-    load that reaches it, unless an earlier load of the run already had."""
+    load that reaches it, unless an earlier load of the run already had; the sectors are marked as loaded."""
     if not loads or not js.size:
         return
     heap = st.heap

@@ -141,8 +141,14 @@ class MemoryMixin:
         # footprint bitmaps (unique sectors touched)
         bitmap = heap.stored if store else heap.loaded
         s = off >> 5
-        if not store and self.launch.count_first_touch:
-            self._first_touch(gid, bitmap, s, off, m, nbytes)
+        first_touch = not store and self.launch.count_first_touch
+        touched = _active_sectors(s, off, m, nbytes) if first_touch or self.replica is not None else None
+        if first_touch:
+            # the distinct sectors no earlier load of the run touched (its L1 misses when the run is one block
+            # on its SM: the model's per-line miss shares, perfmodel.model.mlp.round_miss_factor)
+            new = touched[~bitmap[touched]]
+            if new.size:
+                c.first_touch[gid] = c.first_touch.get(gid, 0) + (np.unique(new).size if new.size > 1 else 1)
         if m is None:
             bitmap[s] = True
             if nbytes > 32:
@@ -152,28 +158,13 @@ class MemoryMixin:
                 np.broadcast_to(m, np.broadcast_shapes(s.shape, m.shape))]] = True
         if self.replica is not None:
             # the blocks this one stands for touch its sectors moved by their shifts
-            parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
-            if m is not None:
-                parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
-                    np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
-            self.replica.footprint(gid, store, np.concatenate([np.asarray(p).reshape(-1) for p in parts]))
+            self.replica.footprint(gid, store, touched)
         view = heap.view(dt)
         idx = off >> _LOG2[size]            # the element index (sizes are 1, 2, 4, 8 or 16 bytes)
         if not store:
             return [view[idx + j] if j else view[idx] for j in range(vec)]
         self._scatter(view, idx, values, m)
         return None
-
-    def _first_touch(self, gid, bitmap, s, off, m, nbytes):
-        """Count the distinct sectors of this load that no earlier load of the run touched (its L1 misses when
-        the run is one block on its SM: the model's per-line miss shares, perfmodel.model.mlp.round_miss_factor)."""
-        parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
-        if m is not None:
-            parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
-                np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
-        sec = np.unique(np.concatenate([np.asarray(p).reshape(-1) for p in parts]))
-        ft = self.counters.first_touch
-        ft[gid] = ft.get(gid, 0) + int(np.count_nonzero(~bitmap[sec]))
 
     def _scatter(self, view, idx, values, m, rows=None):
         if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
@@ -438,6 +429,15 @@ class MemoryMixin:
 
 
 _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+
+
+def _active_sectors(s, off, m, nbytes):
+    """The sectors an access's active lanes touch (with the last byte's sector of one wider than a sector), flat."""
+    parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
+    if m is not None:
+        parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
+            np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
+    return np.concatenate([np.asarray(p).reshape(-1) for p in parts])
 
 
 def _row_invariant(off, m):
