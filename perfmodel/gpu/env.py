@@ -100,9 +100,17 @@ def versions(cupy=None) -> dict[str, Any]:
             pass
         try:
             major, minor = cupy.cuda.nvrtc.getVersion()
-            result["nvrtc"] = f"{major}.{minor}"
+            result["nvrtc"] = f"{major}.{minor}"      # CuPy's, which compiles the kernels CuPy can build alone
         except Exception:  # noqa: BLE001
             pass
+    try:
+        # perfmodel's own (the nvidia-cuda-nvrtc wheel or $PERFMODEL_NVRTC), which compiles the rest
+        # (gpu.runner.compile_launch) and every kernel the analysis reads
+        from perfmodel.compile import nvrtc
+
+        result["perfmodel_nvrtc"] = ".".join(map(str, nvrtc.version()))
+    except Exception:  # noqa: BLE001 - versions are informative only
+        pass
     smi = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     if smi:
         result["nvidia_driver"] = smi.strip().splitlines()[0]
