@@ -3,6 +3,13 @@ compiled the way perfmodel compiles them (``perfmodel.compile.compile_cuda``, sm
 a GPU machine can be compared with the one the analysis reads on another (docs/validation.md, "Compiler").
 
     python validation/compiler_check.py sgemm_10_warptiling sgemm_12_double_buffering2 [--json OUT]
+    python validation/compiler_check.py --dataset validation/h100.json [--dataset ...] [--as-measured] --json OUT
+
+``--dataset``: every distinct (kernel, defines) of the datasets' cases, per SASS function of the cubin.
+``--as-measured`` (on the GPU machine, with CuPy): the cubin the measurement loaded, made the way
+``perfmodel.gpu.runner.compile_launch`` makes it (CuPy's NVRTC first; perfmodel's compile where CuPy cannot build
+the file); without it, perfmodel's compile (what the analysis reads). Compare two such files with
+``python validation/compiler_check.py --compare A.json B.json``.
 
 Kernels are spec names (PERFMODEL_KERNEL_PATH=validation/kernels for the validation specs); the histogram counts
 each opcode with its width modifiers (``LDS.128``), from ``nvdisasm`` (the nvidia-cuda-nvdisasm wheel, or
@@ -46,7 +53,150 @@ def histogram(kernel: str, cache: bool = False) -> dict:
             "opcodes": dict(sorted(counts.items()))}
 
 
+def _functions(cubin: bytes) -> dict[str, dict]:
+    """SASS function name -> opcode histogram of a cubin."""
+    from perfmodel.compile.sass import _disassemble
+
+    out: dict[str, collections.Counter] = {}
+    name = None
+    for line in (_disassemble(cubin) or "").splitlines():
+        if line.startswith(".text."):
+            name = line.strip().rstrip(":")[len(".text."):]
+            out.setdefault(name, collections.Counter())
+            continue
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line) if name else None
+        if m:
+            out[name][m.group(1)] += 1
+    return {k: dict(sorted(v.items())) for k, v in out.items()}
+
+
+def _elf(data: bytes) -> bytes:
+    """The ELF image at the start of ``data`` without what follows it (CuPy's cache payload goes on after the
+    cubin): up to the end of its section header table or of its last section, whichever is later (ELF64)."""
+    import struct
+
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    end = shoff + shentsize * shnum
+    for k in range(shnum):
+        sh_type, = struct.unpack_from("<I", data, shoff + k * shentsize + 4)
+        offset, size = struct.unpack_from("<QQ", data, shoff + k * shentsize + 0x18)
+        if sh_type != 8:                    # SHT_NOBITS has no bytes in the file
+            end = max(end, offset + size)
+    return data[:end]
+
+
+def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
+    """(cubin, how) as perfmodel.gpu.runner.compile_launch built it: the cubin CuPy's NVRTC made (read from CuPy's
+    kernel cache, emptied first), or perfmodel's compile where CuPy could not build the file. Where CuPy cached PTX
+    for the driver to compile instead, that PTX goes through the machine's ``ptxas`` here ("cupy-ptx")."""
+    import os
+    import subprocess
+    import tempfile
+
+    from perfmodel.compile import compile_cuda
+    from perfmodel.gpu.runner import compile_launch
+
+    # empty CuPy's kernel cache (the folder itself stays: its cache backend writes there); what CuPy compiles
+    # is then the one file there, the cubin (or PTX) inside its cache payload
+    cache = Path(os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache")))
+    for old in cache.rglob("*") if cache.is_dir() else []:
+        if old.is_file():
+            old.unlink()
+    _module, _kernel, options = compile_launch(cp, spec, launch)
+    major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
+    if options and options[-1] == "(perfmodel compile_cuda cubin)":
+        compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}",
+                                name_expressions=[spec.entry], defines=dict(launch.defines), cache=False)
+        return compiled.cubin, "perfmodel"
+    payloads = [f.read_bytes() for f in cache.rglob("*") if f.is_file()] if cache.is_dir() else []
+    elf = [_elf(p[p.find(b"\x7fELF"):]) for p in payloads if b"\x7fELF" in p]
+    if elf:
+        return elf[0], "cupy"
+    ptx = [p[p.find(b"//"):] for p in payloads if b".version" in p]
+    if not ptx:
+        return b"", "cupy (no cache file)"
+    binary = ptx[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        ptx.write_bytes(binary.rstrip(b"\0"))
+        run = subprocess.run(["ptxas", f"-arch=sm_{major}{minor}", str(ptx), "-o", str(cubin)], capture_output=True)
+        return (cubin.read_bytes() if run.returncode == 0 else b""), "cupy-ptx"
+
+
+def survey(datasets: list[str], as_measured: bool) -> list[dict]:
+    from perfmodel.compile import compile_cuda, nvrtc
+    from perfmodel.spec import load_spec
+
+    cp = None
+    if as_measured:
+        from perfmodel.gpu.env import require_cupy
+
+        cp = require_cupy()
+    rows, seen = [], set()
+    for ds in datasets:
+        for case in json.loads(Path(ds).read_text())["cases"]:
+            spec = load_spec(case["kernel"])
+            launch = spec.instantiate(case.get("overrides") or {})
+            key = (case["kernel"], json.dumps(dict(launch.defines), sort_keys=True))
+            if key in seen:
+                continue
+            seen.add(key)
+            if cp is not None:
+                cubin, how = _measured_cubin(cp, spec, launch)
+            else:
+                compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
+                                        defines=dict(launch.defines), include_dirs=spec.include_dirs)
+                cubin, how = compiled.cubin, "analysis"
+            rows.append({"kernel": case["kernel"], "defines": dict(launch.defines), "entry": spec.entry, "how": how,
+                         "nvrtc": ".".join(map(str, nvrtc.version())), "functions": _functions(cubin)})
+            print(f"{case['kernel']} {dict(launch.defines)}: {how}, {len(rows[-1]['functions'])} functions",
+                  flush=True)
+    return rows
+
+
+def _entry_functions(row: dict) -> dict:
+    base = row["entry"].split("<")[0].split("::")[-1]
+    # a C++ name holds the identifier with its length before it (_Z17bitonicSortShared...); an extern "C" one is it
+    return {k: v for k, v in row["functions"].items() if k == base or f"{len(base)}{base}" in k}
+
+
+def compare(a_path: str, b_path: str) -> int:
+    """Print, per (kernel, defines), whether the entry's SASS is the same in two survey files."""
+    def rows(path):
+        data = json.loads(Path(path).read_text())
+        return {(r["kernel"], json.dumps(r["defines"], sort_keys=True)): r
+                for r in (data["rows"] if isinstance(data, dict) else data)}
+
+    a, b = rows(a_path), rows(b_path)
+    same = differ = unread = 0
+    for key in sorted(a.keys() & b.keys()):
+        fa, fb = _entry_functions(a[key]), _entry_functions(b[key])
+        if not fa or not fb:
+            unread += 1                 # a cubin that could not be disassembled
+            continue
+        ha = sorted(fa.values(), key=lambda h: sorted(h.items()))
+        hb = sorted(fb.values(), key=lambda h: sorted(h.items()))
+        if ha == hb and ha:
+            same += 1
+            continue
+        differ += 1
+        na = sum(sum(h.values()) for h in ha)
+        nb = sum(sum(h.values()) for h in hb)
+        print(f"DIFFERS {key[0]} {key[1]} ({a[key]['how']} vs {b[key]['how']}): {na} vs {nb} SASS instructions")
+    print(f"{same} the same, {differ} different, {unread} not disassembled, {len(a.keys() ^ b.keys())} in one file only")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--compare" in argv:
+        i = argv.index("--compare")
+        return compare(argv[i + 1], argv[i + 2])
+    if "--dataset" in argv:
+        datasets = [argv[i + 1] for i, a in enumerate(argv) if a == "--dataset"]
+        rows = survey(datasets, "--as-measured" in argv)
+        Path(argv[argv.index("--json") + 1]).write_text(json.dumps(rows) + "\n")
+        return 0
     out = argv[argv.index("--json") + 1] if "--json" in argv else None
     names = [a for i, a in enumerate(argv) if a != "--json" and (i == 0 or argv[i - 1] != "--json")]
     rows = [histogram(k) for k in names]
