@@ -9,7 +9,8 @@ a GPU machine can be compared with the one the analysis reads on another (docs/v
 ``--as-measured`` (on the GPU machine, with CuPy): the cubin the measurement loaded, made the way
 ``perfmodel.gpu.runner.compile_launch`` makes it (CuPy's NVRTC first; perfmodel's compile where CuPy cannot build
 the file); without it, perfmodel's compile (what the analysis reads). Compare two such files with
-``python validation/compiler_check.py --compare A.json B.json``.
+``python validation/compiler_check.py --compare A.json B.json``. A cubin the GPU machine's nvdisasm cannot read is
+kept (base64) and disassembled by the comparing machine.
 
 Kernels are spec names (PERFMODEL_KERNEL_PATH=validation/kernels for the validation specs); the histogram counts
 each opcode with its width modifiers (``LDS.128``), from ``nvdisasm`` (the nvidia-cuda-nvdisasm wheel, or
@@ -17,6 +18,7 @@ each opcode with its width modifiers (``LDS.128``), from ``nvdisasm`` (the nvidi
 """
 from __future__ import annotations
 
+import base64
 import collections
 import json
 import re
@@ -71,19 +73,20 @@ def _functions(cubin: bytes) -> dict[str, dict]:
 
 
 def _elf(data: bytes) -> bytes:
-    """The ELF image at the start of ``data`` without what follows it (CuPy's cache payload goes on after the
-    cubin): up to the end of its section header table or of its last section, whichever is later (ELF64)."""
+    """The ELF image at the start of ``data``, to the end of its last section or header table (ELF64): without
+    what follows it (CuPy's cache payload goes on after the cubin), and with the zero byte CuPy's NVRTC wrapper
+    leaves off the end of the program header table put back (nvdisasm rejects the image without it)."""
     import struct
 
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    end = shoff + shentsize * shnum
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    end = max(shoff + shentsize * shnum, phoff + phentsize * phnum)
     for k in range(shnum):
         sh_type, = struct.unpack_from("<I", data, shoff + k * shentsize + 4)
         offset, size = struct.unpack_from("<QQ", data, shoff + k * shentsize + 0x18)
         if sh_type != 8:                    # SHT_NOBITS has no bytes in the file
             end = max(end, offset + size)
-    return data[:end]
+    return data[:end] + b"\0" * max(0, end - len(data))
 
 
 def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
@@ -103,12 +106,27 @@ def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
     for old in cache.rglob("*") if cache.is_dir() else []:
         if old.is_file():
             old.unlink()
-    _module, _kernel, options = compile_launch(cp, spec, launch)
+    made: list = []
+    real = getattr(cp.cuda.compiler, "_compile_using_nvrtc_no_warning", None)
+    if real is not None:
+        def capture(*args, **kwargs):
+            out = real(*args, **kwargs)
+            made.append(out[0])
+            return out
+
+        cp.cuda.compiler._compile_using_nvrtc_no_warning = capture
+    try:
+        _module, _kernel, options = compile_launch(cp, spec, launch)
+    finally:
+        if real is not None:
+            cp.cuda.compiler._compile_using_nvrtc_no_warning = real
     major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
     if options and options[-1] == "(perfmodel compile_cuda cubin)":
         compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}",
                                 name_expressions=[spec.entry], defines=dict(launch.defines), cache=False)
         return compiled.cubin, "perfmodel"
+    if made and not isinstance(made[-1], str) and bytes(made[-1]).startswith(b"\x7fELF"):
+        return _elf(bytes(made[-1])), "cupy"
     payloads = [f.read_bytes() for f in cache.rglob("*") if f.is_file()] if cache.is_dir() else []
     elf = [_elf(p[p.find(b"\x7fELF"):]) for p in payloads if b"\x7fELF" in p]
     if elf:
@@ -148,43 +166,60 @@ def survey(datasets: list[str], as_measured: bool) -> list[dict]:
                 compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
                                         defines=dict(launch.defines), include_dirs=spec.include_dirs)
                 cubin, how = compiled.cubin, "analysis"
-            rows.append({"kernel": case["kernel"], "defines": dict(launch.defines), "entry": spec.entry, "how": how,
-                         "nvrtc": ".".join(map(str, nvrtc.version())), "functions": _functions(cubin)})
+            row = {"kernel": case["kernel"], "defines": dict(launch.defines), "entry": spec.entry, "how": how,
+                   "nvrtc": ".".join(map(str, nvrtc.version())), "functions": _functions(cubin)}
+            if cubin and not row["functions"]:
+                row["cubin_base64"] = base64.b64encode(cubin).decode()    # for another machine's nvdisasm
+            rows.append(row)
             print(f"{case['kernel']} {dict(launch.defines)}: {how}, {len(rows[-1]['functions'])} functions",
                   flush=True)
     return rows
 
 
 def _entry_functions(row: dict) -> dict:
+    if not row["functions"] and row.get("cubin_base64"):
+        row["functions"] = _functions(_elf(base64.b64decode(row["cubin_base64"])))
     base = row["entry"].split("<")[0].split("::")[-1]
     # a C++ name holds the identifier with its length before it (_Z17bitonicSortShared...); an extern "C" one is it
     return {k: v for k, v in row["functions"].items() if k == base or f"{len(base)}{base}" in k}
 
 
+def _instructions(functions: dict, ftz: bool = True) -> collections.Counter:
+    """The functions' opcodes without the NOPs that pad a function to 128 bytes, and (``ftz``) with ``.FTZ`` taken
+    off (CuPy compiles with ``-ftz=true``: the same instructions, flushing denormals)."""
+    out: collections.Counter = collections.Counter()
+    for histogram in functions.values():
+        for op, n in histogram.items():
+            if op != "NOP":
+                out[op.replace(".FTZ", "") if ftz else op] += n
+    return out
+
+
 def compare(a_path: str, b_path: str) -> int:
-    """Print, per (kernel, defines), whether the entry's SASS is the same in two survey files."""
+    """Print, per (kernel, defines), how the entry's SASS in two survey files compares: the same, the same but
+    for ``.FTZ``, or different (the instruction counts, NOPs aside)."""
     def rows(path):
         data = json.loads(Path(path).read_text())
         return {(r["kernel"], json.dumps(r["defines"], sort_keys=True)): r
                 for r in (data["rows"] if isinstance(data, dict) else data)}
 
     a, b = rows(a_path), rows(b_path)
-    same = differ = unread = 0
+    tally: collections.Counter = collections.Counter()
     for key in sorted(a.keys() & b.keys()):
         fa, fb = _entry_functions(a[key]), _entry_functions(b[key])
         if not fa or not fb:
-            unread += 1                 # a cubin that could not be disassembled
-            continue
-        ha = sorted(fa.values(), key=lambda h: sorted(h.items()))
-        hb = sorted(fb.values(), key=lambda h: sorted(h.items()))
-        if ha == hb and ha:
-            same += 1
-            continue
-        differ += 1
-        na = sum(sum(h.values()) for h in ha)
-        nb = sum(sum(h.values()) for h in hb)
-        print(f"DIFFERS {key[0]} {key[1]} ({a[key]['how']} vs {b[key]['how']}): {na} vs {nb} SASS instructions")
-    print(f"{same} the same, {differ} different, {unread} not disassembled, {len(a.keys() ^ b.keys())} in one file only")
+            tally["not disassembled"] += 1
+        elif _instructions(fa, ftz=False) == _instructions(fb, ftz=False):
+            tally["the same"] += 1
+        elif _instructions(fa) == _instructions(fb):
+            tally["the same but .FTZ"] += 1
+        else:
+            tally["different"] += 1
+            na, nb = sum(_instructions(fa).values()), sum(_instructions(fb).values())
+            print(f"DIFFERS {key[0]} {key[1]} ({a[key]['how']} vs {b[key]['how']}): {na} vs {nb} SASS "
+                  f"instructions ({100 * (na / nb - 1):+.0f}%)")
+    tally["in one file only"] = len(a.keys() ^ b.keys())
+    print(", ".join(f"{n} {what}" for what, n in tally.items()))
     return 0
 
 
