@@ -33,26 +33,15 @@ def histogram(kernel: str, cache: bool = False) -> dict:
     the compile from perfmodel's compile cache where it is there (a GPU machine compiles afresh)."""
     from perfmodel.compile import compile_cuda
     from perfmodel.compile import nvrtc
-    from perfmodel.compile.sass import _disassemble
     from perfmodel.spec import load_spec
 
     spec = load_spec(kernel)
     launch = spec.instantiate({})
     compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
                             defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=cache)
-    text = _disassemble(compiled.cubin) or ""
-    mangled = compiled.kernel(spec.entry).mangled
-    counts: collections.Counter = collections.Counter()
-    inside = False
-    for line in text.splitlines():
-        if line.startswith(".text."):
-            inside = line.strip().rstrip(":") == f".text.{mangled}"
-            continue
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line) if inside else None
-        if m:
-            counts[m.group(1)] += 1
+    counts = _functions(compiled.cubin).get(compiled.kernel(spec.entry).mangled, {})
     return {"kernel": kernel, "nvrtc": ".".join(map(str, nvrtc.version())), "instructions": sum(counts.values()),
-            "opcodes": dict(sorted(counts.items()))}
+            "opcodes": counts}
 
 
 def _functions(cubin: bytes) -> dict[str, dict]:
