@@ -318,8 +318,8 @@ def test_sgemm_datasets_are_correct_and_timed(name, profile, profiled):
 
 def test_compiler_check_reads_a_cubin_cut_short_or_followed_by_more():
     """validation/compiler_check.py: CuPy's NVRTC wrapper hands back a cubin without its last byte (a zero, the end
-    of the program header table), and CuPy's kernel cache stores the cubin with more after it; ``_elf`` recovers
-    the image nvdisasm reads, byte for byte, from the ELF header's own table offsets."""
+    of the program header table); ``_elf`` recovers the image nvdisasm reads, byte for byte, from the ELF header's
+    own table offsets, and leaves out anything after it."""
     import importlib.util
 
     from perfmodel.compile import compile_cuda
@@ -330,6 +330,6 @@ def test_compiler_check_reads_a_cubin_cut_short_or_followed_by_more():
     cubin = compile_cuda(source="__global__ void k(float *a) { a[threadIdx.x] = 1.0f; }\n", arch="sm_90").cubin
     assert cubin[-1] == 0
     assert module._elf(cubin[:-1]) == cubin
-    assert module._elf(cubin + b"more of the cache payload") == cubin
+    assert module._elf(cubin + b"bytes after the image") == cubin
     functions = module._functions(module._elf(cubin[:-1]))
     assert list(functions) == ["_Z1kPf"] and functions["_Z1kPf"].get("STG.E") == 1

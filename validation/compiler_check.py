@@ -31,17 +31,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def histogram(kernel: str, cache: bool = False) -> dict:
     """NVRTC's version and the SASS opcode histogram of ``kernel`` (a spec name) compiled for sm_90; ``cache``: take
     the compile from perfmodel's compile cache where it is there (a GPU machine compiles afresh)."""
-    from perfmodel.compile import compile_cuda
     from perfmodel.compile import nvrtc
     from perfmodel.spec import load_spec
 
     spec = load_spec(kernel)
-    launch = spec.instantiate({})
-    compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
-                            defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=cache)
+    compiled = _analysed(spec, spec.instantiate({}), cache)
     counts = _functions(compiled.cubin).get(compiled.kernel(spec.entry).mangled, {})
     return {"kernel": kernel, "nvrtc": ".".join(map(str, nvrtc.version())), "instructions": sum(counts.values()),
             "opcodes": counts}
+
+
+def _analysed(spec, launch, cache: bool = True):
+    """The compile the analysis reads (``perfmodel.compile.compile_cuda`` for sm_90 with the launch's defines)."""
+    from perfmodel.compile import compile_cuda
+
+    return compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
+                        defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=cache)
 
 
 def _functions(cubin: bytes) -> dict[str, dict]:
@@ -62,9 +67,9 @@ def _functions(cubin: bytes) -> dict[str, dict]:
 
 
 def _elf(data: bytes) -> bytes:
-    """The ELF image at the start of ``data``, to the end of its last section or header table (ELF64): without
-    what follows it (CuPy's cache payload goes on after the cubin), and with the zero byte CuPy's NVRTC wrapper
-    leaves off the end of the program header table put back (nvdisasm rejects the image without it)."""
+    """The ELF image at the start of ``data``, to the end of its last section or header table (ELF64), anything
+    after it left out, and the zero byte CuPy's NVRTC wrapper leaves off the end of the program header table put
+    back (nvdisasm rejects the image without it)."""
     import struct
 
     phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
@@ -79,18 +84,14 @@ def _elf(data: bytes) -> bytes:
 
 
 def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
-    """(cubin, how) as perfmodel.gpu.runner.compile_launch built it: the cubin CuPy's NVRTC made (read from CuPy's
-    kernel cache, emptied first), or perfmodel's compile where CuPy could not build the file. Where CuPy cached PTX
-    for the driver to compile instead, that PTX goes through the machine's ``ptxas`` here ("cupy-ptx")."""
+    """(cubin, how) as perfmodel.gpu.runner.compile_launch built it: what CuPy's NVRTC call returned, or
+    perfmodel's compile where CuPy could not build the file."""
     import os
-    import subprocess
-    import tempfile
 
     from perfmodel.compile import compile_cuda
     from perfmodel.gpu.runner import compile_launch
 
-    # empty CuPy's kernel cache (the folder itself stays: its cache backend writes there); what CuPy compiles
-    # is then the one file there, the cubin (or PTX) inside its cache payload
+    # empty CuPy's kernel cache, so that CuPy compiles rather than loads (the folder stays: its backend writes there)
     cache = Path(os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache")))
     for old in cache.rglob("*") if cache.is_dir() else []:
         if old.is_file():
@@ -109,30 +110,18 @@ def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
     finally:
         if real is not None:
             cp.cuda.compiler._compile_using_nvrtc_no_warning = real
-    major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
     if options and options[-1] == "(perfmodel compile_cuda cubin)":
+        major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
         compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}",
                                 name_expressions=[spec.entry], defines=dict(launch.defines), cache=False)
         return compiled.cubin, "perfmodel"
     if made and not isinstance(made[-1], str) and bytes(made[-1]).startswith(b"\x7fELF"):
         return _elf(bytes(made[-1])), "cupy"
-    payloads = [f.read_bytes() for f in cache.rglob("*") if f.is_file()] if cache.is_dir() else []
-    elf = [_elf(p[p.find(b"\x7fELF"):]) for p in payloads if b"\x7fELF" in p]
-    if elf:
-        return elf[0], "cupy"
-    ptx = [p[p.find(b"//"):] for p in payloads if b".version" in p]
-    if not ptx:
-        return b"", "cupy (no cache file)"
-    binary = ptx[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        ptx.write_bytes(binary.rstrip(b"\0"))
-        run = subprocess.run(["ptxas", f"-arch=sm_{major}{minor}", str(ptx), "-o", str(cubin)], capture_output=True)
-        return (cubin.read_bytes() if run.returncode == 0 else b""), "cupy-ptx"
+    return b"", "cupy (no cubin seen)"      # another CuPy version, or PTX for the driver: not compared
 
 
 def survey(datasets: list[str], as_measured: bool) -> list[dict]:
-    from perfmodel.compile import compile_cuda, nvrtc
+    from perfmodel.compile import nvrtc
     from perfmodel.spec import load_spec
 
     cp = None
@@ -152,9 +141,7 @@ def survey(datasets: list[str], as_measured: bool) -> list[dict]:
             if cp is not None:
                 cubin, how = _measured_cubin(cp, spec, launch)
             else:
-                compiled = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
-                                        defines=dict(launch.defines), include_dirs=spec.include_dirs)
-                cubin, how = compiled.cubin, "analysis"
+                cubin, how = _analysed(spec, launch).cubin, "analysis"
             row = {"kernel": case["kernel"], "defines": dict(launch.defines), "entry": spec.entry, "how": how,
                    "nvrtc": ".".join(map(str, nvrtc.version())), "functions": _functions(cubin)}
             if cubin and not row["functions"]:
