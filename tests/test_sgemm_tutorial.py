@@ -3,7 +3,6 @@ validation/kernels/sgemm_*.yaml): real code the engine was not written for. The 
 are in the H100 timing set, docs/validation.md): ``__syncthreads()`` in the two branches of a warp-split block
 (kernel 11, with warp tiling and float4 loads) and ``cuda::barrier`` (kernel 12). Each must compute C = A B (the
 spec's numpy reference) and be analysed without error."""
-import functools
 import json
 from pathlib import Path
 
@@ -45,35 +44,3 @@ def test_shared_loads_as_the_cubin_issues_them_match_ncu(name):
     assert counts["shared"]["load_requests"] == ncu["shared_load_instructions"]
     assert counts["shared"]["load_wavefronts"] == ncu["shared_load_wavefronts"]
     assert abs(counts["warp_instructions"] / ncu["warp_instructions"] - 1) < 0.10
-
-
-@pytest.mark.parametrize("dataset", ["h100_sgemm", "h200_sgemm"])
-@pytest.mark.parametrize("name", ["sgemm_10_warptiling", "sgemm_12_double_buffering2"])
-def test_the_measured_cubin_is_the_one_analysed(dataset, name, monkeypatch):
-    """Kernels 10 and 12 compile differently under NVRTC 13.0 and 13.5 (docs/validation.md, "Compiler"); their
-    cases were measured again with the GPU machine compiling through the 13.5 library (validation/raw/
-    *_sgemm_nvrtc135.json). The SASS opcode histogram recorded there must equal this machine's compile of the
-    same kernel - the cubin timed is the cubin whose counts the model reads."""
-    from perfmodel.compile import nvrtc
-
-    data = json.loads((KERNELS.parent / f"{dataset}.json").read_text())
-    cases = [c for c in data["cases"] if c["kernel"] == name]
-    assert len(cases) == 2 and all("compiler" in c for c in cases)
-    recorded = cases[0]["compiler"]
-    here = ".".join(map(str, nvrtc.version()))
-    if here != recorded["nvrtc"]:
-        pytest.skip(f"this NVRTC is {here}; the measurement's compile was {recorded['nvrtc']}")
-    monkeypatch.setenv("PERFMODEL_KERNEL_PATH", str(KERNELS))
-    ours = _histogram(name)
-    assert ours["opcodes"] == recorded["opcodes"] and ours["instructions"] == recorded["instructions"]
-
-
-@functools.lru_cache(maxsize=None)
-def _histogram(name):
-    """validation/compiler_check.py's histogram of this machine's compile (once per kernel)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("compiler_check", KERNELS.parent / "compiler_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.histogram(name, cache=True)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from perfmodel.gpu.ncu import METRICS, named, parse_csv
+from perfmodel.errors import GpuError
 from perfmodel.gpu.runner import TimeStats, define_options, strip_defines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,14 +224,28 @@ def _fake_cupy(log, modules):
     import types
 
     class RawModule:
-        def __init__(self, code, options, name_expressions):
-            modules.append({"code": code, "options": options, "names": name_expressions})
+        def __init__(self, code=None, options=(), name_expressions=(), path=None):
+            loaded = None if path is None else open(path, "rb").read()
+            modules.append({"code": code, "options": options, "names": name_expressions, "cubin": loaded})
 
         def get_function(self, name):
+            modules[-1]["got"] = name
             return _FakeKernel(log)
 
+    class Device:
+        compute_capability = "90"
+
+        def __init__(self, index=0):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
     cuda = types.SimpleNamespace(
-        Device=lambda index: __import__("contextlib").nullcontext(),
+        Device=Device,
         Event=_FakeEvent,
         get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
         runtime=types.SimpleNamespace(deviceSynchronize=lambda: None,
@@ -249,6 +264,7 @@ def _fake_cupy(log, modules):
 def test_runner_compiles_launches_checks_and_times_on_a_stand_in(monkeypatch):
     from perfmodel.gpu import env, runner
 
+    monkeypatch.setenv("PERFMODEL_GPU_COMPILE", "cupy")         # CuPy's NVRTC, as the older cases were built
     log, modules = [], []
     monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy(log, modules))
     monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 8)
@@ -267,9 +283,41 @@ def test_runner_compiles_launches_checks_and_times_on_a_stand_in(monkeypatch):
     assert record["time"]["cold"]["median_s"] == pytest.approx(1e-6)
 
 
+def test_runner_loads_the_cubin_the_analysis_reads_by_default(monkeypatch):
+    """Without PERFMODEL_GPU_COMPILE the runner loads perfmodel's own compile (the cubin whose SASS the analysis
+    reads), not CuPy's NVRTC build: the bytes CuPy is given are NVRTC's cubin of the spec for the GPU's
+    architecture, the function is the entry's mangled symbol, and the record names both (docs/validation.md,
+    "Compiler")."""
+    import hashlib
+
+    from perfmodel.compile import compile_cuda
+    from perfmodel.gpu import env, runner
+    from perfmodel.spec import load_spec
+
+    monkeypatch.delenv("PERFMODEL_GPU_COMPILE", raising=False)
+    log, modules = [], []
+    monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy(log, modules))
+    monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 8)
+    run = runner.run_kernel("vec_add", {"N": 1000, "BLOCK_SIZE": 128}, max_repeats=5)
+    assert run.correct is True
+    spec = load_spec("vec_add")
+    ours = compile_cuda(path=str(spec.source_path), arch="sm_90", name_expressions=[spec.entry],
+                        defines=dict(spec.instantiate({"N": 1000, "BLOCK_SIZE": 128}).defines))
+    assert modules[0]["code"] is None and modules[0]["cubin"] == ours.cubin == run.cubin
+    assert modules[0]["got"] == ours.kernel("VecAdd").mangled == "_Z6VecAddPfS_S_i"
+    record = run.to_json()
+    assert record["cubin_sha256"] == hashlib.sha256(ours.cubin).hexdigest()
+    assert record["entry_symbol"] == "_Z6VecAddPfS_S_i" and "cubin" not in record
+    assert record["compile_options"][-1].startswith("(perfmodel compile_cuda cubin, NVRTC ")
+    monkeypatch.setenv("PERFMODEL_GPU_COMPILE", "nvcc")
+    with pytest.raises(GpuError, match="PERFMODEL_GPU_COMPILE='nvcc'"):
+        runner.run_kernel("vec_add", {"N": 1000, "BLOCK_SIZE": 128}, max_repeats=5)
+
+
 def test_runner_overrides_a_define_by_blanking_it(monkeypatch):
     from perfmodel.gpu import env, runner
 
+    monkeypatch.setenv("PERFMODEL_GPU_COMPILE", "cupy")
     modules = []
     monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy([], modules))
     monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 2)

@@ -7,8 +7,9 @@ a GPU machine can be compared with the one the analysis reads on another (docs/v
 
 ``--dataset``: every distinct (kernel, defines) of the datasets' cases, per SASS function of the cubin.
 ``--as-measured`` (on the GPU machine, with CuPy): the cubin the measurement loaded, made the way
-``perfmodel.gpu.runner.compile_launch`` makes it (CuPy's NVRTC first; perfmodel's compile where CuPy cannot build
-the file); without it, perfmodel's compile (what the analysis reads). Compare two such files with
+``perfmodel.gpu.runner.compile_launch`` makes it (perfmodel's compile; under ``PERFMODEL_GPU_COMPILE=cupy``, as the
+datasets' older cases were built, CuPy's NVRTC first and perfmodel's compile where CuPy cannot build the file);
+without it, perfmodel's compile (what the analysis reads). Compare two such files with
 ``python validation/compiler_check.py --compare A.json B.json``. A cubin the GPU machine's nvdisasm cannot read is
 kept (base64) and disassembled by the comparing machine.
 
@@ -84,11 +85,11 @@ def _elf(data: bytes) -> bytes:
 
 
 def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
-    """(cubin, how) as perfmodel.gpu.runner.compile_launch built it: what CuPy's NVRTC call returned, or
-    perfmodel's compile where CuPy could not build the file."""
+    """(cubin, how) as perfmodel.gpu.runner.compile_launch built it: perfmodel's compile (the default), or, under
+    ``PERFMODEL_GPU_COMPILE=cupy``, what CuPy's NVRTC call returned (perfmodel's where CuPy could not build the
+    file)."""
     import os
 
-    from perfmodel.compile import compile_cuda
     from perfmodel.gpu.runner import compile_launch
 
     # empty CuPy's kernel cache, so that CuPy compiles rather than loads (the folder stays: its backend writes there)
@@ -106,15 +107,12 @@ def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
 
         cp.cuda.compiler._compile_using_nvrtc_no_warning = capture
     try:
-        _module, _kernel, options = compile_launch(cp, spec, launch)
+        _module, _kernel, _options, built = compile_launch(cp, spec, launch)
     finally:
         if real is not None:
             cp.cuda.compiler._compile_using_nvrtc_no_warning = real
-    if options and options[-1] == "(perfmodel compile_cuda cubin)":
-        major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
-        compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}",
-                                name_expressions=[spec.entry], defines=dict(launch.defines), cache=False)
-        return compiled.cubin, "perfmodel"
+    if built is not None:
+        return built[0], "perfmodel"
     if made and not isinstance(made[-1], str) and bytes(made[-1]).startswith(b"\x7fELF"):
         return _elf(bytes(made[-1])), "cupy"
     return b"", "cupy (no cubin seen)"      # another CuPy version, or PTX for the driver: not compared

@@ -4,7 +4,8 @@ Compute counters; write one JSON document (merged into ``validation/h100.json`` 
     python validation/measure.py OUT_DIR [--set seed|fidelity|corpus|tensor|sgemm|all[,...]] [--only KERNEL[,KERNEL...]]
         [--no-ncu] [--list]
 
-Each case: one spec instance (``kernel`` + param overrides). Timed by :func:`perfmodel.gpu.runner.run_kernel`
+Each case: one spec instance (``kernel`` + param overrides), compiled as the analysis compiles it (perfmodel's
+compile; its SASS opcode histogram is kept in the case's ``compiler``). Timed by :func:`perfmodel.gpu.runner.run_kernel`
 (cold = L2 flushed before each launch, the headline; warm; median of repeats after warm-up), then all cases are
 profiled together in one ``ncu`` run (:func:`perfmodel.gpu.ncu.collect`), one launch each.
 """
@@ -150,6 +151,16 @@ def sgemm_cases() -> list[dict]:
     return [{"kernel": name, "overrides": {"S": s}} for name in names for s in (1024, 4096)]
 
 
+def compiler_record(cubin: bytes, symbol: str, versions: dict) -> dict:
+    """What the case measured: NVRTC's version and the SASS opcode histogram of its kernel in the cubin it loaded
+    (``validation/compiler_check.py``'s form; empty opcodes where this machine has no nvdisasm), which
+    ``tests/test_measured_cubins.py`` compares with the analysis's own compile."""
+    from compiler_check import _functions
+
+    counts = _functions(cubin).get(symbol, {})
+    return {"nvrtc": versions.get("perfmodel_nvrtc"), "instructions": sum(counts.values()), "opcodes": counts}
+
+
 SETS = {"seed": cases, "fidelity": fidelity_cases, "corpus": corpus_cases, "tensor": tensor_cases,
         "sgemm": sgemm_cases}
 
@@ -205,6 +216,8 @@ def main(argv: list[str]) -> int:
             traceback.print_exc()
             continue
         record = {"id": cid, **run.to_json()}
+        if run.cubin is not None:
+            record["compiler"] = compiler_record(run.cubin, record["entry_symbol"], document["versions"])
         document["cases"].append(record)
         print(f"{time.time() - started:6.1f}s {cid:48s} ok={run.correct} regs={run.function.get('num_regs')} "
               f"smem={run.function.get('shared_size_bytes')} bps={run.occupancy_api['blocks_per_sm']} "

@@ -2,11 +2,15 @@
 
     python validation/replace_cases.py DATASET.json RAW.json
 
-``RAW.json`` is a ``validation/measure.py`` document (kept in ``validation/raw/``) with a ``compiler`` entry: the
-``validation/compiler_check.py`` histogram of the kernels as the measuring machine compiled them. Each of its
-cases replaces the dataset's case of the same id and records the raw file and the compiler; the dataset's
-``source`` names the raw file. Made for the SGEMM kernels that the GPU machine's NVRTC 13.0 compiled differently
-from the NVRTC 13.5 wheel perfmodel analyses with (docs/validation.md, "Compiler").
+``RAW.json`` is a ``validation/measure.py`` document (kept in ``validation/raw/``) whose cases each carry a
+``compiler`` record (measure.py writes one per case built with perfmodel's compile), or one with a top-level
+``compiler`` list, one record per kernel (validation/compiler_check.py's histograms; the SGEMM re-measurement):
+the SASS opcode histogram of the kernel as the measuring machine compiled it. Each of its cases replaces the
+dataset's case of the same id and records the raw file and the compiler (tests/test_measured_cubins.py compares
+it with the analysis's compile); the dataset's ``source`` (or, without one, its ``measured_again`` list) names the
+raw file. Made for the cases that the GPU
+machine's NVRTC 13.0 (through CuPy) compiled differently from the NVRTC 13.5 wheel perfmodel analyses with
+(docs/validation.md, "Compiler").
 """
 from __future__ import annotations
 
@@ -23,22 +27,26 @@ def main(argv: list[str]) -> int:
     raw = json.loads(raw_path.read_text())
     if raw["device"]["name"] != dataset["device"]["name"]:
         raise SystemExit(f"{raw_path}: measured on {raw['device']['name']}, the dataset on {dataset['device']['name']}")
-    compiler = {c["kernel"]: c for c in raw["compiler"]}
+    compiler = {c["kernel"]: c for c in raw.get("compiler") or []}
     rel = str(raw_path.resolve().relative_to(ROOT))
     index = {c["id"]: i for i, c in enumerate(dataset["cases"])}
     for case in raw["cases"]:
         if case["id"] not in index:
             raise SystemExit(f"{raw_path}: case {case['id']} is not in {dataset_path}")
-        if case["kernel"] not in compiler:
-            raise SystemExit(f"{raw_path}: no compiler record for {case['kernel']}")
+        record = case.get("compiler") or compiler.get(case["kernel"])
+        if not record or not record.get("opcodes"):
+            raise SystemExit(f"{raw_path}: no compiler record (SASS histogram) for {case['id']}")
         case = {**case, "measured_at_utc": raw["measured_at_utc"], "source": rel,
-                "compiler": {k: compiler[case["kernel"]][k] for k in ("nvrtc", "instructions", "opcodes")}}
+                "compiler": {k: record[k] for k in ("nvrtc", "instructions", "opcodes")}}
         old = dataset["cases"][index[case["id"]]]
         if "ncu" in old and "ncu" not in case:
             raise SystemExit(f"{raw_path}: {case['id']} has no ncu counters and the dataset's case has")
         dataset["cases"][index[case["id"]]] = case
-    if rel not in dataset["source"]:
-        dataset["source"] = f"{dataset['source']}; {rel} (cases measured again)"
+    if "source" in dataset:
+        if rel not in dataset["source"]:
+            dataset["source"] = f"{dataset['source']}; {rel} (cases measured again)"
+    elif rel not in dataset.setdefault("measured_again", []):
+        dataset["measured_again"].append(rel)
     dataset_path.write_text(json.dumps(dataset, indent=1) + "\n")
     print(f"{dataset_path}: {len(raw['cases'])} cases replaced from {rel}")
     return 0

@@ -100,12 +100,12 @@ def versions(cupy=None) -> dict[str, Any]:
             pass
         try:
             major, minor = cupy.cuda.nvrtc.getVersion()
-            result["nvrtc"] = f"{major}.{minor}"      # CuPy's, which compiles the kernels CuPy can build alone
+            result["nvrtc"] = f"{major}.{minor}"      # CuPy's (compiles the kernels under PERFMODEL_GPU_COMPILE=cupy)
         except Exception:  # noqa: BLE001
             pass
     try:
-        # perfmodel's own (the nvidia-cuda-nvrtc wheel or $PERFMODEL_NVRTC), which compiles the rest
-        # (gpu.runner.compile_launch) and every kernel the analysis reads
+        # perfmodel's own (the nvidia-cuda-nvrtc wheel or $PERFMODEL_NVRTC), which compiles every kernel the
+        # analysis reads and, by default, every kernel the GPU runner measures (gpu.runner.compile_launch)
         from perfmodel.compile import nvrtc
 
         result["perfmodel_nvrtc"] = ".".join(map(str, nvrtc.version()))

@@ -12,10 +12,17 @@ Timing (CUDA events, median of repeats after warm-up) is taken two ways:
   every launch reads its inputs from DRAM. This matches Nsight Compute's default ``--cache-control all`` and the
   model's view of a single launch; it is the headline ``time_s``.
 - ``warm``: back-to-back launches over the same buffers; inputs that fit in L2 stay there between launches.
+
+The cubin is the one the analysis reads: :func:`perfmodel.compile.compile_cuda` with the spec's defines, for this
+GPU's architecture, through perfmodel's NVRTC (the ``nvidia-cuda-nvrtc`` wheel, or ``$PERFMODEL_NVRTC``).
+``PERFMODEL_GPU_COMPILE=cupy`` compiles with CuPy's NVRTC and options instead (how the datasets' older cases were
+measured; docs/validation.md, "Compiler"), falling back to perfmodel's compile where CuPy cannot build the file.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import os
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -99,6 +106,7 @@ class GpuRun:
     time_warm_batched_s: float | None = None
     ncu: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cubin: bytes | None = field(default=None, repr=False)      # the loaded image where perfmodel compiled it
 
     @property
     def time_s(self) -> float | None:
@@ -183,7 +191,14 @@ def _scalar(arg) -> Any:
 
 
 def compile_launch(cupy, spec, launch):
-    """Compile the spec's source with the launch's defines; return (module, kernel, options)."""
+    """Compile the spec's source with the launch's defines; return (module, kernel, options, built): perfmodel's
+    compile, ``built`` its (cubin, entry's symbol), unless ``PERFMODEL_GPU_COMPILE=cupy`` (then CuPy's, ``built``
+    None; perfmodel's where CuPy cannot build the file)."""
+    how = os.environ.get("PERFMODEL_GPU_COMPILE", "perfmodel")
+    if how not in ("perfmodel", "cupy"):
+        raise GpuError(f"PERFMODEL_GPU_COMPILE={how!r}: expected 'perfmodel' (the default) or 'cupy'")
+    if how == "perfmodel":
+        return _compile_with_perfmodel(cupy, spec, launch)
     source_path = Path(spec.source_path)
     source = strip_defines(source_path.read_text(), launch.defines)
     options = ["-std=c++17", *define_options(launch.defines)]
@@ -199,14 +214,12 @@ def compile_launch(cupy, spec, launch):
         except Exception as err2:  # noqa: BLE001
             raise GpuError(f"{source_path}: compiling/loading entry {entry!r} with NVRTC failed: {err}; "
                            f"perfmodel's compile failed too: {err2}") from None
-    return module, kernel, options
+    return module, kernel, options, None
 
 
 def _compile_with_perfmodel(cupy, spec, launch):
     """Compile with :func:`perfmodel.compile.compile_cuda` for this GPU's architecture and load its cubin."""
     import tempfile
-
-    import os
 
     from perfmodel.compile import compile_cuda
     from perfmodel.compile import nvrtc as _nvrtc
@@ -224,14 +237,15 @@ def _compile_with_perfmodel(cupy, spec, launch):
         _nvrtc.sdk_include_dirs = with_toolkit
     major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
     compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}", name_expressions=[spec.entry],
-                            defines=dict(launch.defines), cache=False)
+                            defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=False)
     info = compiled.kernel(spec.entry)
     if not compiled.cubin:
         raise GpuError(f"{spec.source_path}: perfmodel's compile made no cubin")
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(compiled.cubin)
     module = cupy.RawModule(path=handle.name)
-    return module, module.get_function(info.mangled), [*compiled.options, "(perfmodel compile_cuda cubin)"]
+    options = [*compiled.options, f"(perfmodel compile_cuda cubin, NVRTC {'.'.join(map(str, _nvrtc.version()))})"]
+    return module, module.get_function(info.mangled), options, (compiled.cubin, info.mangled)
 
 
 def _set_constants(module, launch) -> None:
@@ -263,7 +277,7 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
     overrides = dict(overrides or {})
     launch = spec.instantiate(overrides)
     with cp.cuda.Device(device_index):
-        module, kernel, options = compile_launch(cp, spec, launch)
+        module, kernel, options, built = compile_launch(cp, spec, launch)
         _set_constants(module, launch)
         host_args = launch.arg_values()
         device_args, kernel_args = [], []
@@ -312,6 +326,9 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
             function=function_attributes(kernel),
             occupancy_api={"blocks_per_sm": occupancy_blocks_per_sm(kernel, threads, dyn)},
         )
+        if built is not None:
+            record.cubin = built[0]
+            record.extra.update(cubin_sha256=hashlib.sha256(built[0]).hexdigest(), entry_symbol=built[1])
         if not time_it:
             for _ in range(max(0, (launches or 1) - 1)):
                 fire()

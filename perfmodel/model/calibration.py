@@ -35,6 +35,9 @@ from __future__ import annotations
 # 7, 9, 11 at S = 1,024 and 4,096, cold; 86 cases), the register-blocked GEMMs the fit part had none of: least
 # squares of log errors over whole cycles for the step and quarter cycles for the floor. Sums (docs/model.md 2.4):
 # floor 2.25 -> L 11: 0.9127, **12: 0.9078**, 13: 0.9080, 14: 0.9135; L 12 -> floor 2.0: 0.9202, 2.5: 0.9241.
+# With conv1d_tiled's three cases measured again from the cubin analysed (2026-11-27, eighth session; they had been
+# timed from CuPy's NVRTC 13.0 build, 40% fewer instructions): L 10: 0.9286, 11: 0.9194, **12: 0.9151**,
+# 13: 0.9159, 14: 0.9219; floor 2.0: 0.9275, 2.5: 0.9308 - the same pair.
 # Without the credit the same 86 cases sum to 3.199 at the 6 cycles above (the GEMMs 40% too slow).
 DEPENDENT_ISSUE_LATENCY_CYCLES = 12.0
 INDEPENDENT_ISSUE_CYCLES = 2.25
