@@ -290,11 +290,12 @@ def test_runner_loads_the_cubin_the_analysis_reads_by_default(monkeypatch):
     "Compiler")."""
     import hashlib
 
-    from perfmodel.compile import compile_cuda
+    from perfmodel.compile import compile_cuda, nvrtc
     from perfmodel.gpu import env, runner
     from perfmodel.spec import load_spec
 
     monkeypatch.delenv("PERFMODEL_GPU_COMPILE", raising=False)
+    before = nvrtc.sdk_include_dirs
     log, modules = [], []
     monkeypatch.setattr(env, "require_cupy", lambda: _fake_cupy(log, modules))
     monkeypatch.setattr(runner, "occupancy_blocks_per_sm", lambda kernel, threads, dyn: 8)
@@ -309,6 +310,9 @@ def test_runner_loads_the_cubin_the_analysis_reads_by_default(monkeypatch):
     assert record["cubin_sha256"] == hashlib.sha256(ours.cubin).hexdigest()
     assert record["entry_symbol"] == "_Z6VecAddPfS_S_i" and "cubin" not in record
     assert record["compile_options"][-1].startswith("(perfmodel compile_cuda cubin, NVRTC ")
+    # with NVIDIA's header wheels installed the options are the analysis's own, and nothing stays changed after
+    assert record["compile_options"][:-1] == list(ours.options)
+    assert nvrtc.sdk_include_dirs is before
     monkeypatch.setenv("PERFMODEL_GPU_COMPILE", "nvcc")
     with pytest.raises(GpuError, match="PERFMODEL_GPU_COMPILE='nvcc'"):
         runner.run_kernel("vec_add", {"N": 1000, "BLOCK_SIZE": 128}, max_repeats=5)

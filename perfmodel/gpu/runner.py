@@ -1,10 +1,11 @@
-"""Run a kernel spec on a real GPU through CuPy (NVRTC): compile, launch, check, time, and read what the driver
-says about the compiled function (registers, static shared memory, occupancy API).
+"""Run a kernel spec on a real GPU through CuPy: compile, launch, check, time, and read what the driver says
+about the compiled function (registers, static shared memory, occupancy API).
 
-The run uses exactly what the simulator uses: the spec's ``.cu`` with the same ``#define`` overrides (a param
-that overrides a ``#define`` has the source's ``#define`` line blanked and is passed as ``-DNAME=VALUE``, so the
-line numbers stay those of the file), the same inputs (``launch.arg_values()``), the same ``__constant__``
-contents, grid, block and dynamic shared memory, and the spec's reference check.
+The run uses exactly what the simulator uses: the cubin of the spec's ``.cu`` as the analysis compiles it (below),
+with the same ``#define`` overrides (a param that overrides a ``#define`` has the source's ``#define`` line blanked
+and is passed as ``-DNAME=VALUE``, so the line numbers stay those of the file), the same inputs
+(``launch.arg_values()``), the same ``__constant__`` contents, grid, block and dynamic shared memory, and the
+spec's reference check.
 
 Timing (CUDA events, median of repeats after warm-up) is taken two ways:
 
@@ -224,20 +225,21 @@ def _compile_with_perfmodel(cupy, spec, launch):
     from perfmodel.compile import compile_cuda
     from perfmodel.compile import nvrtc as _nvrtc
 
-    # a machine with the CUDA toolkit but without the nvidia-cuda-cccl wheel: add the toolkit's headers
-    toolkit = Path(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda") / "include"
-    extra = [str(d) for d in (toolkit / "cccl", toolkit) if d.is_dir()]
-    if extra and not getattr(_nvrtc.sdk_include_dirs, "_with_toolkit", False):
-        wheel_dirs = _nvrtc.sdk_include_dirs
-
-        def with_toolkit() -> list[str]:
-            return wheel_dirs() + [d for d in extra if d not in wheel_dirs()]
-
-        with_toolkit._with_toolkit = True
-        _nvrtc.sdk_include_dirs = with_toolkit
+    # a machine with the CUDA toolkit but without the nvidia-cuda-cccl wheel: the toolkit's headers after the
+    # wheels' (only for this compile: with the wheels, the options are exactly the analysis's)
+    wheel_dirs = _nvrtc.sdk_include_dirs
+    extra = []
+    if not any((Path(d) / "cuda" / "std").is_dir() for d in wheel_dirs()):
+        toolkit = Path(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda") / "include"
+        extra = [str(d) for d in (toolkit / "cccl", toolkit) if d.is_dir()]
+    if extra:
+        _nvrtc.sdk_include_dirs = lambda: wheel_dirs() + [d for d in extra if d not in wheel_dirs()]
     major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
-    compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}", name_expressions=[spec.entry],
-                            defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=False)
+    try:
+        compiled = compile_cuda(path=str(spec.source_path), arch=f"sm_{major}{minor}", name_expressions=[spec.entry],
+                                defines=dict(launch.defines), include_dirs=spec.include_dirs, cache=False)
+    finally:
+        _nvrtc.sdk_include_dirs = wheel_dirs
     info = compiled.kernel(spec.entry)
     if not compiled.cubin:
         raise GpuError(f"{spec.source_path}: perfmodel's compile made no cubin")
