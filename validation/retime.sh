@@ -5,11 +5,9 @@
 # of this GPU timed again without ncu (validation/measure.py --no-ncu): seed and fidelity,corpus on an H100
 # (h100.json, h100_fidelity.json), all on an H200 (h200.json). Writes $OUT/<gpu>_latency_retimeN.json,
 # $OUT/<gpu>_<set>_retimeN.json (measure.py's measure.json) and one log, $OUT/retime.log; validation/add_sessions.py
-# attaches the timings to the datasets. Needs the pydantic wheels in .whl/.
+# attaches the timings to the datasets. Needs the pydantic wheels (and perfmodel's NVRTC, validation/gpu_env.sh) in .whl/.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    >/dev/null 2>&1 || exit 4
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+. validation/gpu_env.sh || exit 4
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 echo "GPU: $name"
 case "$name" in
