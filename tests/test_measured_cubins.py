@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 VALIDATION = Path(__file__).resolve().parent.parent / "validation"
-DATASETS = sorted(p.name for p in VALIDATION.glob("*.json")
-                  if isinstance(json.loads(p.read_text()).get("cases"), list))     # the measured datasets
 
 
 def _recorded():
-    """(dataset, kernel, overrides, compiler record) of every case with a record, one per distinct compile."""
+    """(kernel, overrides, compiler record) of every case of the measured datasets (validation/*.json with a list
+    of cases) that has a record, one per dataset and distinct compile."""
     out, seen = [], set()
-    for name in DATASETS:
-        for case in json.loads((VALIDATION / name).read_text())["cases"]:
+    for path in sorted(VALIDATION.glob("*.json")):
+        cases = json.loads(path.read_text()).get("cases")
+        name = path.name
+        for case in cases if isinstance(cases, list) else ():
             rec = case.get("compiler")
             if not rec:
                 continue
