@@ -90,15 +90,18 @@ def _measured_cubin(cp, spec, launch) -> tuple[bytes, str]:
     file)."""
     import os
 
-    from perfmodel.gpu.runner import compile_launch
+    from perfmodel.gpu.runner import compile_launch, compile_mode
 
-    # empty CuPy's kernel cache, so that CuPy compiles rather than loads (the folder stays: its backend writes there)
-    cache = Path(os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache")))
-    for old in cache.rglob("*") if cache.is_dir() else []:
-        if old.is_file():
-            old.unlink()
     made: list = []
-    real = getattr(cp.cuda.compiler, "_compile_using_nvrtc_no_warning", None)
+    real = None
+    if compile_mode() == "cupy":
+        # empty CuPy's kernel cache, so that CuPy compiles rather than loads (the folder stays: its backend writes
+        # there), and capture what its NVRTC call returns
+        cache = Path(os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache")))
+        for old in cache.rglob("*") if cache.is_dir() else []:
+            if old.is_file():
+                old.unlink()
+        real = getattr(cp.cuda.compiler, "_compile_using_nvrtc_no_warning", None)
     if real is not None:
         def capture(*args, **kwargs):
             out = real(*args, **kwargs)

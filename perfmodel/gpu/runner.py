@@ -191,14 +191,19 @@ def _scalar(arg) -> Any:
     return np.float32(arg.value) if isinstance(arg.value, float) else np.int32(arg.value)
 
 
+def compile_mode() -> str:
+    """Which compile the runner loads: ``PERFMODEL_GPU_COMPILE``, "perfmodel" (the default) or "cupy"."""
+    how = os.environ.get("PERFMODEL_GPU_COMPILE", "perfmodel")
+    if how not in ("perfmodel", "cupy"):
+        raise GpuError(f"PERFMODEL_GPU_COMPILE={how!r}: expected 'perfmodel' (the default) or 'cupy'")
+    return how
+
+
 def compile_launch(cupy, spec, launch):
     """Compile the spec's source with the launch's defines; return (module, kernel, options, built): perfmodel's
     compile, ``built`` its (cubin, entry's symbol), unless ``PERFMODEL_GPU_COMPILE=cupy`` (then CuPy's, ``built``
     None; perfmodel's where CuPy cannot build the file)."""
-    how = os.environ.get("PERFMODEL_GPU_COMPILE", "perfmodel")
-    if how not in ("perfmodel", "cupy"):
-        raise GpuError(f"PERFMODEL_GPU_COMPILE={how!r}: expected 'perfmodel' (the default) or 'cupy'")
-    if how == "perfmodel":
+    if compile_mode() == "perfmodel":
         return _compile_with_perfmodel(cupy, spec, launch)
     source_path = Path(spec.source_path)
     source = strip_defines(source_path.read_text(), launch.defines)
