@@ -109,6 +109,25 @@ def test_shared_out_of_bounds_store():
     assert "thread (15, 15, 0), block (0, 0, 0)" in msg
 
 
+def test_extern_shared_array_without_a_launch_size_says_how_to_give_one():
+    src = r"""
+    __global__ void k(float *a) {
+        extern __shared__ float buf[];
+        buf[threadIdx.x] = a[threadIdx.x];
+        __syncthreads();
+        a[threadIdx.x] = buf[31 - threadIdx.x];
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    with pytest.raises(SimulationError) as exc:
+        run(src, 1, 32, [x.copy()])
+    msg = str(exc.value)
+    assert "0 bytes of static shared memory and 0 of dynamic shared memory" in msg, msg
+    assert "--smem BYTES" in msg and "dynamic_shared_memory" in msg
+    out = x.copy()
+    run(src, 1, 32, [out], dynamic_shared_bytes=128)       # with the size given, it runs: the reversal
+    assert np.array_equal(out, x[::-1])
+
+
 def test_inactive_lanes_may_hold_out_of_range_indices():
     src = r"""
     __global__ void k(float *a, int n) {

@@ -33,6 +33,113 @@ typedef unsigned long long CUsurfObject;
 #include <cuda/std/climits>
 #include <cuda/std/cfloat>
 """
+# <math.h>'s macros. nvcc's device code has them from the host C library: crt/math_functions.h (the nvidia-cuda-crt
+# wheel) includes <math.h> and <cmath> unless NVRTC compiles, and kernels use INFINITY, NAN and M_PI as they are.
+# Names and values are glibc's (math/math.h: HUGE_VAL, HUGE_VALF, INFINITY and NAN are +inf and a quiet NaN; the
+# M_ constants to 21 digits). INFINITY and NAN are spelled as libcu++'s <cuda/std/cmath> spells them under NVRTC,
+# so a kernel that also includes that header redefines them identically; <cuda/std/limits>, which they need, costs
+# NVRTC about 0.7 s, so it is included only where the kernel's code uses one of them (_math_macros_used).
+MATH_MACROS = """\
+#ifndef INFINITY
+#define INFINITY ::cuda::std::numeric_limits<float>::infinity()
+#endif
+#ifndef NAN
+#define NAN      ::cuda::std::numeric_limits<float>::quiet_NaN()
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF (::cuda::std::numeric_limits<float>::infinity())
+#endif
+#ifndef HUGE_VAL
+#define HUGE_VAL (::cuda::std::numeric_limits<double>::infinity())
+#endif
+#ifndef M_E
+#define M_E 2.7182818284590452354
+#endif
+#ifndef M_LOG2E
+#define M_LOG2E 1.4426950408889634074
+#endif
+#ifndef M_LOG10E
+#define M_LOG10E 0.43429448190325182765
+#endif
+#ifndef M_LN2
+#define M_LN2 0.69314718055994530942
+#endif
+#ifndef M_LN10
+#define M_LN10 2.30258509299404568402
+#endif
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+#ifndef M_PI_2
+#define M_PI_2 1.57079632679489661923
+#endif
+#ifndef M_PI_4
+#define M_PI_4 0.78539816339744830962
+#endif
+#ifndef M_1_PI
+#define M_1_PI 0.31830988618379067154
+#endif
+#ifndef M_2_PI
+#define M_2_PI 0.63661977236758134308
+#endif
+#ifndef M_2_SQRTPI
+#define M_2_SQRTPI 1.12837916709551257390
+#endif
+#ifndef M_SQRT2
+#define M_SQRT2 1.41421356237309504880
+#endif
+#ifndef M_SQRT1_2
+#define M_SQRT1_2 0.70710678118654752440
+#endif
+"""
+_LIMITS_MACROS = re.compile(r"\b(?:INFINITY|NAN|HUGE_VALF?)\b")
+
+
+def _math_macros_used(text: str) -> str:
+    """MATH_MACROS, after the include they need where the prepared text names one that expands to numeric_limits."""
+    return ("#include <cuda/std/limits>\n" if _LIMITS_MACROS.search(text) else "") + MATH_MACROS
+
+
+# The C++ standard library in device code. nvcc compiles device code against the host's libstdc++ (crt/math_functions.h
+# includes <cmath> and <cstdlib>; a kernel file includes <type_traits>, <limits>, <algorithm> ...), whose templates
+# and constexpr functions device code uses as std::...; NVRTC has no such headers, and NVIDIA's libcu++ (the
+# nvidia-cuda-cccl wheel) gives the same names in namespace cuda::std. Where a compile fails on a missing std::
+# name, it is compiled again with the libcu++ counterparts of the standard headers the file includes (those
+# libcu++ has, plus <cmath> and <cstdlib>) and those names made visible in std. Only files that fail without it
+# take it: the libcu++ headers cost NVRTC about 0.8 s.
+_STD_MISSING = re.compile(r'namespace "std" has no member')
+
+
+def _std_shim(set_aside: list[str]) -> str:
+    names = ["cmath", "cstdlib"] + [n for n in set_aside if "/" not in n and "." not in n]
+    have = []
+    for n in dict.fromkeys(names):
+        if any((Path(d) / "cuda" / "std" / n).is_file() for d in nvrtc.sdk_include_dirs()):
+            have.append(n)
+    return "".join(f"#include <cuda/std/{n}>\n" for n in have) + "namespace std { using namespace ::cuda::std; }\n"
+
+
+def _compile_text(text: str, options: list[str], all_exprs, exprs: list[str]):
+    """One NVRTC compile of ``text``, once more without the automatic name expressions that failed."""
+    result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in all_exprs], want_cubin=True)
+    if not result.ok:
+        # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
+        # its automatic name expression fail: drop those and compile again.
+        # A kernel declared with one signature and defined with another is an overload set: name the
+        # definition through a cast to its function-pointer type.
+        messages = _failed_name_expressions(result.log)
+        failed = set(messages) - set(exprs)
+        if failed and any(e in failed for e, _ in all_exprs):
+            retry = []
+            for e, d in all_exprs:
+                if e not in failed:
+                    retry.append((e, d))
+                elif d is not None and not d.is_template and "overloaded" in messages[e]:
+                    retry.append((_cast_expression(d), d))
+            result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
+    return result
+
+
 # nvcc's device pass sees the host platform's macros (code guards `#error Unsupported system` with them).
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
@@ -180,28 +287,22 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                        sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
-    text = PREAMBLE + f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n' + prepared.text
+    line1 = f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n'
+    text = PREAMBLE + _math_macros_used(prepared.text) + line1 + prepared.text
     root, sdk = _root(abs_path), nvrtc.sdk_root()
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)
 
     record = _cache.lookup(key) if cache else None
     if record is None:
-        result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in all_exprs], want_cubin=True)
-        if not result.ok:
-            # A kernel found by the scan but compiled out by the preprocessor (#if 0, #ifdef OTHER_ARCH) makes
-            # its automatic name expression fail: drop those and compile again.
-            # A kernel declared with one signature and defined with another is an overload set: name the
-            # definition through a cast to its function-pointer type.
-            messages = _failed_name_expressions(result.log)
-            failed = set(messages) - set(exprs)
-            if failed and any(e in failed for e, _ in all_exprs):
-                retry = []
-                for e, d in all_exprs:
-                    if e not in failed:
-                        retry.append((e, d))
-                    elif d is not None and not d.is_template and "overloaded" in messages[e]:
-                        retry.append((_cast_expression(d), d))
-                result = nvrtc.compile_program(text, "kernel.cu", options, [e for e, _ in retry], want_cubin=True)
+        result = _compile_text(text, options, all_exprs, exprs)
+        if not result.ok and _STD_MISSING.search(result.log):
+            # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
+            # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
+            shim = _std_shim(prepared.set_aside_includes)
+            retry = _compile_text(PREAMBLE + _math_macros_used(prepared.text) + shim + line1 + prepared.text,
+                                  options, all_exprs, exprs)
+            if retry.ok:
+                result = retry
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,

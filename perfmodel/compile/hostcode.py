@@ -31,7 +31,7 @@ from pathlib import Path
 
 from perfmodel.compile.lexer import (CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level, head_words,
                                      mask, match_close, names_std_member, preprocessor_lines, split_chunks,
-                                     template_params, tokenize)
+                                     template_params, template_prefix_end, tokenize)
 
 # Headers only host code uses: the CUDA runtime / driver host APIs and the cuda-samples host helpers.
 HOST_ONLY_HEADERS = frozenset({
@@ -49,6 +49,28 @@ HOST_ONLY_HEADERS = frozenset({
     "cusparse.h", "cusparse_v2.h", "cusolverDn.h", "cusolverSp.h", "cusolverRf.h", "cusolver_common.h",
     "nvml.h", "nccl.h", "nvToolsExt.h", "nvToolsExtCuda.h",
 })
+# What a set-aside library header gives device code, read from the header itself: cuBLAS's cublas_api.h (CUDA 12.6
+# and 13.0; cublas_v2.h, cublas.h, cublasLt.h and cublasXt.h include it) includes <cuda_fp16.h>, <cuda_bf16.h>,
+# "cuComplex.h" and <library_types.h>; cuFFT's cufft.h includes "cuComplex.h" and "library_types.h" and declares the
+# data types cufftReal, cufftDoubleReal, cufftComplex and cufftDoubleComplex, and cufftXt.h (which includes
+# cufft.h) the device callbacks' function-pointer types. With nvcc a kernel file can take __nv_bfloat16 from
+# <cublas_v2.h> alone (llm.c's dev/cuda/common.h does) or cufftComplex from <cufft.h> (cuda-samples'
+# simpleCUFFT_MGPU), so where such a header is set aside these stay, at its place: (headers, declarations).
+_CUBLAS_DEVICE_PARTS = (("cuda_fp16.h", "cuda_bf16.h", "cuComplex.h", "library_types.h"), ())
+_CUFFT_TYPES = ("typedef float cufftReal;", "typedef double cufftDoubleReal;", "typedef cuComplex cufftComplex;",
+                "typedef cuDoubleComplex cufftDoubleComplex;")
+_CUFFT_CALLBACKS = tuple(
+    f"typedef {ret} (*cufftCallbackLoad{k})(void *dataIn, size_t offset, void *callerInfo, void *sharedPointer);"
+    for k, ret in (("C", "cufftComplex"), ("Z", "cufftDoubleComplex"), ("R", "cufftReal"), ("D", "cufftDoubleReal"))
+) + tuple(
+    f"typedef void (*cufftCallbackStore{k})(void *dataOut, size_t offset, {t} element, void *callerInfo, "
+    "void *sharedPointer);"
+    for k, t in (("C", "cufftComplex"), ("Z", "cufftDoubleComplex"), ("R", "cufftReal"), ("D", "cufftDoubleReal")))
+DEVICE_PARTS_OF_HOST_HEADERS = {
+    **{name: _CUBLAS_DEVICE_PARTS for name in ("cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h", "cublasXt.h")},
+    "cufft.h": (("cuComplex.h", "library_types.h"), _CUFFT_TYPES),
+    "cufftXt.h": (("cuComplex.h", "library_types.h"), _CUFFT_TYPES + _CUFFT_CALLBACKS),
+}
 # Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
 # headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
 # thrust/random.h need the host's <ostream>, so NVRTC cannot)
@@ -121,6 +143,18 @@ class _FileProcessor:
                 d = d.parent
         return "aside", None
 
+    def _device_parts(self, name: str, last: int, display: str) -> str:
+        """What replaces the ``#include`` of a set-aside header: nothing, or the device headers it would have brought
+        in (DEVICE_PARTS_OF_HOST_HEADERS) that the SDK has, then a ``#line`` back to the next line."""
+        headers, decls = DEVICE_PARTS_OF_HOST_HEADERS.get(name.rsplit("/", 1)[-1], ((), ()))
+        have = [h for h in headers if any((d / h).is_file() for d in self.sdk_dirs)]
+        if len(have) < len(headers):
+            return ""           # not NVIDIA's headers here: leave them out, as before
+        if not have:
+            return ""
+        return ("".join(f"#include <{h}>\n" for h in have) + "".join(d + "\n" for d in decls)
+                + f'#line {last + 2} "{_escape(display)}"')
+
     # ---- one file ----------------------------------------------------------------------------------------------
     def process(self, path: Path, display: str, text: str, depth: int = 0) -> str:
         self.result.files[display] = text
@@ -154,7 +188,7 @@ class _FileProcessor:
                     self.result.set_aside_includes.append(name)
                     if quoted and name.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS:
                         self.result.missing_includes.append(name)
-                    replacements[first] = ""
+                    replacements[first] = self._device_parts(name, last, display)
                 elif how == "local":
                     key = str(target)
                     inner = target.read_text(errors="replace")
@@ -219,7 +253,8 @@ class _FileProcessor:
                 instantiations.append((c, function_name(head[2:])[0]))
                 continue
             name, paren = function_name(head)
-            is_function = c.kind == "function" or (paren >= 0 and "=" not in head[:paren] and name is not None
+            is_function = c.kind == "function" or (paren >= 0 and "=" not in head[template_prefix_end(head):paren]
+                                                   and name is not None
                                                    and "typedef" not in hs and "using" not in hs)
             if is_function:
                 if hs & DEVICE_WORDS:

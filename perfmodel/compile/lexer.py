@@ -131,12 +131,14 @@ def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_
             paren = next((k for k, w in enumerate(words) if w == "(" and k >= skip
                           and not (k and words[k - 1] in ATTRIBUTE_WORDS)), None)
             cls = next((k for k, w in enumerate(words) if (w in CLASS_WORDS or w == "enum") and k >= skip), None)
-            if has_top_level(words, "=") or (cls is not None and (paren is None or cls < paren)):
+            # an '=' in the template parameters is a default argument (template <bool B = true>), not an initializer
+            init = has_top_level(words[skip:], "=")
+            if init or (cls is not None and (paren is None or cls < paren)):
                 # aggregate initializer or class/enum definition: runs to the next top-level ';'
                 j = close + 1
                 while j < hi and toks[j].text != ";":
                     j = match_close(toks, j) + 1 if toks[j].text in ("(", "[", "{") else j + 1
-                kind = "class" if not has_top_level(words, "=") and cls is not None and words[cls] != "enum" else "decl"
+                kind = "class" if not init and cls is not None and words[cls] != "enum" else "decl"
                 chunks.append(Chunk(start, min(j, hi - 1), kind, (i, close), namespace, extern_c))
                 i = start = j + 1
                 continue

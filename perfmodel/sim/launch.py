@@ -156,6 +156,7 @@ class LaunchState:
         for v in dyn:
             symbols.add(v.name, "shared", dyn_off)
         self.shared_bytes = (dyn_off + self.dynamic_shared_bytes) if dyn else soff
+        self.extern_shared = [v.name for v in dyn]
         if not dyn and self.dynamic_shared_bytes:
             self.shared_bytes = soff + self.dynamic_shared_bytes
 

@@ -56,8 +56,7 @@ class MemoryMixin:
         if off.size == 1:
             v = int(off.reshape(-1)[0])
             if not (lo <= v < hi):
-                self.fault_where(self.mask_full(), f"out-of-bounds {what} at offset {v} (valid: {lo}..{hi - 1})",
-                                 gid)
+                self.fault_where(self.mask_full(), self._out_of_bounds(what, v, lo, hi), gid)
             return off
         bad = (off < lo) | (off >= hi)
         if not bad.any():
@@ -65,8 +64,21 @@ class MemoryMixin:
         badm = bad if m is None else (bad & m)
         if badm.any():
             v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
-            self.fault_where(badm, f"out-of-bounds {what} at offset {v} (valid: {lo}..{hi - 1})", gid)
+            self.fault_where(badm, self._out_of_bounds(what, v, lo, hi), gid)
         return np.where(bad, lo, off)
+
+    def _out_of_bounds(self, what, v, lo, hi) -> str:
+        valid = f"valid: {lo}..{hi - 1}" if hi > lo else "the access does not fit at any offset"
+        msg = f"out-of-bounds {what} at offset {v} ({valid})"
+        L = self.launch
+        if what.startswith("shared"):
+            msg += (f"; the block has {L.static_shared_bytes:,} bytes of static shared memory and "
+                    f"{L.dynamic_shared_bytes:,} of dynamic shared memory")
+            extern = getattr(L, "extern_shared", None)
+            if extern and not L.dynamic_shared_bytes:
+                msg += (" - the kernel's extern __shared__ array takes its size from the launch: give it with "
+                        "--smem BYTES (perfmodel analyze FILE.cu) or dynamic_shared_memory in the spec")
+        return msg
 
     def _global(self, gid, off, size, vec, dt, values, nbytes, st):
         heap = self.heap
