@@ -140,6 +140,25 @@ def test_cuh_needing_its_cu_file_is_compiled_in_its_context():
     assert all(k.file == str(DWT_CUH.resolve()) for k in mod.kernels)
 
 
+def test_cu_file_included_by_a_chain_of_cu_files_is_compiled_in_the_context_that_compiles(tmp_path):
+    """Rodinia's style: srad_kernel.cu uses BLOCK_SIZE and fp, which srad.cu #defines before including it; here
+    the kernel file is included by mid.cu, itself included by main.cu, the only one that compiles."""
+    (tmp_path / "scale_kernel.cu").write_text(
+        "__global__ void scale(fp *x, int n)\n{\n    int i = blockIdx.x * BLOCK + threadIdx.x;\n"
+        "    if (i < n) x[i] *= FACTOR;\n}\n")
+    (tmp_path / "mid.cu").write_text('#define FACTOR 3\n#include "scale_kernel.cu"\n')
+    (tmp_path / "main.cu").write_text('#include <stdio.h>\n#define BLOCK 64\ntypedef float fp;\n'
+                                      '#include "mid.cu"\nint main() { printf("%d", BLOCK); return 0; }\n')
+    (tmp_path / "unrelated.cu").write_text("__global__ void other(float *x) { x[0] = 1; }\n")
+    mod = compile_cuda(tmp_path / "scale_kernel.cu")
+    assert [k.name for k in mod.kernels] == ["scale"]
+    assert mod.context_path == str(tmp_path / "main.cu")
+    assert mod.kernels[0].file == str((tmp_path / "scale_kernel.cu").resolve()) and mod.kernels[0].line == 1
+    with pytest.raises(CompileError, match=r"scale_kernel\.cu:1: error"):
+        (tmp_path / "main.cu").unlink()          # no file that compiles includes it: the file's own error
+        compile_cuda(tmp_path / "scale_kernel.cu")
+
+
 # ---- host code set aside ------------------------------------------------------------------------------------------
 
 HOSTY = """\

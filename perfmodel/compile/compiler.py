@@ -206,20 +206,17 @@ def compile_cuda(path: str | Path | None = None, source: str | None = None, *, a
 
     A header (``.cuh``) is compiled on its own first. If that fails (it uses a macro or type that the file
     including it defines first), it is compiled in the context of a ``.cu`` file next to it that includes it,
-    and only the header's kernels are listed."""
+    and only the header's kernels are listed. A ``.cu`` file that another ``.cu`` file includes (Rodinia's
+    ``srad_kernel.cu``, included by ``srad.cu`` after its ``#define``s) is treated the same way."""
     try:
         return _compile(path, source, arch=arch, name_expressions=name_expressions, defines=defines,
                         include_dirs=include_dirs, cache=cache)
     except CompileError as err:
-        if path is None or source is not None or Path(path).suffix.lower() not in HEADER_SUFFIXES:
+        if path is None or source is not None or Path(path).suffix.lower() not in HEADER_SUFFIXES + (".cu",):
             raise
         header = Path(path).resolve()
-        for host in _including_files(header):
-            try:
-                mod = _compile(host, None, arch=arch, name_expressions=name_expressions, defines=defines,
-                               include_dirs=include_dirs, cache=cache)
-            except CompileError:
-                continue
+        for mod, host in _in_context(header, {header}, arch=arch, name_expressions=name_expressions,
+                                     defines=defines, include_dirs=include_dirs, cache=cache):
             mod.kernels = [k for k in mod.kernels if k.file == str(header)]
             mod.templates = [t for t in mod.templates if t in _declared_in(mod, header)]
             mod.source_path = str(path)
@@ -230,6 +227,19 @@ def compile_cuda(path: str | Path | None = None, source: str | None = None, *, a
         raise err
 
 
+def _in_context(header: Path, seen: set, **kw):
+    """(module, file) for each file that includes ``header`` and compiles, directly or in the context of its own
+    includers (a.cu included by b.cu, included by c.cu, which compiles); ``seen`` stops a cycle."""
+    for host in _including_files(header):
+        if host.resolve() in seen:
+            continue
+        seen.add(host.resolve())
+        try:
+            yield _compile(host, None, **kw), host
+        except CompileError:
+            yield from _in_context(host.resolve(), seen, **kw)
+
+
 def _including_files(header: Path) -> list[Path]:
     """``.cu`` files in the header's folder (and its parent) that ``#include`` it by name, nearest first."""
     import re as _re
@@ -238,6 +248,8 @@ def _including_files(header: Path) -> list[Path]:
     found = []
     for folder in (header.parent, header.parent.parent):
         for cand in sorted(folder.glob("*.cu")):
+            if cand.resolve() == header:
+                continue
             try:
                 if pattern.search(cand.read_text(errors="replace")):
                     found.append(cand)
