@@ -159,6 +159,20 @@ def test_cu_file_included_by_a_chain_of_cu_files_is_compiled_in_the_context_that
         compile_cuda(tmp_path / "scale_kernel.cu")
 
 
+def test_host_class_with_library_members_is_set_aside_even_when_a_macro_names_it(tmp_path):
+    """Rodinia's dwt2d: a timing class with std::vector members, named in a macro's body (so the scan's reachable
+    names hold it); device code cannot use a class whose members are host library types."""
+    (tmp_path / "k.cu").write_text(
+        "#include <vector>\n#include <algorithm>\n"
+        "#define PERF_BEGIN Tester PERF_TESTER; PERF_TESTER.begin();\n"
+        "class Tester {\n  std::vector<float> times;\npublic:\n  void begin() { times.push_back(0.0f); }\n"
+        "  void show() { std::sort(times.begin(), times.end()); }\n};\n"
+        "__global__ void k(float *x) { x[threadIdx.x] += 1.0f; }\n"
+        "void run(float *x) { PERF_BEGIN; k<<<1, 32>>>(x); }\n")
+    mod = compile_cuda(tmp_path / "k.cu")
+    assert [k.name for k in mod.kernels] == ["k"]
+
+
 # ---- host code set aside ------------------------------------------------------------------------------------------
 
 HOSTY = """\

@@ -300,6 +300,9 @@ class _FileProcessor:
                 names |= {t.text for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"}
             inner = {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}
             self.class_info.append((names, inner))
+            if _host_class(toks, members):
+                blank.append(span(c))
+                continue
             if self.reachable is not None:
                 # second pass: a class that no kept code names (kernels, device functions, kept globals, macros,
                 # other kept classes -- in any file of the translation unit) is host-only
@@ -356,6 +359,16 @@ class _FileProcessor:
                     self.result.kernels[k] = decl
                 return
         self.result.kernels.append(decl)
+
+
+def _host_class(toks: list[Tok], members: list[Chunk]) -> bool:
+    """A class with member functions, none of them device code, and a data member of a C++ library type
+    (``std::vector<float> times;``): device code cannot use it, whatever names it - Rodinia's dwt2d keeps a timing
+    class in a header that a macro names (``#define PERF_BEGIN dwt_cuda::CudaDWTTester PERF_TESTER;``)."""
+    funcs = [m for m in members if m.kind == "function"]
+    if not funcs or any(set(head_words(toks, m)) & DEVICE_WORDS for m in members):
+        return False
+    return any(m.kind != "function" and names_std_member(head_words(toks, m)) for m in members)
 
 
 def _escape(path: str) -> str:
