@@ -175,3 +175,34 @@ def test_a_real_compile_error_naming_std_is_still_reported(tmp_path):
     src.write_text("__global__ void k(float *x) { x[0] = std::no_such_function(x[0]); }\n")
     with pytest.raises(CompileError, match="no_such_function"):
         compile_cuda(src)
+
+
+CUFFT_TYPES = """\
+#include <cufft.h>
+#include <cufftXt.h>
+
+__global__ void scale_complex(cufftComplex *a, cufftReal s, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { a[i].x *= s; a[i].y *= -s; }
+}
+
+__device__ cufftComplex load_cb(void *in, size_t offset, void *info, void *shared)
+{
+    return ((cufftComplex *)in)[offset];
+}
+__device__ cufftCallbackLoadC d_load = load_cb;
+
+int main() { cufftHandle plan; cufftPlan1d(&plan, 64, CUFFT_C2C, 1); return 0; }
+"""
+
+
+def test_cufft_types_from_the_set_aside_cufft_header(tmp_path):
+    """cufft.h declares cufftComplex (= cuComplex, a float2) and cufftReal; cufftXt.h the callback pointer types."""
+    src = tmp_path / "fft.cu"
+    src.write_text(CUFFT_TYPES)
+    program = load_kernel(src, entry="scale_complex")
+    a = np.array([[1.0, 2.0], [-3.0, 0.5], [4.0, -4.0]], np.float32)
+    out = a.copy()
+    simulate(program, 1, 32, [out, np.float32(2.5), 3])
+    assert np.array_equal(out, np.stack([a[:, 0] * np.float32(2.5), a[:, 1] * np.float32(-2.5)], axis=1))

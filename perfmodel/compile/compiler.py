@@ -112,10 +112,8 @@ _STD_MISSING = re.compile(r'namespace "std" has no member')
 
 def _std_shim(set_aside: list[str]) -> str:
     names = ["cmath", "cstdlib"] + [n for n in set_aside if "/" not in n and "." not in n]
-    have = []
-    for n in dict.fromkeys(names):
-        if any((Path(d) / "cuda" / "std" / n).is_file() for d in nvrtc.sdk_include_dirs()):
-            have.append(n)
+    dirs = [Path(d) / "cuda" / "std" for d in nvrtc.sdk_include_dirs()]
+    have = [n for n in dict.fromkeys(names) if any((d / n).is_file() for d in dirs)]
     return "".join(f"#include <cuda/std/{n}>\n" for n in have) + "namespace std { using namespace ::cuda::std; }\n"
 
 
@@ -300,7 +298,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs)
     line1 = f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n'
-    text = PREAMBLE + _math_macros_used(prepared.text) + line1 + prepared.text
+    head = PREAMBLE + _math_macros_used(prepared.text)
+    text = head + line1 + prepared.text
     root, sdk = _root(abs_path), nvrtc.sdk_root()
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)
 
@@ -311,8 +310,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
             # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
             # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
             shim = _std_shim(prepared.set_aside_includes)
-            retry = _compile_text(PREAMBLE + _math_macros_used(prepared.text) + shim + line1 + prepared.text,
-                                  options, all_exprs, exprs)
+            retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
             if retry.ok:
                 result = retry
         if not result.ok:

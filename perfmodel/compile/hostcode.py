@@ -147,12 +147,9 @@ class _FileProcessor:
         """What replaces the ``#include`` of a set-aside header: nothing, or the device headers it would have brought
         in (DEVICE_PARTS_OF_HOST_HEADERS) that the SDK has, then a ``#line`` back to the next line."""
         headers, decls = DEVICE_PARTS_OF_HOST_HEADERS.get(name.rsplit("/", 1)[-1], ((), ()))
-        have = [h for h in headers if any((d / h).is_file() for d in self.sdk_dirs)]
-        if len(have) < len(headers):
-            return ""           # not NVIDIA's headers here: leave them out, as before
-        if not have:
-            return ""
-        return ("".join(f"#include <{h}>\n" for h in have) + "".join(d + "\n" for d in decls)
+        if not headers or not all(any((d / h).is_file() for d in self.sdk_dirs) for h in headers):
+            return ""           # not one of those, or not NVIDIA's headers here: nothing, as for any set-aside header
+        return ("".join(f"#include <{h}>\n" for h in headers) + "".join(d + "\n" for d in decls)
                 + f'#line {last + 2} "{_escape(display)}"')
 
     # ---- one file ----------------------------------------------------------------------------------------------
@@ -365,8 +362,8 @@ def _host_class(toks: list[Tok], members: list[Chunk]) -> bool:
     """A class with member functions, none of them device code, and a data member of a C++ library type
     (``std::vector<float> times;``): device code cannot use it, whatever names it - Rodinia's dwt2d keeps a timing
     class in a header that a macro names (``#define PERF_BEGIN dwt_cuda::CudaDWTTester PERF_TESTER;``)."""
-    funcs = [m for m in members if m.kind == "function"]
-    if not funcs or any(set(head_words(toks, m)) & DEVICE_WORDS for m in members):
+    if not any(m.kind == "function" for m in members) or any(set(head_words(toks, m)) & DEVICE_WORDS
+                                                              for m in members):
         return False
     return any(m.kind != "function" and names_std_member(head_words(toks, m)) for m in members)
 

@@ -74,8 +74,7 @@ class MemoryMixin:
         if what.startswith("shared"):
             msg += (f"; the block has {L.static_shared_bytes:,} bytes of static shared memory and "
                     f"{L.dynamic_shared_bytes:,} of dynamic shared memory")
-            extern = getattr(L, "extern_shared", None)
-            if extern and not L.dynamic_shared_bytes:
+            if L.extern_shared and not L.dynamic_shared_bytes:
                 msg += (" - the kernel's extern __shared__ array takes its size from the launch: give it with "
                         "--smem BYTES (perfmodel analyze FILE.cu) or dynamic_shared_memory in the spec")
         return msg
