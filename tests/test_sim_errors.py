@@ -122,6 +122,7 @@ def test_extern_shared_array_without_a_launch_size_says_how_to_give_one():
         run(src, 1, 32, [x.copy()])
     msg = str(exc.value)
     assert "0 bytes of static shared memory and 0 of dynamic shared memory" in msg, msg
+    assert "extern __shared__ buf takes its size from the launch" in msg, msg
     assert "--smem BYTES" in msg and "dynamic_shared_memory" in msg
     out = x.copy()
     run(src, 1, 32, [out], dynamic_shared_bytes=128)       # with the size given, it runs: the reversal

@@ -144,8 +144,9 @@ class _FileProcessor:
         return "aside", None
 
     def _device_parts(self, name: str, last: int, display: str) -> str:
-        """What replaces the ``#include`` of a set-aside header: nothing, or the device headers it would have brought
-        in (DEVICE_PARTS_OF_HOST_HEADERS) that the SDK has, then a ``#line`` back to the next line."""
+        """What replaces the ``#include`` of a set-aside header: nothing, or - where the SDK has all of them - the
+        device headers and declarations it would have brought in (DEVICE_PARTS_OF_HOST_HEADERS), then a ``#line``
+        back to the next line."""
         headers, decls = DEVICE_PARTS_OF_HOST_HEADERS.get(name.rsplit("/", 1)[-1], ((), ()))
         if not headers or not all(any((d / h).is_file() for d in self.sdk_dirs) for h in headers):
             return ""           # not one of those, or not NVIDIA's headers here: nothing, as for any set-aside header

@@ -75,8 +75,9 @@ class MemoryMixin:
             msg += (f"; the block has {L.static_shared_bytes:,} bytes of static shared memory and "
                     f"{L.dynamic_shared_bytes:,} of dynamic shared memory")
             if L.extern_shared and not L.dynamic_shared_bytes:
-                msg += (" - the kernel's extern __shared__ array takes its size from the launch: give it with "
-                        "--smem BYTES (perfmodel analyze FILE.cu) or dynamic_shared_memory in the spec")
+                msg += (f" - the kernel's extern __shared__ {', '.join(L.extern_shared)} takes its size from the "
+                        "launch: give it with --smem BYTES (perfmodel analyze FILE.cu) or dynamic_shared_memory in "
+                        "the spec")
         return msg
 
     def _global(self, gid, off, size, vec, dt, values, nbytes, st):
