@@ -81,13 +81,13 @@ def test_inspect_json_shape(cli):
 
 def test_inspect_kernel_adds_instantiations(cli):
     code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "--json")
-    assert code == 0 and json.loads(out) == []           # a template only: nothing until instantiated
-    code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "--kernel", "MatrixMulCUDA<16>",
-                       "--kernel", "MatrixMulCUDA<32>", "--json")
+    assert code == 0            # the template as the host code launches it: MatrixMulCUDA<16> and <32>
+    assert [k["expression"] for k in json.loads(out)] == ["MatrixMulCUDA<16>", "MatrixMulCUDA<32>"]
+    code, out, _ = cli("kernels", "inspect", MATRIX_MUL, "--kernel", "MatrixMulCUDA<8>", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert [k["expression"] for k in doc] == ["MatrixMulCUDA<16>", "MatrixMulCUDA<32>"]
-    assert [k["shared_bytes"] for k in doc] == [2048, 8192]
+    assert [k["expression"] for k in doc] == ["MatrixMulCUDA<16>", "MatrixMulCUDA<32>", "MatrixMulCUDA<8>"]
+    assert [k["shared_bytes"] for k in doc] == [2048, 8192, 512]
 
 
 def test_inspect_table(cli):

@@ -78,10 +78,14 @@ def test_template_instantiation_and_lookup():
     assert mod.kernel(k16.mangled) is k16
 
 
-def test_template_kernel_without_instantiation_is_listed_as_template():
+def test_template_kernel_is_compiled_as_the_host_code_launches_it():
+    """matrixMul.cu launches MatrixMulCUDA<16> and MatrixMulCUDA<32> (`if (block_size == 16)`): both are compiled
+    without being named; the plain name is then ambiguous, an error rather than a pick."""
     mod = compile_cuda(MATRIX_MUL)
-    assert mod.kernels == [] and mod.templates == ["MatrixMulCUDA"]
-    with pytest.raises(CompileError, match="template kernel"):
+    assert [k.expression for k in mod.kernels] == ["MatrixMulCUDA<16>", "MatrixMulCUDA<32>"]
+    assert [k.static_shared_bytes for k in mod.kernels] == [2 * 16 * 16 * 4, 2 * 32 * 32 * 4]   # As, Bs tiles
+    assert mod.templates == []
+    with pytest.raises(CompileError, match="names 2 compiled kernels"):
         mod.kernel("MatrixMulCUDA")
 
 

@@ -200,7 +200,8 @@ def store_manifest(raw: str, key: str, prepared, main: str) -> None:
     meta = {"key": key, "files": files, "main": main,
             "kernels": [asdict(k) for k in prepared.kernels], "typedefs": prepared.typedefs,
             "set_aside_includes": prepared.set_aside_includes, "missing_includes": prepared.missing_includes,
-            "device_functions": sorted(prepared.device_functions), "device_launch": prepared.device_launch}
+            "device_functions": sorted(prepared.device_functions), "device_launch": prepared.device_launch,
+            "launches": prepared.launches, "launched": prepared.launched}
     try:
         folder = cache_dir() / "compile"
         folder.mkdir(parents=True, exist_ok=True)
@@ -230,7 +231,8 @@ def lookup_manifest(raw: str):
         prepared = Prepared("", files=contents, kernels=kernels, set_aside_includes=meta["set_aside_includes"],
                             missing_includes=meta["missing_includes"],
                             device_functions=set(meta["device_functions"]), typedefs=meta["typedefs"],
-                            device_launch=meta["device_launch"])
+                            device_launch=meta["device_launch"],
+                            launches=[tuple(x) for x in meta["launches"]], launched=meta["launched"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     _manifests[raw] = (meta["key"], prepared, files)

@@ -108,6 +108,7 @@ def _math_macros_used(text: str) -> str:
 # libcu++ has, plus <cmath> and <cstdlib>) and those names made visible in std. Only files that fail without it
 # take it: the libcu++ headers cost NVRTC about 0.8 s.
 _STD_MISSING = re.compile(r'namespace "std" has no member')
+_DYNAMIC_INIT = re.compile(r"dynamic initialization is not supported for a __device__ variable")
 
 
 def _std_shim(set_aside: list[str]) -> str:
@@ -138,11 +139,24 @@ def _compile_text(text: str, options: list[str], all_exprs, exprs: list[str]):
     return result
 
 
+# nvcc's front end runs in the host compiler's GNU dialect, which takes GCC's alternate keywords (the GCC manual's
+# "Alternate Keywords"; c-family/c-common.cc's c_common_reswords: __const, __const__, __signed, __signed__,
+# __volatile, __asm, __asm__, __alignof, __extension__); NVRTC rejects these (measured, NVRTC 13) and takes the rest
+# (__inline__, __volatile__, __restrict, __alignof__, __attribute__). HeCBench's adamw: `static __device__ __const__
+# uint8_t _bitmask = 15;`.
+_GNU_KEYWORDS = (("__const__", "const"), ("__const", "const"), ("__signed__", "signed"), ("__signed", "signed"),
+                 ("__volatile", "volatile"), ("__asm__", "asm"), ("__asm", "asm"), ("__alignof", "alignof"),
+                 ("__extension__", ""))
+PREAMBLE = "".join(f"#ifndef {k}\n#define {k} {v}\n#endif\n" for k, v in _GNU_KEYWORDS) + PREAMBLE
+# nvcc defines __NVCC__ in both of its passes ("Defined when compiling C/C++/CUDA source files", the nvcc manual's
+# "NVCC Identification Macro"); NVRTC does not, and code picks its __host__ __device__ annotations with it
+# (`#if defined(__NVCC__) || defined(__HIPCC__)  #define ESS __host__ __device__  #else  #define ESS  #endif`).
+PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 # nvcc's device pass sees the host platform's macros (code guards `#error Unsupported system` with them).
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 4          # bump when the cached JSON changes meaning
+FORMAT_VERSION = 5          # bump when the cached JSON changes meaning
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -288,7 +302,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
             record = _cache.lookup(key)
             if record is not None:
                 options = _options(target, defines, prepared.device_launch)
-                all_exprs = _name_expressions(prepared.kernels, exprs)
+                all_exprs = _name_expressions(prepared.kernels, exprs, prepared.launched)
                 return _module(record, prepared, all_exprs, source, display, target, arch, note, options,
                                _root(abs_path), nvrtc.sdk_root())
 
@@ -296,7 +310,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
                        defines=defines, include_dirs=[str(d) for d in include_dirs],
                        sdk_dirs=nvrtc.sdk_include_dirs(), name_expressions=exprs)
     options = _options(target, defines, prepared.device_launch)
-    all_exprs = _name_expressions(prepared.kernels, exprs)
+    all_exprs = _name_expressions(prepared.kernels, exprs, prepared.launched)
     line1 = f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n'
     head = PREAMBLE + _math_macros_used(prepared.text)
     text = head + line1 + prepared.text
@@ -305,14 +319,17 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
 
     record = _cache.lookup(key) if cache else None
     if record is None:
-        result = _compile_text(text, options, all_exprs, exprs)
-        if not result.ok and _STD_MISSING.search(result.log):
-            # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
-            # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
-            shim = _std_shim(prepared.set_aside_includes)
-            retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
+        result, prepared = _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines,
+                                    include_dirs)
+        if not result.ok and prepared.launched:
+            # an instantiation the file launches does not compile here (its body needs a header that was not
+            # found): without them, as a file whose templates are not launched
+            plain = _name_expressions(prepared.kernels, exprs)
+            retry, again = _attempt(text, head, line1, prepared, options, plain, exprs, source, abs_path, defines,
+                                    include_dirs)
             if retry.ok:
-                result = retry
+                result, prepared, all_exprs = retry, again, plain
+                prepared.launched = []
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
@@ -325,6 +342,27 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root, sdk)
 
 
+def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines, include_dirs):
+    """The compile, and where it fails for what nvcc's host side would have given, once more: (result, prepared)."""
+    result = _compile_text(text, options, all_exprs, exprs)
+    if not result.ok and _STD_MISSING.search(result.log):
+        # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
+        # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
+        shim = _std_shim(prepared.set_aside_includes)
+        retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
+        if retry.ok:
+            result = retry
+    if not result.ok and _DYNAMIC_INIT.search(result.log):
+        # host `const float` globals that nvcc folds and NVRTC's -default-device cannot initialise: constexpr
+        again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
+                        include_dirs=[str(d) for d in include_dirs], sdk_dirs=nvrtc.sdk_include_dirs(),
+                        name_expressions=exprs, constexpr_floats=True)
+        retry = _compile_text(head + line1 + again.text, options, all_exprs, exprs)
+        if retry.ok:
+            result, prepared = retry, again
+    return result, prepared
+
+
 def _root(abs_path: Path | None) -> str | None:
     """The folder the compile key is relative to: the kernel file's, unless that is the file system's root."""
     if abs_path is None or abs_path.parent == Path(abs_path.anchor):
@@ -332,8 +370,11 @@ def _root(abs_path: Path | None) -> str | None:
     return str(abs_path.parent)
 
 
-def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple[str, KernelDecl | None]]:
-    """Every non-template kernel by name, plus the caller's expressions (deduplicated), with their decl."""
+def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
+                      launched: list[str] = ()) -> list[tuple[str, KernelDecl | None]]:
+    """Every non-template kernel by name, the template instantiations the file launches, plus the caller's
+    expressions (deduplicated), with their decl. A caller's ``k<8>`` for a kernel declared in a namespace is
+    ``ns::k<8>``."""
     out: list[tuple[str, KernelDecl | None]] = []
     seen = set()
     for k in kernels:
@@ -342,9 +383,16 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str]) -> list[tuple
             if e not in seen:
                 seen.add(e)
                 out.append((e, k))
+    for e in launched:
+        k = next((k for k in kernels if k.is_template and k.namespace + k.name == e.split("<")[0]), None)
+        if k is not None and re.sub(r"\s+", "", e) not in {re.sub(r"\s+", "", s) for s in seen}:
+            seen.add(e)
+            out.append((e, k))
     for e in exprs:
         base = re.sub(r"\s+", "", e.split("<")[0])
         match = next((k for k in kernels if k.namespace + k.name == base or k.name == base), None)
+        if match is not None and match.namespace and "::" not in base:
+            e = match.namespace + e.strip()
         if re.sub(r"\s+", "", e) in {re.sub(r"\s+", "", s) for s in seen}:
             continue
         if match is None and "<" in e:
@@ -408,15 +456,21 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
             static_shared_bytes=res.get("static_shared_bytes", 0), barriers=res.get("barriers", 0),
             is_template=decl.is_template, file=decl.file, line=decl.line))
     instantiated = {k.name for k in kernels}
-    templates = [k.name for k in prepared.kernels if k.is_template and k.name not in instantiated]
+    templates = list(dict.fromkeys(k.namespace + k.name for k in prepared.kernels
+                                   if k.is_template and k.name not in instantiated))
+    launches: dict[str, list[str]] = {}
+    for name, args, file, line in prepared.launches:
+        full = next((t for t in templates if name.split("::")[-1] == t.split("::")[-1]), None)
+        if full is not None and not any(x.startswith(f"{full}<{args}> (") for x in launches.get(full, [])):
+            launches.setdefault(full, []).append(f"{full}<{args}> ({Path(file).name}:{line})")
     mod = CompiledModule(ptx=record.ptx, arch=target, requested_arch=str(requested), arch_note=note,
                          source_path=display, source_lines=source.splitlines(), kernels=kernels, log=record.log,
-                         options=list(options), templates=templates,
+                         options=list(options), templates=templates, template_launches=launches,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
                          cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None)
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:
-        declared.setdefault(k.file, []).append(k.name)
+        declared.setdefault(k.file, []).append(k.namespace + k.name)
     mod._declared_files = declared
     return mod
 

@@ -74,7 +74,14 @@ DEVICE_PARTS_OF_HOST_HEADERS = {
 # Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
 # headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
 # thrust/random.h need the host's <ostream>, so NVRTC cannot)
-HOST_ONLY_PREFIXES = ("thrust/",)
+HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh")
+# CUB's umbrella header <cub/cub.cuh> stops NVRTC (`#error "Including <cub/cub.cuh> is not supported when compiling
+# with NVRTC. Include the specific device header instead"`). Under nvcc it brings both the block-, warp- and
+# thread-level primitives kernels use (cub::BlockReduce, cub::WarpReduce, cub::BlockScan ...) and the device-wide
+# algorithms the host calls (cub::DeviceReduce, which launch kernels, and the host's caching allocator), which NVRTC
+# cannot compile (each of cub/device/*.cuh and cub/util_allocator.cuh has its own #error for NVRTC). So the umbrella
+# becomes its own list of includes, read from it, less those host-side parts, which are set aside wherever included.
+UMBRELLAS = {"cub/cub.cuh": ("cub/device/", "cub/util_allocator.cuh")}
 DEVICE_THRUST = frozenset({"thrust/tuple.h", "thrust/pair.h", "thrust/functional.h"})
 DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexpr: callable on the device
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
@@ -101,11 +108,18 @@ class Prepared:
     device_functions: set[str] = field(default_factory=set)
     typedefs: dict[str, list[str]] = field(default_factory=dict)   # simple aliases: name -> [aliased type, ...]
     device_launch: bool = False     # device code launches kernels (dynamic parallelism: needs -rdc=true)
+    # launches with explicit template arguments (`name<args><<<`), host or device code: (name, args, file, line)
+    launches: list[tuple[str, str, str, int]] = field(default_factory=list)
+    # template kernels' instantiations the file launches with arguments NVRTC can resolve: name expressions to try
+    launched: list[str] = field(default_factory=list)
 
 
 class _FileProcessor:
-    def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str]):
+    def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str],
+                 constexpr_floats: bool = False):
         self.defines = defines
+        self.constexpr_floats = constexpr_floats
+        self.respell: list[tuple[int, int, str]] = []     # (start, end, text): a token of this file spelt anew
         self.include_dirs = [Path(d) for d in include_dirs]
         self.sdk_dirs = [Path(d) for d in sdk_dirs]
         self.result = Prepared("")
@@ -114,10 +128,14 @@ class _FileProcessor:
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
         self.token_cache: dict[str, list[Tok]] = {}   # shared by both passes
+        # macros that stand for execution-space or storage words (#define HOST_DEVICE __host__ __device__): the
+        # identifiers of each #define's replacement, any branch of an #if (the scan reads every branch)
+        self.macro_words: dict[str, set[str]] = {}
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
-        """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("aside", None) to blank."""
+        """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("umbrella", path) for the device-side
+        headers an umbrella header includes (UMBRELLAS), ("aside", None) to blank."""
         base = name.rsplit("/", 1)[-1]
         if base in HOST_ONLY_HEADERS or (name.startswith(HOST_ONLY_PREFIXES) and name not in DEVICE_THRUST):
             return "aside", None
@@ -128,7 +146,7 @@ class _FileProcessor:
                 return "local", cand.resolve()
         for d in self.sdk_dirs:
             if (d / name).is_file():
-                return "sdk", None
+                return ("umbrella", d / name) if name in UMBRELLAS else ("sdk", None)
         # Not on the include path: look in the folders a project keeps shared headers in, up the tree
         # (cuda-samples' Samples/x/y/z.cu includes <helper_math.h> from Common/ with -I../../../Common).
         if name.endswith((".h", ".cuh", ".hpp", ".inl")):
@@ -176,6 +194,12 @@ class _FileProcessor:
             word = re.match(r"\w*", body).group()
             if word in ("define", "if", "ifdef", "ifndef", "elif"):
                 self.kept_ids.update(re.findall(r"[A-Za-z_]\w*", body))
+            if word == "define":
+                # object-like only: a function-like macro's invocation (DEFINE_HAS_MEMBER(x), no ';' after it)
+                # stands for declarations of its own, not for words of the declaration the scan joins it to
+                m = re.match(r"define\s+([A-Za-z_]\w*)\b(?!\()(.*)", body)
+                if m:
+                    self.macro_words.setdefault(m.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", m.group(2)))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
@@ -187,6 +211,11 @@ class _FileProcessor:
                     if quoted and name.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS:
                         self.result.missing_includes.append(name)
                     replacements[first] = self._device_parts(name, last, display)
+                elif how == "umbrella":
+                    host_side = UMBRELLAS[name]
+                    parts = re.findall(r"^\s*#\s*include\s*<([^>]+)>", target.read_text(errors="replace"), re.M)
+                    keep_parts = "".join(f"#include <{h}>\n" for h in parts if not h.startswith(host_side))
+                    replacements[first] = keep_parts + f'#line {last + 2} "{_escape(display)}"'
                 elif how == "local":
                     key = str(target)
                     inner = target.read_text(errors="replace")
@@ -205,11 +234,16 @@ class _FileProcessor:
             elif word == "pragma" and re.match(r"pragma\s+once", body):
                 replacements[first] = ""
         code_s = "".join(code)
+        if self.reachable is not None:
+            self.result.launches += [(n, a, display, code_s.count("\n", 0, at) + 1) for n, a, at in _launches(code_s)]
         toks = self.token_cache.get(code_s)
         if toks is None:
             toks = self.token_cache[code_s] = tokenize(code_s)
         blank: list[tuple[int, int]] = []
+        self.respell = []
         self._classify(toks, split_chunks(toks, 0, len(toks)), blank, display, text)
+        for a, b, new in self.respell:
+            out[a:b] = [new] + [""] * (b - a - 1)
         for a, b in blank:
             for k in range(a, b):
                 if out[k] != "\n":
@@ -240,7 +274,7 @@ class _FileProcessor:
 
         for c in chunks:
             head = head_words(toks, c)
-            hs = set(head)
+            hs = self._words(head)
             if c.kind == "class":
                 classes.append(c)
                 continue
@@ -286,6 +320,9 @@ class _FileProcessor:
             if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before \
                     and not names_std_member(head):
                 keep(c)
+                if self.constexpr_floats and "constexpr" not in before and self._floating(before):
+                    t = next(t for t in toks[c.first:c.last + 1] if t.text == "const")
+                    self.respell.append((t.start, t.end, "constexpr"))
             else:
                 blank.append(span(c))
         for c in classes:
@@ -298,7 +335,7 @@ class _FileProcessor:
                 names |= {t.text for t in toks[c.body[1] + 1:c.last + 1] if t.kind == "id"}
             inner = {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}
             self.class_info.append((names, inner))
-            if _host_class(toks, members):
+            if _host_class(toks, members, self._words):
                 blank.append(span(c))
                 continue
             if self.reachable is not None:
@@ -311,12 +348,18 @@ class _FileProcessor:
                 funcs = [m for m in members if m.kind == "function" or
                          (function_name(head_words(toks, m))[0] is not None
                           and not has_top_level(head_words(toks, m), "="))]
-                device = any(set(head_words(toks, m)) & DEVICE_WORDS for m in members)
+                device = any(self._words(head_words(toks, m)) & DEVICE_WORDS for m in members)
                 if funcs and not device and (name is None or name not in kept_ids):
                     blank.append(span(c))
                     continue
             for m in members:   # host-only member function definitions of a kept class
-                if m.kind == "function" and not set(head_words(toks, m)) & DEVICE_WORDS:
+                mh = head_words(toks, m)
+                if self._words(mh) & DEVICE_WORDS:
+                    continue
+                if m.kind == "function" or (function_name(mh)[0] is not None and names_std_member(mh)
+                                            and not has_top_level(mh, "=")):
+                    # and host-only member declarations naming the C++ library, whose headers are set aside
+                    # (`static void log(int level, const std::string& msg);`)
                     blank.append((toks[m.first].start, toks[m.last].end))
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
@@ -324,6 +367,31 @@ class _FileProcessor:
             else:
                 keep(c)
         self.kept_ids |= kept_ids
+
+    def _floating(self, words: list[str]) -> bool:
+        """Whether a declaration's type is float or double, directly or through a typedef."""
+        seen, todo = set(), [w for w in words if re.match(r"[A-Za-z_]\w*$", w)]
+        while todo:
+            w = todo.pop()
+            if w in ("float", "double"):
+                return True
+            if w not in seen:
+                seen.add(w)
+                todo += [x for t in self.result.typedefs.get(w, ()) for x in t.split()]
+        return False
+
+    def _words(self, head: list[str]) -> set[str]:
+        """The words of a declaration's head with the macros among them expanded (transitively), so that
+        ``HOST_DEVICE float f()`` is device code where ``#define HOST_DEVICE __host__ __device__``."""
+        out = set(head)
+        todo = [w for w in head if w in self.macro_words]
+        while todo:
+            for w in self.macro_words[todo.pop()]:
+                if w not in out:
+                    out.add(w)
+                    if w in self.macro_words:
+                        todo.append(w)
+        return out
 
     def _record_alias(self, head: list[str]) -> None:
         """``typedef float real;`` / ``using real = float;`` (no pointers to functions, arrays or bodies)."""
@@ -359,11 +427,29 @@ class _FileProcessor:
         self.result.kernels.append(decl)
 
 
-def _host_class(toks: list[Tok], members: list[Chunk]) -> bool:
+def _launches(code: str) -> list[tuple[str, str, int]]:
+    """``ns::kernel<float, 256><<<grid, block>>>`` in comment- and string-free code: (name, "float, 256", offset)."""
+    out = []
+    for m in re.finditer(r">\s*<<<", code):
+        j, depth = m.start(), 0
+        while j >= 0:
+            depth += (code[j] == ">") - (code[j] == "<")
+            if depth == 0 or code[j] in ";{}":
+                break
+            j -= 1
+        if j < 0 or code[j] != "<":
+            continue
+        name = re.search(r"([A-Za-z_][\w:]*)\s*$", code[:j])
+        if name:
+            out.append((name.group(1), " ".join(code[j + 1:m.start()].split()), name.start(1)))
+    return out
+
+
+def _host_class(toks: list[Tok], members: list[Chunk], words) -> bool:
     """A class with member functions, none of them device code, and a data member of a C++ library type
     (``std::vector<float> times;``): device code cannot use it, whatever names it - Rodinia's dwt2d keeps a timing
     class in a header that a macro names (``#define PERF_BEGIN dwt_cuda::CudaDWTTester PERF_TESTER;``)."""
-    if not any(m.kind == "function" for m in members) or any(set(head_words(toks, m)) & DEVICE_WORDS
+    if not any(m.kind == "function" for m in members) or any(words(head_words(toks, m)) & DEVICE_WORDS
                                                               for m in members):
         return False
     return any(m.kind != "function" and names_std_member(head_words(toks, m)) for m in members)
@@ -374,8 +460,16 @@ def _escape(path: str) -> str:
 
 
 def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, object] | None = None,
-            include_dirs: list[str] = (), sdk_dirs: list[str] = (), name_expressions=()) -> Prepared:
-    """Process one translation unit: inline local headers, set host code aside, find the kernels."""
+            include_dirs: list[str] = (), sdk_dirs: list[str] = (), name_expressions=(),
+            constexpr_floats: bool = False) -> Prepared:
+    """Process one translation unit: inline local headers, set host code aside, find the kernels.
+
+    ``constexpr_floats`` spells the kept namespace-scope ``const float``/``double`` globals ``constexpr``. nvcc lets
+    device code use a host ``const`` scalar "initialized with a constant expression" (the CUDA C++ Programming
+    Guide's "Const-qualified variables") and folds ``const float r = -f;`` or ``1.0 / scale`` where f and scale are
+    such constants; NVRTC's ``-default-device`` makes them ``__device__`` variables, and ISO C++ does not count a
+    const float as a constant, so it reports "dynamic initialization is not supported for a __device__ variable".
+    ``constexpr`` is ISO C++'s way of saying what nvcc does."""
     here = path if path is not None else Path.cwd() / display
     # Pass 1 finds what device code names; pass 2 sets aside the classes it cannot reach.
     first = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
@@ -390,8 +484,35 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
             if (not names or names & reachable) and not inner <= reachable:
                 reachable |= inner
                 changed = True
-    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs), constexpr_floats)
     proc.reachable = reachable
     proc.token_cache = first.token_cache
     proc.result.text = proc.process(here, display, text)
+    known = (set(proc.macro_words) | set(proc.defines) | set(proc.result.typedefs)
+             | {n for names, _ in first.class_info for n in names})
+    proc.result.launched = _launched(proc.result, known)
     return proc.result
+
+
+# Template arguments a launch site may spell that NVRTC resolves without the host code around it: C++'s type words,
+# CUDA's vector and 16-bit float types, <cstdint>'s names (from libcu++), and the file's macros, aliases and classes.
+_TYPE_WORDS = frozenset("""bool char short int long signed unsigned float double void true false size_t ptrdiff_t
+    half half2 __half __half2 __nv_bfloat16 __nv_bfloat162 nv_bfloat16 nv_bfloat162 sizeof""".split())
+_BUILTIN_TYPE = re.compile(r"(u?(char|short|int|long|longlong)|float|double)[1-4]$|u?int(8|16|32|64)_t$")
+
+
+def _launched(result: Prepared, known: set[str]) -> list[str]:
+    """``kernel<float, BLOCK>`` for each launch ``kernel<float, BLOCK><<<...>>>`` of a template kernel whose
+    arguments name only what NVRTC can resolve in the kept code (not the template parameters of a host function
+    around the launch, ``kernel<T><<<...>>>``): the instantiations the file runs, compiled with its kernels."""
+    templates = {k.name: k for k in result.kernels if k.is_template}
+    out: list[str] = []
+    for name, args, _file, _line in result.launches:
+        k = templates.get(name.split("::")[-1])
+        if k is None or not args:
+            continue
+        if all(w in _TYPE_WORDS or w in known or _BUILTIN_TYPE.match(w) for w in re.findall(r"[A-Za-z_]\w*", args)):
+            expr = f"{k.namespace}{k.name}<{args}>"
+            if expr not in out:
+                out.append(expr)
+    return out

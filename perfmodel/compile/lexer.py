@@ -152,14 +152,15 @@ def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_
 
 
 def has_top_level(words: list[str], what: str) -> bool:
-    """Whether ``what`` occurs outside (), [] and {} (a default argument's '=' is inside the parentheses)."""
+    """Whether ``what`` occurs outside (), [] and {} (a default argument's '=' is inside the parentheses), and not
+    as the name of an operator (``T& operator=(const T&)``)."""
     depth = 0
-    for w in words:
+    for k, w in enumerate(words):
         if w in ("(", "[", "{"):
             depth += 1
         elif w in (")", "]", "}"):
             depth -= 1
-        elif w == what and depth == 0:
+        elif w == what and depth == 0 and not (k and words[k - 1] == "operator"):
             return True
     return False
 

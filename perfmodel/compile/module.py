@@ -49,6 +49,8 @@ class CompiledModule:
     log: str
     options: list[str]
     templates: list[str] = field(default_factory=list)     # template kernels declared but not instantiated
+    # how the file launches those: template name -> ["kernel<T, 256> (main.cu:88)", ...]
+    template_launches: dict[str, list[str]] = field(default_factory=dict)
     set_aside_includes: list[str] = field(default_factory=list)
     context_path: str | None = None   # a header compiled inside the .cu file that includes it: that file
     cubin: bytes | None = field(default=None, repr=False)
@@ -73,14 +75,26 @@ class CompiledModule:
         for k in self.kernels:
             if want in (k.expression, k.mangled) or squeezed == re.sub(r"\s+", "", k.expression):
                 return k
+        for k in self.kernels:     # k<8> for ns::k<8>
+            full = re.sub(r"\s+", "", k.expression)
+            name = full.split("<")[0]
+            if "::" not in squeezed.split("<")[0] and squeezed == name.split("::")[-1] + full[len(name):]:
+                return k
         by_name = [k for k in self.kernels if k.name == want or k.name == want.split("::")[-1]]
+        if len({k.expression for k in by_name}) > 1:
+            raise CompileError(f"{want!r} names {len(by_name)} compiled kernels in {self.source_path or 'the source'}"
+                               f": {', '.join(k.expression for k in by_name)}; name one of them.",
+                               location=Location(self.source_path))
         if by_name:
             return by_name[0]
         available = ", ".join(k.expression for k in self.kernels) or "none"
         hint = ""
-        if want.split("<")[0] in self.templates:
-            hint = (f" {want.split('<')[0]} is a template kernel: name an instantiation, e.g. "
-                    f"{want.split('<')[0]}<float> (as the host code launches it).")
+        base = want.split("<")[0]
+        template = next((t for t in self.templates if base in (t, t.split("::")[-1])), None)
+        if template is not None:
+            seen = self.template_launches.get(template)
+            hint = (f" {template} is a template kernel: name an instantiation, "
+                    + (f"as the file launches it: {'; '.join(seen)}." if seen else f"e.g. {template}<float>."))
         raise CompileError(f"no kernel {want!r} in {self.source_path or 'the source'}; compiled kernels: "
                            f"{available}.{hint}", location=Location(self.source_path))
 

@@ -66,5 +66,8 @@ def render_inspect(mod, rows: list[dict], console: Console) -> None:
     if mod.templates:
         console.print(Text("template kernels not instantiated (add --kernel 'NAME<ARGS>'): "
                            + ", ".join(mod.templates), style="dim"))
+        for t in mod.templates:
+            for seen in mod.template_launches.get(t, [])[:4]:
+                console.print(Text(f"  launched as {seen}", style="dim"))
     if getattr(mod, "context_path", None):
         console.print(Text(f"compiled inside {mod.context_path}, which includes this header", style="dim"))

@@ -1,0 +1,328 @@
+"""What nvcc accepts in a kernel file that NVRTC, compiling the same text, would not - and perfmodel therefore
+stands in for. Found on HeCBench (zjin-lcf/HeCBench, 817 CUDA files) and Rodinia 3.1's dwt2d:
+
+* execution-space words behind a macro (``#define HOST_DEVICE __host__ __device__``): device code, not host code
+  to set aside;
+* ``T& operator=(const T&)`` inside a class: an operator's name, not an initialiser running to the next ``;``;
+* ``__NVCC__``, which nvcc defines in both passes and NVRTC does not;
+* CUB's umbrella ``<cub/cub.cuh>``, which stops NVRTC with an ``#error``;
+* host ``const float`` globals computed from one another, which nvcc folds into device code.
+
+Each test compiles a file as it is and runs the kernel; values are checked against numpy (float32 arithmetic),
+an independent source.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.compile import CompileError, compile_cuda
+from perfmodel.kernel import load_kernel
+from perfmodel.sim import simulate
+
+MACRO_ANNOTATIONS = """\
+#include <cstdio>
+#define HD __host__ __device__
+#define DEVICE_INLINE __device__ __forceinline__
+#define KERNEL_SCOPE HD
+
+HD inline float sq(float x) { return x * x; }
+DEVICE_INLINE float twice(float x) { return 2.0f * x; }
+
+struct Acc {
+    float v;
+    KERNEL_SCOPE float get() const { return sq(v) + twice(v); }
+    void dump() const { printf("%f\\n", v); }          // host only
+};
+
+__global__ void k(const float *in, float *out)
+{
+    Acc a{in[threadIdx.x]};
+    out[threadIdx.x] = a.get();
+}
+"""
+
+
+def test_execution_space_macros_mark_device_code(tmp_path):
+    src = tmp_path / "macros.cu"
+    src.write_text(MACRO_ANNOTATIONS)
+    program = load_kernel(src, entry="k")
+    x = np.linspace(-2, 2, 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    simulate(program, 1, 32, [x, out])
+    # the compiler contracts sq(v) + twice(v) into one fma (nvcc's and NVRTC's default --fmad=true): one rounding
+    # of the exact x*x + 2x, which float64 holds exactly for float32 x
+    d = x.astype(np.float64)
+    assert np.array_equal(out, (d * d + 2 * d).astype(np.float32))
+
+
+OPERATOR_ASSIGN = """\
+#include <iostream>
+#if defined(__NVCC__) || defined(__HIPCC__)
+#define ESS __host__ __device__
+#else
+#define ESS
+#endif
+
+template <class T>
+class Cplx {
+  public:
+    T x, y;
+    ESS Cplx(T a, T b) : x(a), y(b) {}
+    ESS Cplx& operator=(const Cplx& o) { x = o.x; y = o.y; return *this; }
+    ESS Cplx& operator+=(const Cplx& o) { x += o.x; y += o.y; return *this; }
+    friend std::ostream& operator<<(std::ostream& os, const Cplx& c) { return os << c.x << "," << c.y; }
+    ESS friend Cplx operator*(const Cplx& a, const Cplx& b) { return Cplx(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+};
+
+__global__ void mul(const float *re, const float *im, float *out)
+{
+    int i = threadIdx.x;
+    Cplx<float> a(re[i], im[i]);
+    Cplx<float> p(0.0f, 0.0f);
+    p = a * a;
+    p += a;
+    out[2 * i] = p.x;
+    out[2 * i + 1] = p.y;
+}
+"""
+
+
+def test_operator_assign_member_and_nvcc_macro(tmp_path):
+    """After ``operator=`` the scan still sees each member (the host-only ``operator<<`` taking std::ostream is
+    set aside), and ``__NVCC__`` gives ESS its __host__ __device__."""
+    src = tmp_path / "cplx.cu"
+    src.write_text(OPERATOR_ASSIGN)
+    program = load_kernel(src, entry="mul")
+    rng = np.random.default_rng(3)
+    re_, im = rng.uniform(-1, 1, 32).astype(np.float32), rng.uniform(-1, 1, 32).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    simulate(program, 1, 32, [re_, im, out])
+    z = re_.astype(np.complex128) + 1j * im.astype(np.complex128)
+    want = z * z + z
+    assert np.allclose(out[0::2], want.real, rtol=1e-5, atol=1e-6)
+    assert np.allclose(out[1::2], want.imag, rtol=1e-5, atol=1e-6)
+
+
+def test_nvcc_macro_is_defined(tmp_path):
+    src = tmp_path / "nvcc.cu"
+    src.write_text("#ifndef __NVCC__\n#error not nvcc\n#endif\n__global__ void k(int *p) { p[0] = __NVCC__; }\n")
+    program = load_kernel(src, entry="k")
+    out = np.zeros(1, np.int32)
+    simulate(program, 1, 1, [out])
+    assert out[0] == 1
+
+
+CUB_UMBRELLA = """\
+#include <cub/cub.cuh>
+#include <cstdio>
+
+template <int BLOCK>
+__global__ void block_sum(const int *in, int *out)
+{
+    typedef cub::BlockReduce<int, BLOCK> Reduce;
+    __shared__ typename Reduce::TempStorage tmp;
+    int s = Reduce(tmp).Sum(in[blockIdx.x * BLOCK + threadIdx.x]);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+int main()
+{
+    int *d_in = nullptr, *d_out = nullptr;
+    void *tmp = nullptr;
+    size_t bytes = 0;
+    cub::DeviceReduce::Sum(tmp, bytes, d_in, d_out, 1024);      // host code: set aside
+    block_sum<128><<<8, 128>>>(d_in, d_out);
+    return 0;
+}
+"""
+
+
+def test_cub_umbrella_gives_the_block_primitives(tmp_path):
+    src = tmp_path / "cubsum.cu"
+    src.write_text(CUB_UMBRELLA)
+    program = load_kernel(src, entry="block_sum<128>")
+    x = np.random.default_rng(5).integers(-1000, 1000, 8 * 128).astype(np.int32)
+    out = np.zeros(8, np.int32)
+    simulate(program, 8, 128, [x, out])
+    assert np.array_equal(out, x.reshape(8, 128).sum(axis=1))
+
+
+def test_cub_device_header_is_host_code(tmp_path):
+    """A device-wide algorithm's header (host launches) is set aside, not handed to NVRTC's #error."""
+    src = tmp_path / "dev.cu"
+    src.write_text("#include <cub/device/device_scan.cuh>\n__global__ void k(int *p) { p[threadIdx.x] = 1; }\n"
+                   "void host(int *a, int *b, void *t, size_t n) { cub::DeviceScan::InclusiveSum(t, n, a, b, 4); }\n")
+    mod = compile_cuda(src)
+    assert [k.name for k in mod.kernels] == ["k"]
+    assert "cub/device/device_scan.cuh" in mod.set_aside_includes
+
+
+CONST_FLOATS = """\
+#include <cstdio>
+namespace lift {
+  const float predict = -1.586134342;
+  const float update = 0.4435068522;
+  const float undo_predict = -predict;
+  const float scale = 1.230174104914;
+  const float scale_div = 1.0 / scale;
+  typedef float real;
+  const real twice = 2 * update;
+}
+
+__global__ void lifting(const float *in, float *out)
+{
+    float v = in[threadIdx.x];
+    out[threadIdx.x] = (v * lift::undo_predict + lift::twice) * lift::scale_div;
+}
+
+int main() { printf("%f\\n", lift::scale_div); return 0; }
+"""
+
+
+def test_host_const_floats_folded_as_nvcc_does(tmp_path):
+    src = tmp_path / "lift.cu"
+    src.write_text(CONST_FLOATS)
+    program = load_kernel(src, entry="lifting")
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    simulate(program, 1, 32, [x, out])
+    f = np.float32
+    undo = -f(-1.586134342)
+    twice = f(2 * f(0.4435068522))
+    div = f(1.0 / np.float64(f(1.230174104914)))        # 1.0 / scale: a double division, then float
+    fma = (x.astype(np.float64) * np.float64(undo) + np.float64(twice)).astype(np.float32)   # contracted, exact
+    assert np.array_equal(out, fma * div)
+
+
+def test_non_constant_host_global_still_reported(tmp_path):
+    """A global that is not a constant expression at all (a call) is still NVRTC's error, with its line."""
+    src = tmp_path / "dyn.cu"
+    src.write_text("float host_value();\nconst float g = host_value();\n"
+                   "__global__ void k(float *p) { p[0] = g; }\n")
+    with pytest.raises(CompileError) as e:
+        compile_cuda(src)
+    assert "dyn.cu:2" in str(e.value)
+
+
+GNU_KEYWORDS = """\
+static __device__ __const__ unsigned char mask = 15;
+static __device__ __const unsigned char shift = 4;
+__extension__ typedef long long wide;
+
+__global__ void pack(const unsigned char *in, wide *out)
+{
+    __signed__ int v = in[threadIdx.x] & mask;
+    __volatile int w = v << shift;
+    unsigned lane;
+    __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(lane));
+    out[threadIdx.x] = (wide)w + lane;
+}
+"""
+
+
+def test_gcc_alternate_keywords(tmp_path):
+    """GCC's alternate keywords (the GCC manual's "Alternate Keywords"), which nvcc's GNU-dialect front end takes
+    and NVRTC does not: __const__, __const, __signed__, __volatile, __asm__, __extension__."""
+    src = tmp_path / "gnu.cu"
+    src.write_text(GNU_KEYWORDS)
+    program = load_kernel(src, entry="pack")
+    x = np.arange(32, dtype=np.uint8) * 7
+    out = np.zeros(32, np.int64)
+    simulate(program, 1, 32, [x, out])
+    assert np.array_equal(out, ((x & 15).astype(np.int64) << 4) + np.arange(32))
+
+
+LAUNCHED_TEMPLATES = """\
+#include <cstdio>
+#define BLOCK 64
+typedef float real;
+
+namespace ops {
+template <typename T, int N>
+__global__ void scale(T *p, T s)
+{
+    int i = blockIdx.x * N + threadIdx.x;
+    p[i] = p[i] * s;
+}
+}
+
+template <typename T>
+__global__ void never_launched_concretely(T *p) { p[0] = T(1); }
+
+template <typename T>
+void run(T *d)
+{
+    never_launched_concretely<T><<<1, 1>>>(d);          // T: the host template's own parameter
+}
+
+int main()
+{
+    real *d = nullptr;
+    const int local = 32;
+    ops::scale<real, BLOCK><<<4, BLOCK>>>(d, 2.0f);
+    ops::scale<double, 128><<<4, 128>>>((double *)d, 2.0);
+    ops::scale<float, local><<<4, local>>>(d, 2.0f);    // a local constant of main(): not resolvable
+    run(d);
+    return 0;
+}
+"""
+
+
+def test_instantiations_the_file_launches_are_compiled(tmp_path):
+    src = tmp_path / "launch.cu"
+    src.write_text(LAUNCHED_TEMPLATES)
+    mod = compile_cuda(src)
+    assert sorted(k.expression for k in mod.kernels) == ["ops::scale<double, 128>", "ops::scale<real, BLOCK>"]
+    assert mod.templates == ["never_launched_concretely"]
+    assert mod.template_launches["never_launched_concretely"] == ["never_launched_concretely<T> (launch.cu:20)"]
+    with pytest.raises(CompileError, match=r"template kernel: name an instantiation, as the file launches it: "
+                                           r"never_launched_concretely<T> \(launch.cu:20\)"):
+        mod.kernel("never_launched_concretely")
+    # the kernel's plain name is ambiguous between the two instantiations: an error, not the first one
+    with pytest.raises(CompileError, match="names 2 compiled kernels"):
+        mod.kernel("scale")
+    # an instantiation named without its namespace
+    k = mod.kernel("scale<double,128>")
+    assert k.expression == "ops::scale<double, 128>"
+    program = load_kernel(src, entry="scale<real, BLOCK>")
+    p = np.arange(256, dtype=np.float32)
+    simulate(program, 4, 64, [p, np.float32(2)])
+    assert np.array_equal(p, np.arange(256, dtype=np.float32) * 2)
+
+
+def test_unqualified_template_expression_is_found_in_its_namespace(tmp_path):
+    src = tmp_path / "ns.cu"
+    src.write_text("namespace dwt { template <int W> __global__ void k(int *p) { p[threadIdx.x] = W; } }\n")
+    mod = compile_cuda(src, name_expressions=["k<7>"])
+    assert [k.expression for k in mod.kernels] == ["dwt::k<7>"]
+    program = load_kernel(src, entry="k<7>")
+    out = np.zeros(4, np.int32)
+    simulate(program, 1, 4, [out])
+    assert np.array_equal(out, [7] * 4)
+
+
+HOST_MEMBER_DECLARATIONS = """\
+#include <string>
+#include <utility>
+struct Grid {
+    int nx;
+    __device__ int cell(int x, int y) const { return y * nx + x; }
+    static void log(int level, const std::string& msg);          // host only, defined in another file
+    std::pair<std::string, int> describe() const;                 // host only
+    Grid() = default;
+};
+
+__global__ void index(Grid g, int *out) { out[threadIdx.x] = g.cell(threadIdx.x, 2); }
+"""
+
+
+def test_host_member_declarations_naming_std_are_set_aside(tmp_path):
+    """A kept class's host-only member declarations that name the C++ library (HeCBench's cmp, eikonal, ans) go
+    with the library's headers; the device member stays."""
+    src = tmp_path / "grid.cu"
+    src.write_text(HOST_MEMBER_DECLARATIONS)
+    program = load_kernel(src, entry="index")
+    out = np.zeros(8, np.int32)
+    simulate(program, 1, 8, [np.array([10], np.int32).view(np.dtype([("nx", np.int32)]))[0], out])
+    assert np.array_equal(out, 2 * 10 + np.arange(8))
