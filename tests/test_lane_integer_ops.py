@@ -30,6 +30,31 @@ def test_vabsdiff4_sums_byte_differences():
     np.testing.assert_array_equal(o[32:], da.astype(np.uint8).view(np.uint32).reshape(-1))
 
 
+def test_vabsdiff2_on_half_words():
+    """``__vabsdiffu2`` (HeCBench's intrinsics-simd), ``vabsdiff2.s32.s32.s32`` and the ``.add`` form: |a - b|
+    per 16-bit half (signed halves for .s32 sources), against numpy's int16 / uint16 lanes."""
+    program = _kernel(r"""
+    __global__ void k(unsigned *o, const unsigned *a, const unsigned *b) {
+        int i = threadIdx.x;
+        unsigned r;
+        asm("vabsdiff2.u32.u32.u32.add %0, %1, %2, %3;" : "=r"(r) : "r"(a[i]), "r"(b[i]), "r"(9u));
+        o[i] = r;
+        o[32 + i] = __vabsdiffu2(a[i], b[i]);
+        asm("vabsdiff2.s32.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a[i]), "r"(b[i]), "r"(0));
+        o[64 + i] = r;
+    }""", "v2.cu")
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(0, 2 ** 32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    o = np.zeros(96, np.uint32)
+    simulate(program, 1, 32, [o, a, b])
+    du = np.abs(a.view(np.uint16).reshape(32, 2).astype(int) - b.view(np.uint16).reshape(32, 2).astype(int))
+    ds = np.abs(a.view(np.int16).reshape(32, 2).astype(int) - b.view(np.int16).reshape(32, 2).astype(int))
+    np.testing.assert_array_equal(o[:32], du.sum(axis=1) + 9)
+    np.testing.assert_array_equal(o[32:64], du.astype(np.uint16).view(np.uint32).reshape(-1))
+    # a signed difference can reach 65535, which the unsaturated form keeps as its low 16 bits
+    np.testing.assert_array_equal(o[64:], (ds & 0xFFFF).astype(np.uint16).view(np.uint32).reshape(-1))
+
+
 def test_dp4a_and_dp2a_sum_lane_products():
     """``__dp4a`` (signed and unsigned) and ``__dp2a_lo`` / ``__dp2a_hi``: c plus the lane products, each lane
     sign-extended for the signed forms, the sum wrapping modulo 2^32."""
@@ -192,3 +217,38 @@ def test_half_precision_intrinsics_with_inline_asm_and_f16_set():
     f32 = x.astype(np.float32)
     expected = (np.sqrt(f32) + np.exp(f32)).astype(np.float16).astype(np.float32) + np.maximum(f32, 0.5)
     np.testing.assert_allclose(o.astype(np.float32), expected, rtol=2e-3)
+
+
+LOP3 = r"""
+__global__ void lop(const unsigned *a, const unsigned *b, const unsigned *c, unsigned *out)
+{
+    int i = threadIdx.x;
+    unsigned x = a[i], y = b[i], z = c[i];
+    unsigned r[4];
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(r[0]) : "r"(x), "r"(y), "r"(z));
+    asm("lop3.b32 %0, %1, %2, %3, 0xE8;" : "=r"(r[1]) : "r"(x), "r"(y), "r"(z));
+    asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(r[2]) : "r"(x), "r"(y), "r"(z));
+    asm("lop3.b32 %0, %1, %2, %3, 0x1E;" : "=r"(r[3]) : "r"(x), "r"(y), "r"(z));
+    for (int k = 0; k < 4; k++) out[4 * i + k] = r[k];
+}
+"""
+
+
+def test_lop3_truth_tables(tmp_path):
+    """immLut is the function applied to 0xF0, 0xCC, 0xAA (PTX ISA, lop3): 0x96 = a^b^c, 0xE8 = majority,
+    0xCA = a ? b : c bit by bit, 0x1E = a ^ (b | c); checked against numpy's bitwise operators."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = tmp_path / "lop.cu"
+    src.write_text(LOP3)
+    program = load_kernel(src, entry="lop")
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    out = np.zeros(128, np.uint32)
+    simulate(program, 1, 32, [a, b, c, out])
+    o = out.reshape(32, 4)
+    assert np.array_equal(o[:, 0], a ^ b ^ c)
+    assert np.array_equal(o[:, 1], (a & b) | (a & c) | (b & c))
+    assert np.array_equal(o[:, 2], (a & b) | (~a & c))
+    assert np.array_equal(o[:, 3], a ^ (b | c))

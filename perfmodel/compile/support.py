@@ -16,7 +16,8 @@ from collections import Counter
 
 SUPPORTED_OPCODES: frozenset[str] = frozenset("""
 add sub mul mad mul24 mad24 sad fma div rem rcp sqrt rsqrt ex2 lg2 sin cos tanh abs neg min max copysign
-and or xor not shl shr popc clz brev bfe bfi bfind prmt shf cnot testp vabsdiff4 dp4a dp2a bmsk addc subc madc
+and or xor not lop3 shl shr popc clz brev bfe bfi bfind prmt shf cnot testp vabsdiff4 vabsdiff2 dp4a dp2a bmsk addc subc
+madc
 cvt cvta mov setp selp set slct
 ld st ldu
 bra ret exit call
@@ -26,8 +27,10 @@ isspacep prefetch prefetchu nanosleep trap brkpt pmevent
 wmma mbarrier
 """.split())
 # forms of supported opcodes the executor does not run: sub-byte and single-bit wmma fragments
-# (perfmodel/sim/tensor.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py)
-_UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mbarrier\.pending_count)")
+# (perfmodel/sim/tensor.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py), lop3 with a predicate result,
+# packed 16-bit integer arithmetic (add.s16x2 ..., which __vabsdiffs2 and the other signed SIMD intrinsics use)
+_UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mbarrier\.pending_count|lop3\.(?:and|or)\b"
+                                r"|\w+\..*\b[su]16x2\b)")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)
@@ -80,10 +83,11 @@ _INDIRECT_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?%")
 
 def unsupported_opcodes(body: str) -> list[str]:
     """Sorted base opcodes of the body that the executor does not support (``cp``: a form other than those of
-    ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer)."""
+    ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer), and in full the unsupported forms
+    of supported opcodes (``add.s16x2``, ``wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32``)."""
     found = {base_opcode(op) for op in ptx_instructions(body)
-             if (base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX))
-             or _UNSUPPORTED_FORMS.match(op)}
+             if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)}
+    found |= {op for op in ptx_instructions(body) if _UNSUPPORTED_FORMS.match(op)}     # the form, in full
     if _INDIRECT_CALL.search(_COMMENT.sub(" ", body)):
         found.add("call.indirect")
     return sorted(found)

@@ -18,6 +18,33 @@ def b_logic(ins, ops):
     return elementwise(ins, ops, fn, ins.type)
 
 
+@builder("lop3")
+def b_lop3(ins, ops):
+    """``lop3.b32 d, a, b, c, immLut``: any logical function of three inputs, bit by bit. The PTX ISA defines
+    immLut as the function applied to 0xF0, 0xCC and 0xAA (a, b, c), so bit i of immLut is the result for
+    a = bit 2 of i, b = bit 1, c = bit 0: d is the OR of the minterms whose immLut bit is set. The ``.and``/
+    ``.or`` form (a predicate result combined with a predicate operand, PTX 8.2) is not run."""
+    if len(ins.operands) != 5 or any(m in ("and", "or") for m in ins.mods):
+        raise Unsupported("lop3 with a predicate result (lop3.and / lop3.or)")
+    t = ins.type
+    ga, gb, gc = (ops.reader(ins.operands[k], t) for k in (1, 2, 3))
+    glut = ops.reader(ins.operands[4], "u32")
+    w = ops.writer(ins.operands[0])
+    udt = _udt(t)
+
+    def lop3(st, fr):
+        a, b, c = (g(st, fr).view(udt) for g in (ga, gb, gc))
+        lut = np.asarray(glut(st, fr)) & 0xFF
+        terms = ((~a, ~b, ~c), (~a, ~b, c), (~a, b, ~c), (~a, b, c), (a, ~b, ~c), (a, ~b, c), (a, b, ~c), (a, b, c))
+        d = np.zeros(np.broadcast(a, b, c).shape, udt)
+        for i, (x, y, z) in enumerate(terms):
+            on = (lut >> i) & 1
+            if np.any(on):
+                d |= np.where(on != 0, x & y & z, udt.type(0)).astype(udt)
+        w(st, fr, d.view(DT[t]))
+    return lop3
+
+
 @builder("not")
 def b_not(ins, ops):
     return elementwise(ins, ops, np.invert, ins.type)
@@ -254,34 +281,37 @@ def _lanes(x, width: int, count: int, signed: bool) -> list:
     return [np.where(v >= top, v - (1 << width), v) for v in out] if signed else out
 
 
-@builder("vabsdiff4")
-def b_vabsdiff4(ins, ops):
+@builder("vabsdiff4", "vabsdiff2")
+def b_vabsdiff(ins, ops):
     """``vabsdiff4.dtype.atype.btype{.add|.sat} d, a, b, c`` (PTX ISA, "SIMD video instructions"): the absolute
     differences of the four byte lanes of a and b (signed bytes for .s32 sources). With ``.add`` d = their sum + c
     (the sum of absolute differences, SAD); without, d's byte i = |a_i - b_i| (``.sat`` clamps it to the byte's
-    range, otherwise its low 8 bits). Byte selectors and masks on the operands are not supported."""
+    range, otherwise its low 8 bits). ``vabsdiff2`` is the same on two 16-bit halves. Byte selectors and masks on
+    the operands are not supported."""
     from perfmodel.ptx.ir import Imm, Reg
 
     if len(ins.types) != 3 or any(t not in ("u32", "s32") for t in ins.types) or len(ins.operands) != 4 or not all(
             isinstance(o, (Reg, Imm)) for o in ins.operands):
-        raise Unsupported(f"vabsdiff4 with byte selectors or masks ({ins.text.strip()})")
+        raise Unsupported(f"{ins.opcode} with lane selectors or masks ({ins.text.strip()})")
+    width, count = (8, 4) if ins.opcode == "vabsdiff4" else (16, 2)
     dst_t, a_t, b_t = ins.types
     add, sat = ins.has("add"), ins.has("sat")
     ga, gb, gc = (ops.reader(o, "u32") for o in ins.operands[1:])
     w = ops.writer(ins.operands[0])
+    lane_mask = (1 << width) - 1
+    top = (1 << (width - 1)) - 1 if dst_t == "s32" else lane_mask
 
-    def vabsdiff4(st, fr):
-        a = _lanes(ga(st, fr), 8, 4, a_t == "s32")
-        b = _lanes(gb(st, fr), 8, 4, b_t == "s32")
+    def vabsdiff(st, fr):
+        a = _lanes(ga(st, fr), width, count, a_t == "s32")
+        b = _lanes(gb(st, fr), width, count, b_t == "s32")
         diffs = [np.abs(x - y) for x, y in zip(a, b)]
         if add:
             r = sum(diffs) + gc(st, fr).astype(np.int64)
         else:
-            top = 127 if dst_t == "s32" else 255
-            r = sum((np.minimum(d, top) if sat else (d & 0xFF)) << (8 * k) for k, d in enumerate(diffs))
+            r = sum((np.minimum(d, top) if sat else (d & lane_mask)) << (width * k) for k, d in enumerate(diffs))
         w(st, fr, (r & 0xFFFFFFFF).astype(np.uint32).view(np.int32) if dst_t == "s32" else
           (r & 0xFFFFFFFF).astype(np.uint32))
-    return vabsdiff4
+    return vabsdiff
 
 
 @builder("dp4a", "dp2a")
