@@ -71,10 +71,7 @@ class KernelProgram:
     def static_shared_bytes(self) -> int:
         """Static shared memory as the PTX declares it (module-level and demoted function-level variables)."""
         total = 0
-        variables = [v for v in self.module.variables if v.space == "shared"]
-        for f in self.module.functions.values():
-            variables += [v for v in f.variables if v.space == "shared"]
-        for v in variables:
+        for v in self.module.shared_variables(self.entry):
             if v.count is None:
                 continue
             total = (total + v.align - 1) // v.align * v.align + v.nbytes

@@ -326,3 +326,42 @@ def test_host_member_declarations_naming_std_are_set_aside(tmp_path):
     out = np.zeros(8, np.int32)
     simulate(program, 1, 8, [np.array([10], np.int32).view(np.dtype([("nx", np.int32)]))[0], out])
     assert np.array_equal(out, 2 * 10 + np.arange(8))
+
+
+TWO_KERNELS_SHARED = """\
+__shared__ float file_scope[64];
+
+template <int N>
+__global__ void tile(float *p)
+{
+    __shared__ float t[N][N];
+    t[threadIdx.y][threadIdx.x] = p[threadIdx.y * N + threadIdx.x];
+    __syncthreads();
+    p[threadIdx.x * N + threadIdx.y] = t[threadIdx.y][threadIdx.x];
+}
+
+__global__ void uses_file_scope(float *p)
+{
+    file_scope[threadIdx.x] = p[threadIdx.x];
+    __syncthreads();
+    p[threadIdx.x] = file_scope[63 - threadIdx.x];
+}
+
+void host() { tile<8><<<1, dim3(8, 8)>>>(nullptr); tile<16><<<1, dim3(16, 16)>>>(nullptr); }
+"""
+
+
+def test_each_kernel_holds_only_its_own_shared_memory(tmp_path):
+    """A file's kernels share one PTX module; a block of each holds only the shared arrays it names, as ptxas
+    allocates them (its "bytes smem" per entry is the independent figure)."""
+    src = tmp_path / "two.cu"
+    src.write_text(TWO_KERNELS_SHARED)
+    mod = compile_cuda(src)
+    ptxas = {k.expression: k.static_shared_bytes for k in mod.kernels}
+    assert ptxas == {"tile<8>": 8 * 8 * 4, "tile<16>": 16 * 16 * 4, "uses_file_scope": 64 * 4}
+    for expr, want in ptxas.items():
+        assert load_kernel(src, entry=expr).static_shared_bytes == want
+    program = load_kernel(src, entry="tile<16>")
+    p = np.arange(256, dtype=np.float32)
+    simulate(program, 1, (16, 16), [p])
+    assert np.array_equal(p, np.arange(256, dtype=np.float32).reshape(16, 16).T.reshape(-1))

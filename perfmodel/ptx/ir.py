@@ -179,6 +179,41 @@ class Module:
     def entries(self) -> list[str]:
         return [n for n, f in self.functions.items() if f.is_entry]
 
+    def callees(self, entry: str) -> list[str]:
+        """Functions reachable from the entry through calls, in the order found."""
+        seen, todo = [], [entry]
+        while todo:
+            f = self.functions.get(todo.pop())
+            if f is None:
+                continue
+            for ins in f.instrs:
+                if ins.opcode == "call":
+                    name = ins.operands[1].name
+                    if name in self.functions and name not in seen and name != entry:
+                        seen.append(name)
+                        todo.append(name)
+        return seen
+
+    def shared_variables(self, entry: str) -> list[Variable]:
+        """The ``.shared`` variables a block of ``entry`` holds, in declaration order (the order of their offsets):
+        the module-level ones that the entry or its callees name, then the function-level (demoted ``__shared__``)
+        ones of the entry and its callees. A file's other kernels' arrays are not the entry's: ptxas allocates
+        each kernel only its own (cuda-samples' matrixMul compiles MatrixMulCUDA<16> and <32>; <32> has 8,192
+        bytes, not 10,240)."""
+        mine = [entry] + self.callees(entry)
+        named: set[str] = set()
+        for n in mine:
+            for ins in self.functions[n].instrs:
+                for o in ins.operands:
+                    o = o.base if isinstance(o, Addr) else o
+                    if isinstance(o, Sym):
+                        named.add(o.name)
+        out = [v for v in self.variables if v.space == "shared" and v.name in named]
+        for n, f in self.functions.items():
+            if n in mine:
+                out += [v for v in f.variables if v.space == "shared"]
+        return out
+
     def __getstate__(self) -> dict:
         # the simulator's compiled functions (perfmodel.sim.launch keeps them here, as closures) stay behind
         return {k: v for k, v in self.__dict__.items() if k != "_builders"}

@@ -171,18 +171,7 @@ def _unreplicated(program, launch, replication) -> SimResult:
 
 def _callees(module, entry) -> list[str]:
     """Functions reachable from the entry through calls (compiled up front so instruction ids are fixed)."""
-    seen, todo = [], [entry]
-    while todo:
-        f = module.functions.get(todo.pop())
-        if f is None:
-            continue
-        for ins in f.instrs:
-            if ins.opcode == "call":
-                name = ins.operands[1].name
-                if name in module.functions and name not in seen and name != entry:
-                    seen.append(name)
-                    todo.append(name)
-    return seen
+    return module.callees(entry)
 
 
 def _finish_batch(st, counters):

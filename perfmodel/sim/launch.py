@@ -140,9 +140,7 @@ class LaunchState:
 
         # shared memory: module-level and demoted function-level variables, then the dynamic allocation
         soff = 0
-        svars = [v for v in module.variables if v.space == "shared"]
-        for f in module.functions.values():
-            svars += [v for v in f.variables if v.space == "shared"]
+        svars = module.shared_variables(program.entry)
         dyn = []
         for v in svars:
             if v.count is None:
