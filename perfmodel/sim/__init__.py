@@ -124,7 +124,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         replicate = False
     builder = launch.builder
     cf = builder.get(program.entry)
-    for name in _callees(program.module, program.entry):
+    for name in program.module.callees(program.entry):
         builder.get(name)
     replication = None
     if replicate and block_ids is None and total_blocks > 1:
@@ -167,11 +167,6 @@ def _unreplicated(program, launch, replication) -> SimResult:
                        total_blocks=launch.grid[0] * launch.grid[1] * launch.grid[2])
     result.replication = replication
     return result
-
-
-def _callees(module, entry) -> list[str]:
-    """Functions reachable from the entry through calls (compiled up front so instruction ids are fixed)."""
-    return module.callees(entry)
 
 
 def _finish_batch(st, counters):
