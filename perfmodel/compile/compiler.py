@@ -376,31 +376,31 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
     expressions (deduplicated), with their decl. A caller's ``k<8>`` for a kernel declared in a namespace is
     ``ns::k<8>``."""
     out: list[tuple[str, KernelDecl | None]] = []
-    seen = set()
+    seen: set[str] = set()           # the expressions taken, without white space
+
+    def take(e: str, decl: KernelDecl | None) -> None:
+        seen.add(re.sub(r"\s+", "", e))
+        out.append((e, decl))
+
     for k in kernels:
-        if not k.is_template:
-            e = k.namespace + k.name
-            if e not in seen:
-                seen.add(e)
-                out.append((e, k))
+        if not k.is_template and k.namespace + k.name not in seen:
+            take(k.namespace + k.name, k)
     for e in launched:
         k = next((k for k in kernels if k.is_template and k.namespace + k.name == e.split("<")[0]), None)
-        if k is not None and re.sub(r"\s+", "", e) not in {re.sub(r"\s+", "", s) for s in seen}:
-            seen.add(e)
-            out.append((e, k))
+        if k is not None and re.sub(r"\s+", "", e) not in seen:
+            take(e, k)
     for e in exprs:
         base = re.sub(r"\s+", "", e.split("<")[0])
         match = next((k for k in kernels if k.namespace + k.name == base or k.name == base), None)
         if match is not None and match.namespace and "::" not in base:
             e = match.namespace + e.strip()
-        if re.sub(r"\s+", "", e) in {re.sub(r"\s+", "", s) for s in seen}:
+        if re.sub(r"\s+", "", e) in seen:
             continue
         if match is None and "<" in e:
             names = ", ".join(k.name + ("<...>" if k.is_template else "") for k in kernels) or "none"
             raise CompileError(f"no __global__ function {base!r} in the source; kernels found: {names}")
         # a plain name the scan did not find (a kernel defined by a macro): NVRTC resolves it, or says it can't
-        seen.add(e)
-        out.append((e, match))
+        take(e, match)
     return out
 
 
