@@ -17,6 +17,7 @@ from pathlib import Path
 from perfmodel.compile import cache as _cache
 from perfmodel.compile import nvrtc
 from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
+from perfmodel.compile.mangle import mangled_dtype, param_types
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
 from perfmodel.compile.signature import dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries
 from perfmodel.errors import CompileError, Location
@@ -405,10 +406,18 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
 
 
 def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
-    """A kernel the source scan did not see (defined through a macro): parameters from the PTX alone, named
-    ``argN``, 8-byte ones taken as pointers of unknown element type."""
-    params = [ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None, size, align)
-              for i, (size, align) in enumerate(sizes)]
+    """A kernel the source scan did not see (defined through a macro): parameters named ``argN``, their types
+    from the mangled name where it has them, else from the PTX alone (8-byte ones taken as pointers of unknown
+    element type)."""
+    types = param_types(mangled)
+    if types is not None and len(types) == len(sizes):
+        params = []
+        for i, (t, (size, align)) in enumerate(zip(types, sizes)):
+            dtype, is_ptr = mangled_dtype(t)
+            params.append(ParamInfo(f"arg{i}", t, is_ptr, dtype, size, align))
+    else:
+        params = [ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None, size, align)
+                  for i, (size, align) in enumerate(sizes)]
     return KernelInfo(name=expr, expression=expr, mangled=mangled, params=params,
                       registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
                       spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
@@ -444,10 +453,18 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
             args = expression_args(expr)
             mapping = {name: arg for (_, name), arg in zip(decl.template_params, args)}
         sizes = entries.get(mangled, [])
+        compiled_types = param_types(mangled) or []
         params = []
         for i, (pname, ctype, is_ptr) in enumerate(parse_params(decl.params_text, mapping)):
             size, align = sizes[i] if i < len(sizes) else (0, 0)
-            params.append(ParamInfo(pname, ctype, is_ptr, dtype_of(ctype, is_ptr, prepared.typedefs), size, align))
+            dtype = dtype_of(ctype, is_ptr, prepared.typedefs)
+            if dtype is None and i < len(compiled_types):
+                # a macro (DATA_TYPE), a typedef chosen by #if: the type the compiler resolved, from the
+                # mangled entry name
+                compiled, compiled_ptr = mangled_dtype(compiled_types[i])
+                if compiled_ptr == is_ptr:
+                    dtype = compiled
+            params.append(ParamInfo(pname, ctype, is_ptr, dtype, size, align))
         res = resources.get(mangled, {})
         kernels.append(KernelInfo(
             name=decl.name, expression=expr, mangled=mangled, params=params,
