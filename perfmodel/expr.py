@@ -1,7 +1,7 @@
 """A small, safe arithmetic evaluator for kernel-spec expressions (grid, block, lengths, scalar args).
 
 Expressions are parsed with Python's :mod:`ast` module and evaluated by walking an allow-list of node types:
-numbers, names (the spec's params), ``+ - * / // % **``, unary ``-``/``+``, parentheses, comparisons
+numbers, names (the spec's params), ``+ - * / // % **``, integer ``<< >>``, unary ``-``/``+``, parentheses, comparisons
 (``< <= > >= == !=``, chained), ``and``/``or``/``not``, the conditional ``a if c else b`` and calls to
 ``ceil``, ``cdiv``, ``floor``, ``min``, ``max``, ``int``, ``abs``. Anything else - attribute access,
 subscripts, lambdas, strings, other calls - is rejected with a :class:`~perfmodel.errors.SpecError` that names
@@ -58,6 +58,17 @@ def _cdiv(a: Number, b: Number) -> Number:
     return int(math.ceil(a / b))
 
 
+def _shift(op):
+    """``<<``/``>>`` as C writes sizes (``1 << 20``): integers only, a count from 0 to the size limit."""
+    def shift(a: Number, b: Number) -> int:
+        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int) or not isinstance(b, int):
+            raise TypeError("shifts take integers")
+        if not 0 <= b <= _MAX_INT_BITS:
+            raise ValueError(f"shift count {b} outside 0..{_MAX_INT_BITS}")
+        return op(a, b)
+    return shift
+
+
 def _int(x: Number) -> int:
     return int(x)
 
@@ -80,9 +91,11 @@ _BINOPS = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
+    ast.LShift: _shift(operator.lshift),
+    ast.RShift: _shift(operator.rshift),
 }
 _BINOP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-               ast.Pow: "**"}
+               ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {
     ast.Lt: operator.lt,
     ast.LtE: operator.le,
@@ -155,7 +168,7 @@ class _Validator:
 
     def fail(self, what: str, node: ast.AST) -> SpecError:
         snippet = ast.get_source_segment(self.text.strip(), node) or type(node).__name__
-        return _error(f"{what} {snippet!r} is not allowed (allowed: numbers, params, + - * / // % **, "
+        return _error(f"{what} {snippet!r} is not allowed (allowed: numbers, params, + - * / // % ** << >>, "
                       f"comparisons, and/or/not, 'a if c else b', {', '.join(sorted(FUNCTIONS))})",
                       self.text, self.file, self.field)
 

@@ -56,7 +56,7 @@ def test_integer_results_stay_int():
     "x := 3",
     "f'{a}'",
     "a @ b",
-    "a << 2",
+    "a & 2",
     "ceil(x=1)",
     "True",
 ])
@@ -89,6 +89,15 @@ def test_division_by_zero_and_huge_powers():
         evaluate("10 ** 100000")
     with pytest.raises(SpecError, match="too large"):
         evaluate("2 ** 4000 * 2 ** 4000")
+
+
+def test_integer_shifts_as_c_writes_sizes():
+    assert evaluate("1 << 20") == 1_048_576 and evaluate("n >> 2", {"n": 64}) == 16
+    assert evaluate("(1 << 10) * 3 + 1") == 3073            # Python's precedence: + binds tighter than <<
+    for text, needle in [("1 << 1.5", "integers"), ("1 << -1", "outside"), ("1 << 5000", "outside"),
+                         ("1 << 4096", "too large"), ("2.0 >> 1", "integers")]:
+        with pytest.raises(SpecError, match=needle):
+            evaluate(text)
 
 
 def test_wrong_number_of_arguments():

@@ -52,7 +52,7 @@ All fields (unknown ones are errors; every error names the file and the field):
 - ``include_dirs``: ``-I`` folders, relative to the yaml.
 - ``tags``, ``notes``: free text.
 
-Expressions (:mod:`perfmodel.expr`): numbers, params, ``+ - * / // % **``, comparisons, ``and/or/not``,
+Expressions (:mod:`perfmodel.expr`): numbers, params, ``+ - * / // % **``, integer ``<< >>``, comparisons, ``and/or/not``,
 ``a if c else b``, ``ceil cdiv floor min max int abs``; never ``eval``.
 
 Specs are found by name in ``$PERFMODEL_KERNEL_PATH`` (os.pathsep-separated folders), then in the shipped
