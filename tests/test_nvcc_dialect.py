@@ -365,3 +365,44 @@ def test_each_kernel_holds_only_its_own_shared_memory(tmp_path):
     p = np.arange(256, dtype=np.float32)
     simulate(program, 1, (16, 16), [p])
     assert np.array_equal(p, np.arange(256, dtype=np.float32).reshape(16, 16).T.reshape(-1))
+
+
+BRACE_MEMBER_INIT = """\
+#include <vector>
+template <typename T>
+class Vec3 {
+public:
+    Vec3() {}                                       // host only: set aside, its `public:` stays
+    __host__ __device__
+    Vec3(T x, T y, T z) : v_{ x, y, z } {}          // the braces after v_ initialise a member, they are no body
+    __host__ __device__ T dot(const Vec3 &o) const { return v_[0] * o.v_[0] + v_[1] * o.v_[1] + v_[2] * o.v_[2]; }
+    void fill(const std::vector<T> &src) { v_[0] = src[0]; }   // host only
+private:
+    T v_[3];
+};
+struct Pair {
+    __device__ Pair(float a, float b) : lo{a}, hi(b) {}
+    float lo, hi;
+};
+__global__ void k(const float *in, float *out)
+{
+    float a = in[threadIdx.x];
+    Vec3<float> p(a, 1.0f, 2.0f), q(3.0f, a, 0.5f);
+    Pair r(a, 4.0f);
+    out[threadIdx.x] = p.dot(q) + r.lo * r.hi;
+}
+"""
+
+
+def test_constructor_initialiser_braces_and_access_specifiers(tmp_path):
+    """Found in HeCBench's nbnxm (GROMACS's BasicVector): `: x_{ x, y, z } {}` was cut at the first brace, and the
+    host-only default constructor was set aside with the `public:` in front of it, making every member private."""
+    src = tmp_path / "vec3.cu"
+    src.write_text(BRACE_MEMBER_INIT)
+    program = load_kernel(src, entry="k")
+    x = np.linspace(-2, 2, 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    simulate(program, 1, 32, [x, out])
+    d = x.astype(np.float64)
+    expected = 3 * d + d + 1.0 + 4 * d             # p.dot(q) = 3a + a + 1, r.lo * r.hi = 4a: exact in float32
+    assert np.allclose(out, expected.astype(np.float32), rtol=1e-6, atol=1e-6)

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfmodel.compile.lexer import (CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level, head_words,
-                                     mask, match_close, names_std_member, preprocessor_lines, split_chunks,
+from perfmodel.compile.lexer import (ACCESS_WORDS, CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level,
+                                     head_words, mask, match_close, names_std_member, preprocessor_lines, split_chunks,
                                      template_params, template_prefix_end, tokenize)
 
 # Headers only host code uses: the CUDA runtime / driver host APIs and the cuda-samples host helpers.
@@ -359,8 +359,12 @@ class _FileProcessor:
                 if m.kind == "function" or (function_name(mh)[0] is not None and names_std_member(mh)
                                             and not has_top_level(mh, "=")):
                     # and host-only member declarations naming the C++ library, whose headers are set aside
-                    # (`static void log(int level, const std::string& msg);`)
-                    blank.append((toks[m.first].start, toks[m.last].end))
+                    # (`static void log(int level, const std::string& msg);`); an access specifier in front
+                    # (`public: V() {}`) stays
+                    first = m.first
+                    while first + 1 < m.last and toks[first].text in ACCESS_WORDS and toks[first + 1].text == ":":
+                        first += 2
+                    blank.append((toks[first].start, toks[m.last].end))
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
                 blank.append(span(c))
