@@ -117,3 +117,26 @@ def test_loop_plan_refuses_data_in_control_flow():
     program = load_kernel(source=LOOPS["data_bound"][0], path="d.cu")
     proof = analyse(program.module.functions[program.entry], block_index_class=UNIFORM)
     assert not proof.ok and "depends on data" in proof.reason
+
+
+OVERRUN = """
+__global__ void k(const float *a, const float *b, float *out, int n) {
+    float s = 0;
+    for (int j = 0; j < n; ++j) s += a[j * 32 + threadIdx.x];
+    out[threadIdx.x] = s + b[0];
+}"""
+
+
+@pytest.mark.parametrize("n_a, where", [(200 * 32, "into b"), (40 * 32, "past the last array")])
+def test_a_loop_that_leaves_its_array_in_an_iteration_it_did_not_run_is_reported(n_a, where):
+    """n = 256 iterations over an array of 200 (or 40) rows: the fast path runs a few and counts the rest, but the
+    rows past the end must be run and reported as the plain executor reports them - as an out-of-bounds load
+    naming a[row], not as a silent read of the next array (b follows a in the simulated heap) or a crash.
+    Found on HeCBench's bitcracker (an IndexError past the heap)."""
+    from perfmodel.errors import SimulationError
+
+    program = load_kernel(source=OVERRUN)
+    for fast in (False, True):
+        args = [np.ones(n_a, np.float32), np.ones(1 << 16, np.float32), np.zeros(32, np.float32), 256]
+        with pytest.raises(SimulationError, match=rf"out-of-bounds global load: a\[{n_a}\] but a has {n_a} elements"):
+            simulate(program, 1, 32, args, fast_loops=fast)

@@ -443,6 +443,8 @@ def _fast_forward(st, cf, fr, pc: int, m, bbw, bbt, traces: list):
                     _lanes(_ints(trace[gid][0]), m, rows, lanes),
                     _lanes(_ints(traces[0][gid][0]), m, rows, lanes) + j * k):
                 return "resume"
+    if not _stays_in_bounds(st, traces[0], steps, T, m, rows, lanes):
+        return "resume"       # an iteration not yet run leaves its array: run them, so that the fault is reported
     # the iterations not executed: each counted as the executed iteration of its class
     for c in range(period):
         _add(st, gids, fname, pc, deltas[c], len(range(executed + ((c - executed) % period), T, period)))
@@ -458,6 +460,31 @@ def _fast_forward(st, cf, fr, pc: int, m, bbw, bbt, traces: list):
     st.launch.skipped_iterations += T - executed
     st.steps += T - executed
     return "done"
+
+
+def _stays_in_bounds(st, trace, steps, T, m, rows, lanes) -> bool:
+    """Whether every access of the iterations not executed stays where iteration 0's was: a lane's global
+    address in the allocation it started in, a shared or local address inside the block's shared or the thread's
+    local memory. Addresses move by a fixed step per iteration, so the last iteration's decides."""
+    heap, L = st.heap, st.launch
+    for gid, k in steps.items():
+        addr, space, nbytes, _store = trace[gid]
+        if k == 0:
+            continue
+        first = np.unique(_lanes(_ints(addr), m, rows, lanes))
+        last = first + (T - 1) * k
+        if space == "global":
+            owner = np.clip(np.searchsorted(heap.starts, first, side="right") - 1, 0, len(heap.starts) - 1)
+            lo, hi = heap.starts[owner], heap.ends[owner]
+        elif space == "shared":
+            lo, hi = 0, L.shared_bytes
+        elif space == "local":
+            lo, hi = 0, L.local_bytes
+        else:
+            continue
+        if ((last < lo) | (last + nbytes > hi)).any():
+            return False
+    return True
 
 
 def _mark_sectors(st, traces, steps, executed, T, m, rows, lanes):
