@@ -303,3 +303,24 @@ def test_analysis_renders_with_rich():
     console.print(result)
     text = console.file.getvalue()
     assert "vec_add on H100" in text and "✓" in text
+
+
+def test_a_kernel_in_an_included_header_that_the_file_never_names(cli, tmp_path):
+    """HeCBench's atomicReduction: kernels.h holds five kernels and reduction.cu launches four of them through a
+    macro, so their names never appear in reduction.cu followed by '('. They are analysed all the same; a name
+    that is nowhere is an error listing the kernels there are."""
+    (tmp_path / "kernels.h").write_text(
+        "__global__ void scale2(int *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+        " if (i < n) x[i] *= 2; }\n")
+    (tmp_path / "main.cu").write_text(
+        '#include "kernels.h"\n#define RUN(k, g) k<<<g, 64>>>(d, n)\n'
+        "int main() { int *d = 0; int n = 100; RUN(scale2, 2); return 0; }\n")
+    args = [str(tmp_path / "main.cu"), "--grid", "2", "--block", "64", "--arg", "x=int32[100]:arange",
+            "--arg", "n=100", "--device", "h100"]
+    doc = analyze_json(cli, "--kernel", "scale2", *args)
+    g = doc["counts"]["global"]
+    assert g["loads"] == 100 and g["stores"] == 100        # the 100 threads of 128 with i < n, one of each
+    code, out, _ = cli("analyze", "--kernel", "scale3", *args, "--json")
+    assert code == 2
+    message = json.loads(out)["error"]["message"]
+    assert "no __global__ function 'scale3'" in message and "kernels found: scale2" in message

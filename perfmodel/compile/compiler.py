@@ -537,6 +537,11 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         decl = next((k for k in prepared.kernels if k.name == base or k.namespace + k.name == base), None)
         where = Location(display, None) if decl is None else Location(
             display if abs_path is not None and decl.file == str(abs_path) else decl.file, decl.line)
+        if decl is None and "<" not in expr and re.fullmatch(r'identifier "[^"]*" is undefined', msg):
+            found = ", ".join(dict.fromkeys(k.namespace + k.name + ("<...>" if k.is_template else "")
+                                            for k in prepared.kernels)) or "none"
+            return CompileError(f"{where}: no __global__ function {expr!r} in the file or the headers it "
+                                f"includes; kernels found: {found}", location=where)
         params = ""
         if decl is not None and decl.template_params:
             params = (f" {decl.name} is declared template <"
