@@ -18,8 +18,10 @@ Integer arithmetic stays integer:
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import operator
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 
@@ -117,9 +119,25 @@ def _error(message: str, text: str, file: str | None, field: str | None) -> Spec
     return SpecError(f"{prefix}{message} in expression {text!r}")
 
 
+# C names that are Python keywords (a kernel parameter called `lambda`, `in`, `from`, `is`): spelt `_kw_NAME_` for
+# Python's parser, and named as written again in the tree. `and or not if else` stay the expression's operators.
+_KEYWORD_NAMES = frozenset(keyword.kwlist) - {"and", "or", "not", "if", "else", "True", "False", "None"}
+_KEYWORD = re.compile(r"(?<![\w.])(" + "|".join(sorted(_KEYWORD_NAMES)) + r")(?!\w)")
+_RESPELT = re.compile(r"_kw_(\w+?)_(?!\w)")
+
+
+def _respell(text: str) -> str:
+    return _KEYWORD.sub(r"_kw_\1_", text.strip())
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> ast.expr:
-    tree = ast.parse(text.strip(), mode="eval")
+    tree = ast.parse(_respell(text), mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            m = _RESPELT.fullmatch(node.id)
+            if m and m.group(1) in _KEYWORD_NAMES:
+                node.id = m.group(1)
     return tree.body
 
 
@@ -167,7 +185,8 @@ class _Validator:
         self.text, self.file, self.field = text, file, field
 
     def fail(self, what: str, node: ast.AST) -> SpecError:
-        snippet = ast.get_source_segment(self.text.strip(), node) or type(node).__name__
+        snippet = ast.get_source_segment(_respell(self.text), node)
+        snippet = _RESPELT.sub(r"\1", snippet) if snippet else type(node).__name__
         return _error(f"{what} {snippet!r} is not allowed (allowed: numbers, params, + - * / // % ** << >>, "
                       f"comparisons, and/or/not, 'a if c else b', {', '.join(sorted(FUNCTIONS))})",
                       self.text, self.file, self.field)

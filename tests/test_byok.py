@@ -324,3 +324,15 @@ def test_a_kernel_in_an_included_header_that_the_file_never_names(cli, tmp_path)
     assert code == 2
     message = json.loads(out)["error"]["message"]
     assert "no __global__ function 'scale3'" in message and "kernels found: scale2" in message
+
+
+def test_parameters_named_like_python_keywords(cli, tmp_path):
+    (tmp_path / "kw.cu").write_text(
+        "__global__ void k(const float *in, float *out, float lambda, int from)\n"
+        "{ int i = threadIdx.x; if (i >= from) out[i] = lambda * in[i]; }\n")
+    x = np.arange(64, dtype=np.float32)
+    np.save(tmp_path / "ref.npy", np.where(np.arange(64) >= 8, 0.5 * x, 0).astype(np.float32))
+    doc = analyze_json(cli, str(tmp_path / "kw.cu"), "--kernel", "k", "--grid", "1", "--block", "64",
+                       "--arg", "in=float32[64]:arange", "--arg", "out=float32[64]", "--arg", "lambda=0.5",
+                       "--arg", "from=8", "--check", f"out={tmp_path / 'ref.npy'}", "--device", "h100")
+    assert doc["correct"] is True

@@ -100,6 +100,17 @@ def test_integer_shifts_as_c_writes_sizes():
             evaluate(text)
 
 
+def test_c_names_that_are_python_keywords():
+    """A kernel parameter may be called `lambda`, `in` or `from` (HeCBench's ace: `double lambda`)."""
+    assert evaluate("lambda * 2 + in_", {"lambda": 3, "in_": 1}) == 7
+    assert evaluate("in if is else 0", {"in": 5, "is": 1}) == 5          # if/else stay operators
+    assert names_in("cdiv(from, 4) + lambda") == {"from", "lambda"}
+    with pytest.raises(SpecError, match=r"the construct 'lambda.x' is not allowed"):
+        evaluate("lambda.x", {"lambda": 1})
+    with pytest.raises(SpecError, match="syntax error"):
+        evaluate("lambda: 1")
+
+
 def test_wrong_number_of_arguments():
     with pytest.raises(SpecError, match="cdiv.. takes 2"):
         evaluate("cdiv(3)")
