@@ -143,7 +143,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
 
     cwd = Path(cwd or Path.cwd()).resolve()
     path = (cwd / Path(file).expanduser()).resolve()
-    source = safeload.read_text(path, error=SpecError, what="CUDA source")
+    source = safeload.read_text(path, error=SpecError, what="CUDA source", latin1=True)
     defines = dict(defines or {})
     macros = macro_names(source)
     includes = tuple(str((cwd / d).resolve()) for d in include_dirs)
@@ -394,7 +394,7 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
     path = Path(file).expanduser().resolve()
     from perfmodel import safeload
 
-    source = safeload.read_text(path, error=SpecError, what="CUDA source")
+    source = safeload.read_text(path, error=SpecError, what="CUDA source", latin1=True)
     macros = macro_names(source)
     defines = dict(defines or {})
     program = load_kernel(path, entry=kernel, defines={k: v for k, v in defines.items() if k in macros},

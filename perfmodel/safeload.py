@@ -134,11 +134,16 @@ def read_bytes(path: str | os.PathLike, *, error: type[PerfmodelError] = Perfmod
     return data
 
 
-def decode(data: bytes, label: str, *, error: type[PerfmodelError] = PerfmodelError, what: str = "file") -> str:
-    """UTF-8 text of ``data`` (a leading byte-order mark dropped); the error names line and byte offset."""
+def decode(data: bytes, label: str, *, error: type[PerfmodelError] = PerfmodelError, what: str = "file",
+           latin1: bool = False) -> str:
+    """UTF-8 text of ``data`` (a leading byte-order mark dropped); the error names line and byte offset.
+    ``latin1``: text that is not UTF-8 is read as ISO 8859-1 instead (C sources from before UTF-8, whose
+    comments say (c) in Latin-1; the compiler reads the same bytes)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
+        if latin1:
+            return decode(data.decode("latin-1").encode("utf-8"), label, error=error, what=what)
         line = data.count(b"\n", 0, err.start) + 1
         bad = data[err.start:err.start + 4].hex(" ")
         raise _fail(error, label, f"the {what} is not valid UTF-8 text: byte offset {err.start:,} "
@@ -153,10 +158,10 @@ def decode(data: bytes, label: str, *, error: type[PerfmodelError] = PerfmodelEr
 
 
 def read_text(path: str | os.PathLike, *, error: type[PerfmodelError] = PerfmodelError, what: str = "file",
-              not_found: str | None = None) -> str:
-    """The UTF-8 text of a user's file, with every check of this module's docstring."""
+              not_found: str | None = None, latin1: bool = False) -> str:
+    """The UTF-8 text of a user's file, with every check of this module's docstring (``latin1``: see decode)."""
     return decode(read_bytes(path, error=error, what=what, not_found=not_found), shown(path), error=error,
-                  what=what)
+                  what=what, latin1=latin1)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -336,3 +336,16 @@ def test_parameters_named_like_python_keywords(cli, tmp_path):
                        "--arg", "in=float32[64]:arange", "--arg", "out=float32[64]", "--arg", "lambda=0.5",
                        "--arg", "from=8", "--check", f"out={tmp_path / 'ref.npy'}", "--device", "h100")
     assert doc["correct"] is True
+
+
+def test_a_latin1_source_is_read_as_the_compiler_reads_it(cli, tmp_path):
+    """HeCBench's eigenvalue: `Copyright (c) 2010` with the sign in ISO 8859-1 (byte A9), not UTF-8."""
+    src = "// Copyright \u00a9 2010\n__global__ void k(float *x) { x[threadIdx.x] += 1.0f; }\n".encode("latin-1")
+    (tmp_path / "old.cu").write_bytes(src)
+    doc = analyze_json(cli, str(tmp_path / "old.cu"), "--kernel", "k", "--grid", "1", "--block", "32",
+                       "--arg", "x=float32[32]", "--device", "h100")
+    assert doc["counts"]["global"]["stores"] == 32
+    # a spec (YAML) is still refused when it is not UTF-8
+    (tmp_path / "k.yaml").write_bytes("entry: k  # \u00a9\n".encode("latin-1"))
+    code, out, _ = cli("analyze", str(tmp_path / "k.yaml"), "--device", "h100", "--json")
+    assert code == 2 and "not valid UTF-8" in json.loads(out)["error"]["message"]

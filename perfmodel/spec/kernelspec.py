@@ -116,7 +116,7 @@ class KernelSpec:
         from perfmodel import safeload
 
         try:
-            return safeload.read_text(self.source_path, error=SpecError, what="CUDA source")
+            return safeload.read_text(self.source_path, error=SpecError, what="CUDA source", latin1=True)
         except SpecError as err:
             raise SpecError(f"{self.path}: field 'source': {err}", location=err.location) from None
 
