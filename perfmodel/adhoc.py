@@ -311,7 +311,40 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             "include_dirs": list(includes)}
     if smem is not None:
         data["dynamic_shared_memory"] = smem
+    # a spec param named like one of the file's macros is a -D of the compile; a kernel argument given with --arg
+    # is not (HeCBench's ecdh: `#define P_x 5` in main.cu, after the header whose kernel has a parameter P_x)
+    for name in [n for n in scalar_exprs if n in macros]:
+        data = _renamed(data, name, _free_name(name, set(model_params) | set(macros)))
     return _build(data, cwd, entry)
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    k = 1
+    while f"{name}_arg{k}" in taken:
+        k += 1
+    return f"{name}_arg{k}"
+
+
+def _renamed(data: dict, old: str, new: str) -> dict:
+    """The spec document with the param ``old`` called ``new``: its key in ``params`` and every expression that
+    names it (not the kernel's argument names, dtypes or file paths)."""
+    word = re.compile(rf"(?<![\w.]){re.escape(old)}(?!\w)")
+
+    def walk(v: Any, key: str = "") -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, str) and key not in ("name", "dtype", "file"):
+            return word.sub(new, v)
+        return v
+
+    out = dict(data)
+    out["params"] = {(new if k == old else k): walk(v) for k, v in data["params"].items()}
+    for key in ("grid", "block", "dynamic_shared_memory", "args"):
+        if key in data:
+            out[key] = walk(data[key])
+    return out
 
 
 def _identifier(entry: str) -> str:

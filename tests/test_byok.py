@@ -349,3 +349,15 @@ def test_a_latin1_source_is_read_as_the_compiler_reads_it(cli, tmp_path):
     (tmp_path / "k.yaml").write_bytes("entry: k  # \u00a9\n".encode("latin-1"))
     code, out, _ = cli("analyze", str(tmp_path / "k.yaml"), "--device", "h100", "--json")
     assert code == 2 and "not valid UTF-8" in json.loads(out)["error"]["message"]
+
+
+def test_an_argument_named_like_a_macro_of_the_file_is_no_define(cli, tmp_path):
+    """HeCBench's ecdh: the kernel in ecdh.h has a parameter P_x, and main.cu says `#define P_x 5` after including
+    it. `--arg P_x=...` is the kernel's argument; passing it to the compile as -D P_x broke the header."""
+    (tmp_path / "k.h").write_text("__global__ void scale(float *x, int K) { x[threadIdx.x] *= K; }\n")
+    (tmp_path / "main.cu").write_text('#include "k.h"\n#define K 3\nint main() { return K; }\n')
+    np.save(tmp_path / "ref.npy", 2 * np.arange(32, dtype=np.float32))
+    doc = analyze_json(cli, str(tmp_path / "main.cu"), "--kernel", "scale", "--grid", "1", "--block", "32",
+                       "--arg", "x=float32[32]:arange", "--arg", "K=2", "--check", f"x={tmp_path / 'ref.npy'}",
+                       "--device", "h100")
+    assert doc["correct"] is True
