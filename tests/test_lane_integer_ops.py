@@ -252,3 +252,64 @@ def test_lop3_truth_tables(tmp_path):
     assert np.array_equal(o[:, 1], (a & b) | (a & c) | (b & c))
     assert np.array_equal(o[:, 2], (a & b) | (~a & c))
     assert np.array_equal(o[:, 3], a ^ (b | c))
+
+
+def test_packed_16_bit_integer_simd_intrinsics():
+    """The CUDA Math API's two-half-word SIMD intrinsics, which NVRTC compiles to ``add``/``min``/``max`` on
+    ``.s16x2``/``.u16x2`` (PTX ISA 8.0, sm_90) around other instructions (HeCBench's intrinsics-simd). Each is
+    checked against its definition in the CUDA Math API ("SIMD Intrinsics"), computed per half-word in numpy:
+    wrapping sums and differences, signed and unsigned min/max, saturating forms clamped to [-32768, 32767]. (The
+    Math API writes __viaddmax_s16x2_relu as max(max(a + b, c), 0); CUDA's crt/device_functions.hpp computes
+    a + b with add.s16x2, which wraps, and so does the reference here.)"""
+    program = _kernel(r"""
+    __global__ void k(unsigned *o, const unsigned *a, const unsigned *b, const unsigned *c) {
+        int i = threadIdx.x, n = blockDim.x;
+        unsigned x = a[i], y = b[i], z = c[i];
+        o[0 * n + i] = __vadd2(x, y);
+        o[1 * n + i] = __vsub2(x, y);
+        o[2 * n + i] = __vmaxs2(x, y);
+        o[3 * n + i] = __vmins2(x, y);
+        o[4 * n + i] = __vmaxu2(x, y);
+        o[5 * n + i] = __vminu2(x, y);
+        o[6 * n + i] = __vabsdiffs2(x, y);
+        o[7 * n + i] = __vneg2(x);
+        o[8 * n + i] = __vabsss2(x);
+        o[9 * n + i] = __vaddss2(x, y);
+        o[10 * n + i] = __vsubss2(x, y);
+        o[11 * n + i] = __viaddmax_s16x2_relu(x, y, z);
+        o[12 * n + i] = __vimax_s16x2_relu(x, y);
+        o[13 * n + i] = __vimin_s16x2_relu(x, y);
+        o[14 * n + i] = __vhaddu2(x, y);
+        o[15 * n + i] = __vnegss2(x);
+    }""", "simd2.cu")
+    rng = np.random.default_rng(7)
+    n = 64
+    edges = np.array([0x80008000, 0x7FFF7FFF, 0xFFFF0000, 0x00010001, 0x80007FFF, 0], np.uint32)
+    a, b, c = (np.concatenate([edges, rng.integers(0, 2 ** 32, n - edges.size, dtype=np.uint64).astype(np.uint32)])
+               for _ in range(3))
+    b[:edges.size] = edges[::-1]
+    o = np.zeros(16 * n, np.uint32)
+    simulate(program, 1, n, [o, a, b, c])
+
+    def s(v):
+        return v.view(np.int16).reshape(n, 2).astype(np.int64)
+
+    def u(v):
+        return v.view(np.uint16).reshape(n, 2).astype(np.int64)
+
+    def pack(h):                           # two 16-bit results (any integers) -> their low 16 bits, packed
+        return (np.asarray(h) & 0xFFFF).astype(np.uint16).view(np.uint32).reshape(-1)
+
+    def sat(h):
+        return np.clip(h, -32768, 32767)
+
+    def wrap(h):                           # a 16-bit signed result: __viaddmax's sum wraps before the max
+        return (h + 32768) % 65536 - 32768
+
+    x, y, z, ux, uy = s(a), s(b), s(c), u(a), u(b)
+    expected = [x + y, x - y, np.maximum(x, y), np.minimum(x, y), np.maximum(ux, uy), np.minimum(ux, uy),
+                np.abs(x - y), -x, sat(np.abs(x)), sat(x + y), sat(x - y),
+                np.maximum(np.maximum(wrap(x + y), z), 0), np.maximum(np.maximum(x, y), 0),
+                np.maximum(np.minimum(x, y), 0), (ux + uy) >> 1, sat(-x)]
+    for k, e in enumerate(expected):
+        np.testing.assert_array_equal(o[k * n:(k + 1) * n], pack(e), err_msg=f"intrinsic #{k}")

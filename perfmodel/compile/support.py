@@ -28,9 +28,9 @@ wmma mbarrier
 """.split())
 # forms of supported opcodes the executor does not run: sub-byte and single-bit wmma fragments
 # (perfmodel/sim/tensor.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py), lop3 with a predicate result,
-# packed 16-bit integer arithmetic (add.s16x2 ..., which __vabsdiffs2 and the other signed SIMD intrinsics use)
+# packed 16-bit integer types on anything but add, min and max (the PTX ISA allows them only there)
 _UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mbarrier\.pending_count|lop3\.(?:and|or)\b"
-                                r"|\w+\..*\b[su]16x2\b)")
+                                r"|(?!(?:add|min|max)\.)\w+\..*\b[su]16x2\b)")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LABEL = re.compile(r"^\s*[$%\w]+:(?!:)\s*", re.M)

@@ -101,6 +101,7 @@ TYPES = {
     "b16": ("uint16", 2), "u16": ("uint16", 2), "s16": ("int16", 2), "f16": ("float16", 2), "bf16": ("uint16", 2),
     "b32": ("uint32", 4), "u32": ("uint32", 4), "s32": ("int32", 4), "f32": ("float32", 4),
     "f16x2": ("uint32", 4), "bf16x2": ("uint32", 4), "tf32": ("uint32", 4),
+    "s16x2": ("uint32", 4), "u16x2": ("uint32", 4),     # two 16-bit integers in a .b32 (add, min, max)
     "b64": ("uint64", 8), "u64": ("uint64", 8), "s64": ("int64", 8), "f64": ("float64", 8),
     "b128": ("uint64", 16),
 }

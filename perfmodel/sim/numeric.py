@@ -68,9 +68,21 @@ def _floaty(t):
 
 
 def _lift(fn, t):
-    """Apply a float32-domain function to .f16/.bf16/x2 values; plain types pass through."""
+    """Apply a float32-domain function to .f16/.bf16/x2 values, an integer one to each half of .s16x2/.u16x2;
+    plain types pass through."""
     if t == "bf16":
         return lambda *a: f32_to_bf16(fn(*[bf16_to_f32(x) for x in a]))
+    if t in ("s16x2", "u16x2"):
+        # packed 16-bit integers (PTX ISA: add, min, max on .u16x2/.s16x2): the half-words a[0:15] and a[16:31]
+        # processed apart, each result wrapping to 16 bits
+        half = np.int16 if t == "s16x2" else np.uint16
+
+        def ix2(*a):
+            parts = [(x.astype(np.uint32) & 0xFFFF).astype(np.uint16).view(half) for x in a], \
+                    [(x.astype(np.uint32) >> 16).astype(np.uint16).view(half) for x in a]
+            lo, hi = (np.asarray(fn(*p)).astype(half).view(np.uint16).astype(np.uint32) for p in parts)
+            return lo | (hi << np.uint32(16))
+        return ix2
     if t in ("f16x2", "bf16x2"):
         def x2(*a):
             parts = [split_x2(x, t) for x in a]
