@@ -228,7 +228,7 @@ class RawKernel:
                 pointee = _dtype_name(p.dtype)
                 if pointee is not None and value.dtype != DTYPES[pointee]:
                     raise ApiError(f"{where}: its elements are {pointee}, the array holds {value.dtype}")
-                if value.dtype.kind not in "biuf":
+                if value.dtype.kind not in "biuf" and value.dtype != DTYPES["bfloat16"]:
                     raise ApiError(f"{where}: arrays of {value.dtype} are not supported (numbers only)")
                 if not value.flags.writeable:
                     raise ApiError(f"{where}: the array is read-only; the kernel's writes could not be returned")

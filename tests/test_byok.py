@@ -361,3 +361,50 @@ def test_an_argument_named_like_a_macro_of_the_file_is_no_define(cli, tmp_path):
                        "--arg", "x=float32[32]:arange", "--arg", "K=2", "--check", f"x={tmp_path / 'ref.npy'}",
                        "--device", "h100")
     assert doc["correct"] is True
+
+
+BF16_KERNEL = """\
+#include <cuda_bf16.h>
+#if defined(ENABLE_FP32)
+typedef float floatX;
+#else
+typedef __nv_bfloat16 floatX;          // llm.c's default
+#endif
+__global__ void axpb(floatX *out, const floatX *inp, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (floatX)(a * (float)inp[i] + 1.0f);
+}
+"""
+
+
+def test_bfloat16_arrays_from_the_command_line_and_the_api(cli, tmp_path):
+    """__nv_bfloat16 arrays (llm.c's floatX): numpy's bfloat16 from ml_dtypes holds the same 16 bits. The
+    reference rounds the float32 result to bfloat16 with ml_dtypes (round to nearest even, as __float2bfloat16
+    does), so the outputs must be equal, bit for bit."""
+    import ml_dtypes
+
+    import perfmodel
+
+    path = tmp_path / "bf16.cu"
+    path.write_text(BF16_KERNEL)
+    x = np.random.default_rng(4).uniform(-3, 3, 1000).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", x.astype(np.float32))
+    expected = (np.float32(1.5) * x.astype(np.float32) + np.float32(1)).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "ref.npy", expected.astype(np.float32))
+    args = [str(path), "--kernel", "axpb", "--grid", "cdiv(n,256)", "--block", "256", "-D", "n=1000",
+            "--arg", "out=bfloat16[n]", "--arg", f"inp=bfloat16[n]:file={tmp_path / 'x.npy'}", "--arg", "a=1.5",
+            "--arg", "n=n", "--device", "h100"]
+    doc = analyze_json(cli, *args, "--check", f"out={tmp_path / 'ref.npy'}", "--rtol", "0", "--atol", "0")
+    assert doc["correct"] is True
+    # 2-byte elements: 1,000 loads of 2,000 bytes
+    assert doc["counts"]["global"]["loads"] == 1000 and doc["counts"]["global"]["load_bytes"] == 2000
+    # the Python API, with the arrays themselves
+    out = np.zeros(1000, ml_dtypes.bfloat16)
+    kernel = perfmodel.RawModule(path=str(path)).get_function("axpb")
+    kernel((4,), (256,), (out, x, np.float32(1.5), np.int32(1000)), device="h100")
+    assert np.array_equal(out.view(np.uint16), expected.view(np.uint16))
+    # a reference in float64 fails at float32's default tolerance, and the message says why
+    np.save(tmp_path / "exact.npy", 1.5 * x.astype(np.float64) + 1)
+    doc = analyze_json(cli, *args, "--check", f"out={tmp_path / 'exact.npy'}")
+    assert doc["correct"] is False and "bfloat16, whose rounding alone" in doc["correct_detail"]

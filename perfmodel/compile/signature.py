@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes  # noqa: F401  (registers numpy's "bfloat16" dtype)
 import numpy as np
 
 _QUALIFIERS = {"const", "volatile"}
@@ -29,7 +30,7 @@ SCALAR_DTYPES: dict[str, str] = {
     "size_t": "uint64", "ptrdiff_t": "int64", "bool": "bool",
     "int8_t": "int8", "uint8_t": "uint8", "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32",
     "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64", "intptr_t": "int64", "uintptr_t": "uint64",
-    "__nv_bfloat16": None, "nv_bfloat16": None,   # no numpy bfloat16
+    "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__bf16": "bfloat16",   # ml_dtypes' bfloat16
 }
 
 

@@ -230,7 +230,7 @@ class Launch:
                     f"{output.arg}: {int(bad.sum())} of {actual.size} elements differ from reference "
                     f"{output.reference!r} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at "
                     f"[{first}]: got {actual64[first]:.7g}, expected {expected64[first]:.7g}; "
-                    f"rtol={output.rtol:g}, atol={output.atol:g})")
+                    f"rtol={output.rtol:g}, atol={output.atol:g}){_rounding_hint(actual.dtype, output.rtol)}")
             results.append(OutputResult(output.arg, max_abs, max_rel, ok, output.reference, int(actual.size)))
         correct = not problems
         if correct:
@@ -261,3 +261,16 @@ class Launch:
 def check_outputs(launch: Launch, args_after_run: Sequence[Any] | Mapping[str, Any]) -> OutputCheck:
     """Function form of :meth:`Launch.check_outputs`."""
     return launch.check_outputs(args_after_run)
+
+
+# significand bits (with the implicit one) of the narrow float formats: their rounding alone is a relative error of
+# up to 2^-bits, which a float32-sized rtol does not allow
+_SIGNIFICAND_BITS = {"float16": 11, "bfloat16": 8}
+
+
+def _rounding_hint(dtype: np.dtype, rtol: float) -> str:
+    bits = _SIGNIFICAND_BITS.get(np.dtype(dtype).name)
+    if bits is None or rtol >= 2.0 ** -bits:
+        return ""
+    return (f"; the output is {np.dtype(dtype).name}, whose rounding alone is a relative error of up to "
+            f"{2.0 ** -bits:.3g} (--rtol / rtol)")

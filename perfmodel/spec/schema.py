@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+import ml_dtypes
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator, \
     model_validator
@@ -28,6 +29,9 @@ DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
     "float16": np.dtype(np.float16), "half": np.dtype(np.float16), "uint16": np.dtype(np.uint16),
     "unsigned short": np.dtype(np.uint16),
+    # bfloat16 (8-bit exponent, 7-bit mantissa) as ml_dtypes stores it: the bits of __nv_bfloat16
+    "bfloat16": np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
 }
 
 Expr = StrictInt | StrictFloat | str
