@@ -406,3 +406,59 @@ def test_constructor_initialiser_braces_and_access_specifiers(tmp_path):
     d = x.astype(np.float64)
     expected = 3 * d + d + 1.0 + 4 * d             # p.dot(q) = 3a + a + 1, r.lo * r.hi = 4a: exact in float32
     assert np.allclose(out, expected.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+IFDEF_IN_SIGNATURE = """\
+__global__ void scale(float *x, float a
+#ifdef WITH_OFFSET
+                      , float b
+#endif
+#if defined(WIDE)
+                      , long long n
+#else
+                      , int n
+#endif
+                      )
+{
+    int i = threadIdx.x;
+#ifdef WITH_OFFSET
+    if (i < n) x[i] = a * x[i] + b;
+#else
+    if (i < n) x[i] = a * x[i];
+#endif
+}
+"""
+
+
+@pytest.mark.parametrize("defines, names", [
+    ({}, ["x", "a", "n"]),
+    ({"WITH_OFFSET": 1}, ["x", "a", "b", "n"]),
+    ({"WIDE": 1}, ["x", "a", "n"]),
+])
+def test_preprocessor_lines_inside_the_parameter_list(tmp_path, defines, names):
+    """HeCBench's pad and sc: `#ifdef DYNAMIC_PARTITION , int *worklist #endif` inside a kernel's parameter
+    list. The scan keeps the parameters of every branch; the compiled entry's mangled name picks those that are
+    there (the #else branch's int n, or the long long n)."""
+    src = tmp_path / "sig.cu"
+    src.write_text(IFDEF_IN_SIGNATURE)
+    info = compile_cuda(src, defines=defines).kernel("scale")
+    assert [p.name for p in info.params] == names
+    assert info.params[-1].dtype == np.dtype(np.int64 if "WIDE" in defines else np.int32)
+    program = load_kernel(src, entry="scale", defines=defines)
+    x = np.arange(32, dtype=np.float32)
+    args = [x, np.float32(3)] + ([np.float32(0.5)] if "WITH_OFFSET" in defines else []) + [20]
+    simulate(program, 1, 32, args)
+    y = np.arange(32, dtype=np.float32)
+    y[:20] = 3 * y[:20] + (0.5 if "WITH_OFFSET" in defines else 0)
+    assert np.array_equal(x, y)
+
+
+def test_a_kernel_only_declared_in_the_file_is_not_listed(tmp_path):
+    """HeCBench's qem: main.cu includes gpu_solver.h, which declares the kernels that gpu_solver.cu defines.
+    main.cu has none of them, and asking for one says where it is declared."""
+    (tmp_path / "solver.h").write_text("__global__ void solve(int n, float *x);\n")
+    (tmp_path / "main.cu").write_text('#include "solver.h"\nint main() { solve<<<1, 1>>>(1, 0); return 0; }\n')
+    mod = compile_cuda(tmp_path / "main.cu")
+    assert mod.kernels == []
+    with pytest.raises(CompileError, match=r"solve is only declared here \(solver.h:1\)"):
+        mod.kernel("solve")

@@ -157,7 +157,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 5          # bump when the cached JSON changes meaning
+FORMAT_VERSION = 6          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -405,6 +405,23 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
     return out
 
 
+def _aligned(parsed: list, compiled_types: list[str], n: int, typedefs) -> list:
+    """The source's parameters that the compiled entry has, where the source lists more than its ``n`` (the
+    branches of an ``#if`` inside the parameter list): the first in order whose pointer-ness and known dtype match
+    each mangled type in turn."""
+    if len(parsed) <= n or len(compiled_types) != n:
+        return parsed
+    out = []
+    for name, ctype, is_ptr in parsed:
+        if len(out) == n:
+            break
+        want, want_ptr = mangled_dtype(compiled_types[len(out)])
+        have = dtype_of(ctype, is_ptr, typedefs)
+        if want_ptr == is_ptr and (want is None or have is None or want == have):
+            out.append((name, ctype, is_ptr))
+    return out if len(out) == n else parsed
+
+
 def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
     """A kernel the source scan did not see (defined through a macro): parameters named ``argN``, their types
     from the mangled name where it has them, else from the PTX alone (8-byte ones taken as pointers of unknown
@@ -437,6 +454,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
     entries = ptx_entries(record.ptx)
     resources = parse_ptxas_log(record.log)
     kernels: list[KernelInfo] = []
+    declared: dict[str, str] = {}
     for expr, decl in all_exprs:
         mangled = record.lowered.get(expr)
         if mangled is None and decl is not None and not decl.is_template:
@@ -446,16 +464,19 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         if decl is None:
             kernels.append(_ptx_only_kernel(expr, mangled, entries.get(mangled, []), resources.get(mangled, {})))
             continue
-        if resources and mangled not in resources:
-            continue      # only declared here (defined in another file: no .entry body)
+        if mangled not in entries:
+            # only declared here (defined in another file: no .entry body)
+            declared[decl.namespace + decl.name] = f"{Path(decl.file).name}:{decl.line}"
+            continue
         mapping = {}
         if decl.is_template:
             args = expression_args(expr)
             mapping = {name: arg for (_, name), arg in zip(decl.template_params, args)}
         sizes = entries.get(mangled, [])
         compiled_types = param_types(mangled) or []
+        parsed = _aligned(parse_params(decl.params_text, mapping), compiled_types, len(sizes), prepared.typedefs)
         params = []
-        for i, (pname, ctype, is_ptr) in enumerate(parse_params(decl.params_text, mapping)):
+        for i, (pname, ctype, is_ptr) in enumerate(parsed):
             size, align = sizes[i] if i < len(sizes) else (0, 0)
             dtype = dtype_of(ctype, is_ptr, prepared.typedefs)
             if dtype is None and i < len(compiled_types):
@@ -484,6 +505,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          source_path=display, source_lines=source.splitlines(), kernels=kernels, log=record.log,
                          options=list(options), templates=templates, template_launches=launches,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
+                         declared_only=declared,
                          cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None)
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:

@@ -415,7 +415,9 @@ class _FileProcessor:
         po = c.first + paren
         pc = match_close(toks, po)
         params_text = text[toks[po].end:toks[pc].start]
-        params_text = mask(params_text)
+        # preprocessor lines inside the parameter list (`#ifdef DYNAMIC_PARTITION , int *worklist #endif`) go: the
+        # parameters of every branch stay, and the compiled entry's mangled name says which ones are there
+        params_text = re.sub(r"^[ \t]*#.*$", " ", mask(params_text), flags=re.M)
         name_tok = toks[po - 1]
         line = text.count("\n", 0, name_tok.start) + 1
         tparams = template_params(head)

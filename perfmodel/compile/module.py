@@ -52,6 +52,8 @@ class CompiledModule:
     # how the file launches those: template name -> ["kernel<T, 256> (main.cu:88)", ...]
     template_launches: dict[str, list[str]] = field(default_factory=dict)
     set_aside_includes: list[str] = field(default_factory=list)
+    # kernels the file only declares (defined in another .cu file, linked by the project's build): name -> where
+    declared_only: dict[str, str] = field(default_factory=dict)
     context_path: str | None = None   # a header compiled inside the .cu file that includes it: that file
     cubin: bytes | None = field(default=None, repr=False)
     files: dict[str, str] = field(default_factory=dict, repr=False)   # absolute path -> original lines' text
@@ -95,6 +97,10 @@ class CompiledModule:
             seen = self.template_launches.get(template)
             hint = (f" {template} is a template kernel: name an instantiation, "
                     + (f"as the file launches it: {'; '.join(seen)}." if seen else f"e.g. {template}<float>."))
+        where = self.declared_only.get(base) or self.declared_only.get(base.split("::")[-1])
+        if where is not None and not hint:
+            hint = (f" {base} is only declared here ({where}); its definition is in another file of the project: "
+                    "analyse that file.")
         raise CompileError(f"no kernel {want!r} in {self.source_path or 'the source'}; compiled kernels: "
                            f"{available}.{hint}", location=Location(self.source_path))
 
