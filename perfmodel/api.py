@@ -226,7 +226,8 @@ class RawKernel:
                 if not isinstance(value, np.ndarray):
                     raise ApiError(f"{where}: a pointer takes a numpy array, got {type(value).__name__}")
                 pointee = _dtype_name(p.dtype)
-                if pointee is not None and value.dtype != DTYPES[pointee]:
+                if pointee is not None and value.dtype != DTYPES[pointee] and not (
+                        pointee == "bfloat16" and value.dtype == np.uint16):     # bfloat16 bits held as uint16
                     raise ApiError(f"{where}: its elements are {pointee}, the array holds {value.dtype}")
                 if value.dtype.kind not in "biuf" and value.dtype != DTYPES["bfloat16"]:
                     raise ApiError(f"{where}: arrays of {value.dtype} are not supported (numbers only)")

@@ -1,6 +1,7 @@
 """The kernel spec format: loading, validation errors (file + field), instantiation and output checks."""
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -192,9 +193,15 @@ def test_output_must_be_array_arg(tmp_path):
     assert_spec_error(path, "field 'outputs[0].arg'", "'n' is not an array arg")
 
 
-def test_entry_must_exist(tmp_path):
+def test_entry_must_exist(tmp_path, cli):
+    """The compile says whether the entry exists (it may be in a header the source includes, which a text search
+    of the source alone would miss): exit 2, naming the kernels that are there."""
     path = write_spec(tmp_path, GOOD.replace("entry: scale", "entry: scale2"))
-    assert_spec_error(path, "field 'entry'", "scale2")
+    code, out, _ = cli("analyze", str(path), "--device", "h100", "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert error["kind"] == "compile" and "no __global__ function 'scale2'" in error["message"]
+    assert "kernels found: scale" in error["message"]
 
 
 def test_bad_grid_value_at_instantiate(tmp_path):

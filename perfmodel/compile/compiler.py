@@ -405,6 +405,10 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
     return out
 
 
+# typedefs of integers that name objects, not numbers (a texture or surface object is given as one, in a spec)
+_HANDLES = {"cudaTextureObject_t", "cudaSurfaceObject_t", "CUtexObject", "CUsurfObject"}
+
+
 def _aligned(parsed: list, compiled_types: list[str], n: int, typedefs) -> list:
     """The source's parameters that the compiled entry has, where the source lists more than its ``n`` (the
     branches of an ``#if`` inside the parameter list): the first in order whose pointer-ness and known dtype match
@@ -479,7 +483,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         for i, (pname, ctype, is_ptr) in enumerate(parsed):
             size, align = sizes[i] if i < len(sizes) else (0, 0)
             dtype = dtype_of(ctype, is_ptr, prepared.typedefs)
-            if dtype is None and i < len(compiled_types):
+            if dtype is None and i < len(compiled_types) and not _HANDLES & set(re.findall(r"\w+", ctype)):
                 # a macro (DATA_TYPE), a typedef chosen by #if: the type the compiler resolved, from the
                 # mangled entry name
                 compiled, compiled_ptr = mangled_dtype(compiled_types[i])

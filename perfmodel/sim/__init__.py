@@ -93,7 +93,8 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         if p.is_pointer:
             if not isinstance(a, np.ndarray):
                 raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
-            if p.dtype is not None and p.dtype.fields is None and a.dtype != p.dtype:
+            if p.dtype is not None and p.dtype.fields is None and a.dtype != p.dtype and not (
+                    p.dtype.name == "bfloat16" and a.dtype == np.uint16):       # bfloat16 bits held as uint16
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
             if not a.flags.c_contiguous:
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
