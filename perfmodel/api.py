@@ -208,6 +208,7 @@ class RawKernel:
     # ------------------------------------------------------------------------------------------------------
     def _launch(self, program, grid, block, shared_mem, args, expected, reference, rtol, atol, constants):
         from perfmodel.adhoc import _dtype_name, _identifier
+        from perfmodel.compile.signature import array_fits
         from perfmodel.references import Reference, callable_reference
         from perfmodel.spec import DTYPES, ArgValue, KernelSpec, Launch, OutputSpec, SpecModel
         from perfmodel.spec.kernelspec import _scalar
@@ -226,8 +227,7 @@ class RawKernel:
                 if not isinstance(value, np.ndarray):
                     raise ApiError(f"{where}: a pointer takes a numpy array, got {type(value).__name__}")
                 pointee = _dtype_name(p.dtype)
-                if pointee is not None and value.dtype != DTYPES[pointee] and not (
-                        pointee == "bfloat16" and value.dtype == np.uint16):     # bfloat16 bits held as uint16
+                if pointee is not None and not array_fits(DTYPES[pointee], value.dtype):
                     raise ApiError(f"{where}: its elements are {pointee}, the array holds {value.dtype}")
                 if value.dtype.kind not in "biuf" and value.dtype != DTYPES["bfloat16"]:
                     raise ApiError(f"{where}: arrays of {value.dtype} are not supported (numbers only)")

@@ -144,7 +144,7 @@ def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_
                 i = start = j + 1
                 continue
             if paren is not None and (toks[i - 1].kind == "id" or words[-1] == ">") \
-                    and _after_parameters(words, paren, ":"):
+                    and has_top_level(words[paren:], ":"):
                 # a brace-initialised member or base in a constructor's initializer list (`: x_{ x, y } {}`),
                 # not the body
                 i = close + 1
@@ -156,20 +156,6 @@ def split_chunks(toks: list[Tok], lo: int, hi: int, namespace: str = "", extern_
     if start < hi:
         chunks.append(Chunk(start, hi - 1, "decl", namespace=namespace, extern_c=extern_c))
     return chunks
-
-
-def _after_parameters(words: list[str], paren: int, what: str) -> bool:
-    """Whether ``what`` occurs at the top level after the parenthesised list that opens at ``words[paren]``."""
-    depth = 0
-    for k in range(paren, len(words)):
-        w = words[k]
-        if w in ("(", "[", "{"):
-            depth += 1
-        elif w in (")", "]", "}"):
-            depth -= 1
-        elif w == what and depth == 0:
-            return True
-    return False
 
 
 def has_top_level(words: list[str], what: str) -> bool:

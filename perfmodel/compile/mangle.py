@@ -77,12 +77,16 @@ class _Reader:
         for abbrev, text in _STD_ABBREV.items():
             if self.take(abbrev):
                 return text
-        if not self.take("S"):
+        return self.indexed("S", self.subs)
+
+    def indexed(self, letter: str, table: list[str]) -> str:
+        """S<seq-id>_ / T<seq-id>_: the entry of ``table`` they name."""
+        if not self.take(letter):
             raise _Unsupported
         k = self.seq_id()
-        if k >= len(self.subs):
+        if k >= len(table):
             raise _Unsupported
-        return self.subs[k]
+        return table[k]
 
     def unqualified(self) -> str:
         if self.peek().isdigit():
@@ -143,12 +147,7 @@ class _Reader:
         return "::".join(parts), templated
 
     def template_param(self) -> str:
-        if not self.take("T"):
-            raise _Unsupported
-        k = self.seq_id()
-        if k >= len(self.targs):
-            raise _Unsupported
-        return self.targs[k]
+        return self.indexed("T", self.targs)
 
     # ---- types ---------------------------------------------------------------------------------------------
     def type(self) -> str:

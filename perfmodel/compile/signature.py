@@ -156,6 +156,12 @@ def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None 
     return np.dtype(name) if name else vector_dtype(key)
 
 
+def array_fits(param: np.dtype, array: np.dtype) -> bool:
+    """Whether an array of ``array`` elements may stand for a pointer to ``param``: the same dtype, or the raw
+    bits of a bfloat16 held as uint16."""
+    return array == param or (param.name == "bfloat16" and array == np.uint16)
+
+
 # ---- PTX ----------------------------------------------------------------------------------------------------------
 _PTX_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
               "b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1}

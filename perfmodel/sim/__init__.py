@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfmodel.compile.signature import array_fits
 from perfmodel.errors import SimulationError
 from perfmodel.sim.result import Counts, SimResult, build_result
 
@@ -93,8 +94,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         if p.is_pointer:
             if not isinstance(a, np.ndarray):
                 raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
-            if p.dtype is not None and p.dtype.fields is None and a.dtype != p.dtype and not (
-                    p.dtype.name == "bfloat16" and a.dtype == np.uint16):       # bfloat16 bits held as uint16
+            if p.dtype is not None and p.dtype.fields is None and not array_fits(p.dtype, a.dtype):
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
             if not a.flags.c_contiguous:
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
