@@ -192,22 +192,18 @@ class _Reader:
             self.subs.append(out)
             return out
         if c == "T":
-            out = self.template_param()
-            if self.peek() == "I":
-                self.subs.append(out)
-                out += "<" + ", ".join(self.template_args()) + ">"
+            out = self.templated(self.template_param())
             self.subs.append(out)
             return out
         if c == "S":
-            std = self.take("St")
-            out = "std::" + self.unqualified() if std else self.substitution()
-            if self.peek() == "I":
-                if std:
-                    self.subs.append(out)  # std::vector, then std::vector<int>
-                out += "<" + ", ".join(self.template_args()) + ">"
-                self.subs.append(out)
-            elif std:
-                self.subs.append(out)
+            if self.take("St"):
+                out = self.templated("std::" + self.unqualified())     # std::vector, then std::vector<int>
+            else:
+                name = self.substitution()       # already a candidate: only name<args> is a new one
+                if self.peek() != "I":
+                    return name
+                out = self.templated(name, candidate=False)
+            self.subs.append(out)
             return out
         if c == "N":
             self.i += 1
@@ -217,13 +213,19 @@ class _Reader:
             self.subs.append(out)
             return out
         if c.isdigit():
-            out = self.source_name()
-            if self.peek() == "I":
-                self.subs.append(out)
-                out += "<" + ", ".join(self.template_args()) + ">"
+            out = self.templated(self.source_name())
             self.subs.append(out)
             return out
-        raise _Unsupported                 # F (function), M (member pointer), A (array), Dv (vector), ...
+        raise _Unsupported                 # F (function), M (member pointer), Dv (vector), ...
+
+    def templated(self, name: str, candidate: bool = True) -> str:
+        """``name`` with the template arguments that follow it, if any; a template name so followed is a
+        substitution candidate of its own (unless it came from a substitution), before the whole type."""
+        if self.peek() != "I":
+            return name
+        if candidate:
+            self.subs.append(name)
+        return name + "<" + ", ".join(self.template_args()) + ">"
 
 
 def param_types(mangled: str) -> list[str] | None:
