@@ -184,6 +184,7 @@ class LaunchState:
             raise SimulationError(f"{program.name}: the PTX entry has {len(entry.params)} parameters, the source "
                                   f"signature {len(params)}")
         buf = bytearray(_align(max(total, 8), 8))
+        self.param_names = {pp.name: p.name for pp, p in zip(entry.params, params)}     # PTX -> source
         for pp, p, a in zip(entry.params, params, args):
             off = offsets[pp.name]
             if p.is_pointer:

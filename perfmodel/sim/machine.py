@@ -229,6 +229,11 @@ class State(MemoryMixin):
         if loc is None and gid is not None:
             loc = self.builder._location(self.builder.instrs[gid])
         where = f"{loc}: " if loc else ""
+        if gid is not None and (loc is None or not loc.line):
+            # .loc line 0: code the compiler moved (hoisted out of a loop, merged) is tied to no source line
+            text = " ".join(self.builder.instrs[gid].text.split())
+            message += (f", in `{text}`, which the compiler tied to no source line "
+                        "(code it moved, e.g. out of a loop)")
         raise SimulationError(f"{where}{message} (thread {thread}, block {block})", location=loc, thread=thread,
                               block=block)
 

@@ -96,7 +96,7 @@ class MemoryMixin:
             badm = ~ok if m is None else (~ok & m)
             if badm.any():
                 v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
-                j = heap.owner(v)
+                j = self._array_of(gid, v)
                 elem = (v - heap.offsets[j]) // size
                 n_el = heap.sizes[j] // size
                 if (v - heap.offsets[j]) % size:
@@ -421,6 +421,14 @@ class MemoryMixin:
         res[mb] = old
         return res
 
+    def _array_of(self, gid, v: int) -> int:
+        """The heap array an out-of-bounds global address belongs to: the one pointer its address is computed from
+        (the PTX's dataflow), else the array nearest below it."""
+        heap = self.heap
+        names = {self.launch.param_names.get(p, p) for p in self.builder.address_params(gid)}
+        hits = [j for j, name in enumerate(heap.names) if name in names]
+        return hits[0] if len(hits) == 1 else heap.owner(v)
+
     def _combined(self, gid) -> bool:
         """Whether atomic ``gid``'s address is the same for every lane of a warp by construction (uniform.py)."""
         from perfmodel.sim.uniform import combined_atomics
@@ -435,7 +443,7 @@ class MemoryMixin:
         badm = ~ok & mb
         if badm.any():
             v = int(np.broadcast_to(off, badm.shape)[badm][0])
-            j = heap.owner(v)
+            j = self._array_of(gid, v)
             self.fault_where(badm, f"out-of-bounds global atomic on {heap.names[j]} "
                                    f"(element {(v - heap.offsets[j]) // size} of {heap.sizes[j] // size})", gid)
 

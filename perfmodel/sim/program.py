@@ -157,6 +157,17 @@ class ProgramBuilder:
                 raise
         return cf
 
+    def address_params(self, gid: int) -> set[str]:
+        """PTX .param (or .global variable) names the address of memory instruction ``gid`` is computed from
+        (:func:`perfmodel.ptx.dataflow.address_params`), for messages."""
+        from perfmodel.ptx.dataflow import _definitions, address_params
+
+        f = self.module.functions[self.func_of[gid]]
+        cache = self.__dict__.setdefault("_definitions", {})
+        if f.name not in cache:
+            cache[f.name] = _definitions(f)
+        return address_params(f, self.instrs[gid], cache[f.name])
+
     def _location(self, ins) -> Location:
         path = self.module.files.get(ins.file, self.source_file)
         if "__nv_nvrtc_builtin" in path:
