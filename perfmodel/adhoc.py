@@ -55,10 +55,33 @@ def _signature_text(params) -> str:
     return ", ".join(f"{p.ctype} {p.name}" for p in params) or "no parameters"
 
 
-def _split_dims(text: str, option: str) -> list[str]:
-    from perfmodel.compile.signature import split_top_level
+def _split_expressions(text: str) -> list[str]:
+    """``a, b, c`` at the top level of brackets: the expressions of a list (``<`` and ``>`` are operators here,
+    ``1<<20`` a shift, unlike in a C++ template argument list)."""
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:k].strip())
+            start = k + 1
+    parts.append(text[start:].strip())
+    return parts
 
-    parts = split_top_level(text) if text.strip() else []
+
+def _closing(text: str) -> int:
+    """Index of the bracket closing ``text[0]``; -1 if none."""
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0:
+            return k
+    return -1
+
+
+def _split_dims(text: str, option: str) -> list[str]:
+    parts = _split_expressions(text) if text.strip() else []
     if not 1 <= len(parts) <= 3 or any(not p for p in parts):
         raise LaunchArgumentError(f"{option} {text!r}: expected 1 to 3 comma-separated sizes or expressions, "
                                   f"e.g. {option} 'cdiv(N,256)' or {option} 32,32")
@@ -120,6 +143,20 @@ def _bad_init(text: str, option: str):
                               "random(LOW,HIGH), value=EXPR or file=PATH.npy")
 
 
+def _components(text: str, fields: tuple[str, ...], p, item: str) -> list[str]:
+    """``--arg w=1,2,3`` or ``--arg w=(1, 2, 3)`` for a CUDA vector type (``float3 w``): one expression per
+    component, in the order x, y, z, w."""
+    inner = text.strip()
+    if inner.startswith("(") and _closing(inner) == len(inner) - 1:
+        inner = inner[1:-1]
+    parts = _split_expressions(inner)
+    if len(parts) != len(fields) or not all(parts):
+        raise LaunchArgumentError(f"--arg {item!r}: parameter {p.name!r} is {p.ctype}, {len(fields)} components "
+                                  f"({', '.join(fields)}); give one value each, e.g. --arg {p.name}="
+                                  f"{','.join(str(k + 1) for k in range(len(fields)))}")
+    return parts
+
+
 def _parse_assignments(items: Sequence[str] | None, option: str) -> list[tuple[str, str, str]]:
     out = []
     for item in items or ():
@@ -138,6 +175,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                       cwd: str | Path | None = None):
     """Build the KernelSpec of a command-line launch (see the module docstring). Raises LaunchArgumentError."""
     from perfmodel import safeload
+    from perfmodel.compile.signature import vector_name
     from perfmodel.kernel import load_kernel
     from perfmodel.spec import DTYPES, macro_names
 
@@ -172,9 +210,14 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
 
     # scalars become params (expression names) after the -D names; arrays are checked once names are known
     scalar_exprs: dict[str, tuple[str, str]] = {}
+    vector_exprs: dict[int, tuple[list[str], str]] = {}
     missing = []
     for i, p in enumerate(params):
-        if i in given:
+        fields = None if p.is_pointer or p.dtype is None else p.dtype.names
+        if i in given and fields:
+            value, item = given[i]
+            vector_exprs[i] = (_components(value, fields, p, item), item)
+        elif i in given:
             value, item = given[i]
             is_array = _ARRAY.match(value) is not None
             if p.is_pointer and not is_array:
@@ -193,6 +236,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         elif p.is_pointer:
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
                            f"{_dtype_name(p.dtype) or 'float32'}[COUNT]:random)")
+        elif fields:
+            missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}={','.join(fields).upper()}, one value per "
+                           "component)")
         elif p.name not in defines:
             if p.dtype is None:         # a texture or surface object, a struct: not a number
                 missing.append(f"{p.name!r} ({p.ctype}: not a number - write a spec, `perfmodel kernels init` starts "
@@ -262,12 +308,22 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                 if held != size:
                     raise LaunchArgumentError(f"{option}: {init['file']} holds {held:,} elements, COUNT is {size:,}")
             spec_args.append({"name": p.name, "dtype": dtype, "length": count, "init": init})
+        elif i in vector_exprs:
+            parts, item = vector_exprs[i]
+            option = f"--arg {item}"
+            for j, (name, part) in enumerate(zip(p.dtype.names, parts)):
+                _check_expression(part, set(values), option)
+                scalar = _evaluate(part, values, option)
+                if p.dtype.fields[name][0].kind in "iu" and isinstance(scalar, float) and not scalar.is_integer():
+                    raise LaunchArgumentError(f"{option}: component {name} of {p.name!r} ({p.ctype}) is an integer, "
+                                              f"but its value is {scalar!r}")
+            spec_args.append({"name": p.name, "dtype": vector_name(p.dtype), "value": parts})
         else:
             dtype = _dtype_name(p.dtype)
             if dtype is None:
                 raise LaunchArgumentError(f"parameter {p.name!r} of {entry} is {p.ctype}, which cannot be given on "
-                                          "the command line (only numbers and pointers can); write a spec or use "
-                                          "the Python API")
+                                          "the command line (numbers, CUDA vector types and pointers can); "
+                                          "neither can a spec or the Python API give it yet")
             value = p.name if (p.name in scalar_exprs or p.name in defines) else None
             scalar = values[value]
             if DTYPES[dtype].kind in "iu" and isinstance(scalar, float) and not scalar.is_integer():

@@ -235,11 +235,13 @@ class RawKernel:
                     raise ApiError(f"{where}: the array is read-only; the kernel's writes could not be returned")
                 arrays[i] = value
                 values.append(ArgValue(p.name, "array", value.dtype, np.ascontiguousarray(value).reshape(-1).copy()))
+            elif p.dtype is not None and p.dtype.names:
+                values.append(ArgValue(p.name, "scalar", p.dtype, _vector(value, p.dtype, where)))
             else:
                 dtype_name = _dtype_name(p.dtype)
                 if dtype_name is None:
-                    raise ApiError(f"{where}: this parameter type cannot be passed from Python (numbers and "
-                                   "pointers only)")
+                    raise ApiError(f"{where}: this parameter type cannot be passed from Python (numbers, CUDA "
+                                   "vector types and pointers only)")
                 if isinstance(value, np.ndarray) and value.ndim == 0:
                     value = value.item()
                 if isinstance(value, np.generic):
@@ -287,6 +289,31 @@ class RawKernel:
         launch = Launch(spec, {}, dict(self.module.defines), grid, block, shared_mem, values, const_values, outputs)
         del names
         return spec, launch, arrays
+
+
+def _vector(value: Any, dtype: np.dtype, where: str) -> np.ndarray:
+    """A CUDA vector type's argument (``float3``): a sequence of one number per component, or a numpy
+    structured scalar of exactly its dtype."""
+    from perfmodel.compile.signature import vector_name
+    from perfmodel.spec.kernelspec import _scalar
+
+    if isinstance(value, (np.ndarray, np.void)) and value.dtype.names:
+        if value.dtype != dtype or value.size != 1:
+            raise ApiError(f"{where}: expected one {vector_name(dtype)}, got {value.dtype} x {value.size}")
+        return np.asarray(value).reshape(())
+    names = dtype.names
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != len(names):
+        raise ApiError(f"{where}: expected {len(names)} numbers ({', '.join(names)}), got {value!r}")
+    out = np.zeros((), dtype)
+    for name, item in zip(names, value):
+        item = item.item() if isinstance(item, np.generic) else item
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise ApiError(f"{where}: component {name}: expected a number, got {item!r}")
+        try:
+            out[name] = _scalar(item, dtype.fields[name][0], "args", f"{where} {name}")
+        except PerfmodelError as err:
+            raise ApiError(f"{where}: component {name}: {err.message.split(': ', 2)[-1]}") from None
+    return out
 
 
 def _is_const(ctype: str) -> bool:

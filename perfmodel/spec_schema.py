@@ -70,9 +70,10 @@ def spec_json_schema() -> dict[str, Any]:
     from perfmodel.sim.texture import CHANNEL_DTYPES
     from perfmodel.spec import DTYPES
 
-    for name in ("ArgSpec", "ConstantSpec"):
-        defs[name]["properties"]["dtype"] = {"enum": sorted(DTYPES), **(
-            {"default": "float32"} if name == "ConstantSpec" else {})}
+    from perfmodel.compile.signature import VECTOR_TYPES
+
+    defs["ArgSpec"]["properties"]["dtype"] = {"enum": sorted(DTYPES) + sorted(VECTOR_TYPES)}
+    defs["ConstantSpec"]["properties"]["dtype"] = {"enum": sorted(DTYPES), "default": "float32"}
     defs["TextureSpec"]["properties"]["dtype"] = {
         "enum": sorted(k for k, v in DTYPES.items() if v.name in CHANNEL_DTYPES), "default": "float32"}
     schema["properties"]["description"] = {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None,

@@ -19,7 +19,8 @@ from perfmodel.compile import nvrtc
 from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
 from perfmodel.compile.mangle import mangled_dtype, param_types
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
-from perfmodel.compile.signature import dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries
+from perfmodel.compile.signature import (dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries,
+                                         ptx_scalar_dtype)
 from perfmodel.errors import CompileError, Location
 
 # Compiled before the user's file (NVRTC has no C library): glibc's sys/types.h gives nvcc users `uint` etc.;
@@ -433,12 +434,12 @@ def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
     types = param_types(mangled)
     if types is not None and len(types) == len(sizes):
         params = []
-        for i, (t, (size, align)) in enumerate(zip(types, sizes)):
+        for i, (t, (size, align, _)) in enumerate(zip(types, sizes)):
             dtype, is_ptr = mangled_dtype(t)
             params.append(ParamInfo(f"arg{i}", t, is_ptr, dtype, size, align))
     else:
         params = [ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None, size, align)
-                  for i, (size, align) in enumerate(sizes)]
+                  for i, (size, align, _) in enumerate(sizes)]
     return KernelInfo(name=expr, expression=expr, mangled=mangled, params=params,
                       registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
                       spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
@@ -481,7 +482,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         parsed = _aligned(parse_params(decl.params_text, mapping), compiled_types, len(sizes), prepared.typedefs)
         params = []
         for i, (pname, ctype, is_ptr) in enumerate(parsed):
-            size, align = sizes[i] if i < len(sizes) else (0, 0)
+            size, align, ptx_type = sizes[i] if i < len(sizes) else (0, 0, None)
             dtype = dtype_of(ctype, is_ptr, prepared.typedefs)
             if dtype is None and i < len(compiled_types) and not _HANDLES & set(re.findall(r"\w+", ctype)):
                 # a macro (DATA_TYPE), a typedef chosen by #if: the type the compiler resolved, from the
@@ -489,6 +490,10 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                 compiled, compiled_ptr = mangled_dtype(compiled_types[i])
                 if compiled_ptr == is_ptr:
                     dtype = compiled
+            if dtype is None and not is_ptr and i < len(compiled_types) and mangled_dtype(compiled_types[i]) == \
+                    (None, False) and not _HANDLES & set(re.findall(r"\w+", ctype)):
+                # a named type (not a number, not a pointer) that PTX passes as an integer: an enum
+                dtype = ptx_scalar_dtype(ptx_type)
             params.append(ParamInfo(pname, ctype, is_ptr, dtype, size, align))
         res = resources.get(mangled, {})
         kernels.append(KernelInfo(

@@ -129,11 +129,27 @@ def vector_dtype(name: str) -> np.dtype | None:
 
     ``__half2``/``half2`` -> {x, y: float16}. Alignment beyond the fields' own (float4 is 16-byte aligned on the
     GPU) is not represented; the sizes match."""
-    m = re.fullmatch(r"(__half|half|[a-z]+?)([1-4])", name)
+    m = re.fullmatch(r"(__half|half|[a-z]+?)([1-4])", "uint3" if name == "dim3" else name)
     if not m or m.group(1) not in _VECTOR_BASES:
         return None
     fields = "xyzw"[: int(m.group(2))]
     return np.dtype([(f, _VECTOR_BASES[m.group(1)]) for f in fields])
+
+
+#: the CUDA vector type names (``vector_types.h``) :func:`vector_dtype` knows
+VECTOR_TYPES = tuple(f"{base}{n}" for base in _VECTOR_BASES for n in range(1, 5)) + ("dim3",)
+
+
+def vector_name(dtype: np.dtype | None) -> str | None:
+    """The CUDA vector type of a :func:`vector_dtype` (``float3`` for {x, y, z: float32}); None for any other
+    dtype. Of the names with one layout (``long2``/``longlong2``, ``half2``/``__half2``) the first is given."""
+    if dtype is None or dtype.names is None or dtype.names != tuple("xyzw"[:len(dtype.names)]):
+        return None
+    base = {dtype.fields[f][0].str[1:] for f in dtype.names}
+    if len(base) != 1:
+        return None
+    kind = base.pop()
+    return next((f"{c}{len(dtype.names)}" for c, k in _VECTOR_BASES.items() if k == kind), None)
 
 
 def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None = None) -> np.dtype | None:
@@ -156,6 +172,15 @@ def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None 
     return np.dtype(name) if name else vector_dtype(key)
 
 
+def ptx_scalar_dtype(ptx_type: str | None) -> np.dtype | None:
+    """The dtype of a by-value parameter that PTX declares as an integer scalar while the source names no number
+    type: an enum (C++ [dcl.enum]: its underlying type is an integer type; NVRTC passes it as a ``.u32`` /
+    ``.u64`` .param of that width), read as signed (the same bits for every enumerator up to 2^31 - 1)."""
+    if ptx_type is None or ptx_type[0] not in "bus" or ptx_type == "pred":
+        return None
+    return np.dtype(f"int{8 * _PTX_SIZES[ptx_type]}")
+
+
 def array_fits(param: np.dtype, array: np.dtype) -> bool:
     """Whether an array of ``array`` elements may stand for a pointer to ``param``: the same dtype, or the raw
     bits of a bfloat16 held as uint16."""
@@ -169,8 +194,9 @@ _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.S)
 _PARAM = re.compile(r"\.param\s+(.*?)\s+([\w$]+)(?:\[(\d+)\])?\s*$")
 
 
-def ptx_entries(ptx: str) -> dict[str, list[tuple[int, int]]]:
-    """mangled entry name -> [(size, align)] per .param."""
+def ptx_entries(ptx: str) -> dict[str, list[tuple[int, int, str | None]]]:
+    """mangled entry name -> [(size, align, type)] per .param; the type (``u32``, ``f32``) of a scalar .param,
+    None for a byte array (``.align 4 .b8 p[12]``: a struct or vector passed by value)."""
     entries = {}
     for m in _ENTRY.finditer(ptx):
         params = []
@@ -186,7 +212,7 @@ def ptx_entries(ptx: str) -> dict[str, list[tuple[int, int]]]:
             align = elem
             if ".ptr" not in words and ".align" in words:
                 align = int(words[words.index(".align") + 1])
-            params.append((elem * count, align))
+            params.append((elem * count, align, kind if kind != "b8" and not pm.group(3) else None))
         entries[m.group(1)] = params
     return entries
 

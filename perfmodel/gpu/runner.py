@@ -186,6 +186,8 @@ def function_attributes(kernel) -> dict[str, Any]:
 
 def _scalar(arg) -> Any:
     """A scalar kernel argument with its C type (CuPy would pass a Python int as a 64-bit integer)."""
+    if getattr(arg, "dtype", None) is not None and np.dtype(arg.dtype).names:
+        return arg.value            # a vector type (float3): a numpy structured scalar, passed by its bytes
     if getattr(arg, "dtype", None) is not None:
         return np.dtype(arg.dtype).type(arg.value)
     return np.float32(arg.value) if isinstance(arg.value, float) else np.int32(arg.value)

@@ -100,6 +100,8 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
         elif isinstance(a, np.ndarray) and a.ndim > 0 and a.dtype.fields is None:
             raise SimulationError(f"argument {p.name} ({p.ctype}) must be a scalar")
+        elif isinstance(a, np.ndarray) and a.dtype.fields is not None and p.dtype is not None and a.dtype != p.dtype:
+            raise SimulationError(f"argument {p.name} is {p.ctype} but the value has dtype {a.dtype}")
     if blank_inputs and not data_blind(program).ok:
         raise SimulationError(f"{program.name}: blank_inputs needs a kernel whose data reaches no branch, guard or "
                               f"address ({data_blind(program).reason})")

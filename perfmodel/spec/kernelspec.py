@@ -16,7 +16,7 @@ from perfmodel import references as _references
 from perfmodel.errors import SpecError
 from perfmodel.spec.launch import ArgValue, Launch
 from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, InitSpec, OutputSpec, ParamSpec, SpecModel, TextureSpec,
-                                   macro_names)
+                                   arg_dtype, macro_names)
 
 # ==============================================================================================================
 # KernelSpec: a validated spec file
@@ -172,9 +172,11 @@ class KernelSpec:
         for i, arg in enumerate(model.args):
             base = f"args[{i}]"
             self._check_sized(arg.length, arg.shape, arg.init, base, known)
-            if arg.value is not None:
-                _expr.check_syntax(arg.value, file=file, field=f"{base}.value")
-                self._check_names(arg.value, known, f"{base}.value")
+            values = arg.value if isinstance(arg.value, list) else [] if arg.value is None else [arg.value]
+            for j, value in enumerate(values):
+                where = f"{base}.value" + (f"[{j}]" if isinstance(arg.value, list) else "")
+                _expr.check_syntax(value, file=file, field=where)
+                self._check_names(value, known, where)
         for name, constant in model.constants.items():
             if not _IDENT.match(name):
                 raise SpecError(f"{file}: field 'constants': {name!r} is not an identifier")
@@ -315,8 +317,11 @@ class KernelSpec:
         cache: dict = {}
         args: list[ArgValue] = []
         for i, arg in enumerate(model.args):
-            dtype = DTYPES[arg.dtype]
-            if arg.kind == "scalar":
+            dtype = arg_dtype(arg.dtype)
+            if arg.kind == "scalar" and dtype.names:
+                args.append(ArgValue(arg.name, "scalar", dtype, vector_value(arg.value, dtype, params, file,
+                                                                             f"args[{i}].value")))
+            elif arg.kind == "scalar":
                 value = _expr.evaluate(arg.value, params, file=file, field=f"args[{i}].value")
                 args.append(ArgValue(arg.name, "scalar", dtype, _scalar(value, dtype, file, f"args[{i}].value")))
             elif arg.kind in ("texture", "surface"):
@@ -439,6 +444,17 @@ def _normalise_number(value: Any, file: str, field_name: str) -> int | float:
     if isinstance(value, (int, float)):
         return value
     raise SpecError(f"{file}: field '{field_name}': expected a number, got {value!r}")
+
+
+def vector_value(exprs: list, dtype: np.dtype, params: Mapping[str, Any], file: str, field_name: str) -> np.ndarray:
+    """A CUDA vector type's value (``float3``: x, y, z) from one EXPR per component, each checked as a scalar of
+    the component type: a numpy structured scalar (0-d array), whose bytes are the parameter's."""
+    out = np.zeros((), dtype)
+    for j, (name, text) in enumerate(zip(dtype.names, exprs)):
+        where = f"{field_name}[{j}]"
+        value = _expr.evaluate(text, params, file=file, field=where)
+        out[name] = _scalar(value, dtype.fields[name][0], file, where)
+    return out
 
 
 def _scalar(value: Any, dtype: np.dtype, file: str, field_name: str) -> int | float:

@@ -29,11 +29,16 @@ class ArgValue:
     value: Any                 # np.ndarray (initial contents) or a Python int/float
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": str(self.dtype)}
+        from perfmodel.compile.signature import vector_name
+
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind,
+                               "dtype": vector_name(self.dtype) or str(self.dtype)}
         if self.kind == "array":
             out["length"] = int(self.value.size)
         elif self.kind in ("texture", "surface"):
             out[self.kind] = self.value.describe()
+        elif self.dtype.names:
+            out["value"] = {f: self.value[f].item() for f in self.dtype.names}     # a vector type: its components
         else:
             out["value"] = self.value
         return out

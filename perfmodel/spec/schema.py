@@ -35,6 +35,15 @@ DTYPES: dict[str, np.dtype] = {
 }
 
 Expr = StrictInt | StrictFloat | str
+
+
+def arg_dtype(name: str) -> np.dtype:
+    """The dtype a spec's ``dtype:`` names: a :data:`DTYPES` spelling, or a CUDA vector type (``float3``,
+    ``int2``, ``uchar4``, ``dim3``: a by-value parameter, numpy's structured {x, y, z, w})."""
+    from perfmodel.compile.signature import vector_dtype
+
+    dtype = DTYPES.get(name)
+    return dtype if dtype is not None else vector_dtype(name)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)(?![(A-Za-z0-9_])", re.MULTILINE)
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif)\b(.*)$", re.MULTILINE)
@@ -184,7 +193,7 @@ class ArgSpec(_Strict):
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec | None = None
-    value: Expr | None = None
+    value: Expr | list[Expr] | None = None      # a list: one EXPR per component of a vector type (float3)
     texture: TextureSpec | None = None
     surface: SurfaceSpec | None = None
 
@@ -198,8 +207,9 @@ class ArgSpec(_Strict):
     @field_validator("dtype")
     @classmethod
     def _dtype(cls, value: str | None) -> str | None:
-        if value is not None and value not in DTYPES:
-            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
+        if value is not None and arg_dtype(value) is None:
+            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)}, and for a by-value "
+                             "parameter the CUDA vector types: float3, int2, uchar4, dim3, ...)")
         return value
 
     @model_validator(mode="after")
@@ -220,11 +230,22 @@ class ArgSpec(_Strict):
             object.__setattr__(self, "dtype", "uint64")
         elif self.dtype is None:
             raise ValueError("an array or scalar arg needs dtype")
+        fields = arg_dtype(self.dtype).names if self.dtype is not None else None
         if kind == "scalar":
             if not is_scalar:
-                raise ValueError("a scalar arg needs value: EXPR")
+                raise ValueError("a scalar arg needs value: EXPR" + (f" list, one per component ({', '.join(fields)})"
+                                                                     if fields else ""))
             if self.length is not None or self.shape is not None or self.init is not None:
                 raise ValueError("a scalar arg takes value only (no length, shape or init)")
+            if fields and (not isinstance(self.value, list) or len(self.value) != len(fields)):
+                raise ValueError(f"a {self.dtype} takes value: [{', '.join(fields)}], a list of {len(fields)} "
+                                 f"EXPRs, got {self.value!r}")
+            if not fields and isinstance(self.value, list):
+                raise ValueError(f"a list value is for a vector type (float3, int2, ...); {self.dtype} takes one EXPR")
+        elif fields and kind == "array":
+            raise ValueError(f"{self.dtype} is the dtype of a by-value parameter (value: [...]); an array of them "
+                             f"is an array of its component type ({arg_dtype(self.dtype)[0]}) with "
+                             f"{len(fields)} elements each")
         elif kind == "array":
             if is_scalar:
                 raise ValueError("an array arg takes length/shape and init, not value")
@@ -248,7 +269,9 @@ class ConstantSpec(_Strict):
     @field_validator("dtype")
     @classmethod
     def _dtype(cls, value: str) -> str:
-        return ArgSpec._dtype(value)
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
+        return value
 
     @model_validator(mode="after")
     def _size(self) -> ConstantSpec:
