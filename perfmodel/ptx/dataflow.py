@@ -14,7 +14,8 @@ from perfmodel.ptx.ir import Addr, Function, Instr, Reg, Sym
 _CARRY_ALL = {"mov", "cvta", "cvt", "add", "sub"}   # every register source may be the pointer
 
 
-def _definitions(f: Function) -> dict[str, list[Instr]]:
+def definitions(f: Function) -> dict[str, list[Instr]]:
+    """register name -> the instructions that write it."""
     defs: dict[str, list[Instr]] = {}
     for ins in f.instrs:
         if ins.operands and isinstance(ins.operands[0], Reg):
@@ -24,7 +25,8 @@ def _definitions(f: Function) -> dict[str, list[Instr]]:
 
 def address_params(f: Function, ins: Instr, defs: dict[str, list[Instr]] | None = None) -> set[str]:
     """The PTX ``.param`` names (``_Z4walk..._param_1``) that the address of memory instruction ``ins`` (``ld``,
-    ``st``, ``atom``, ``red``) is computed from; empty when the walk reaches none."""
+    ``st``, ``atom``, ``red``) is computed from; empty when the walk reaches none. ``defs``: :func:`definitions`
+    of ``f``, when the caller keeps them."""
     addr = next((op for op in ins.operands if isinstance(op, Addr)), None)
     if addr is None:
         return set()
@@ -32,7 +34,7 @@ def address_params(f: Function, ins: Instr, defs: dict[str, list[Instr]] | None 
         return {addr.base.name}
     if not isinstance(addr.base, Reg):
         return set()
-    defs = _definitions(f) if defs is None else defs
+    defs = definitions(f) if defs is None else defs
     found: set[str] = set()
     seen: set[str] = set()
     todo = [addr.base.name]

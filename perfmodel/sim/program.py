@@ -142,6 +142,7 @@ class ProgramBuilder:
         self.funcs: dict[str, CFunc] = {}
         self.instrs: list = []          # global id -> Instr
         self.func_of: list = []         # global id -> function name
+        self._definitions: dict = {}    # function name -> its registers' writers (address_params, for messages)
 
     def get(self, name: str) -> CFunc:
         cf = self.funcs.get(name)
@@ -160,13 +161,12 @@ class ProgramBuilder:
     def address_params(self, gid: int) -> set[str]:
         """PTX .param (or .global variable) names the address of memory instruction ``gid`` is computed from
         (:func:`perfmodel.ptx.dataflow.address_params`), for messages."""
-        from perfmodel.ptx.dataflow import _definitions, address_params
+        from perfmodel.ptx.dataflow import address_params, definitions
 
         f = self.module.functions[self.func_of[gid]]
-        cache = self.__dict__.setdefault("_definitions", {})
-        if f.name not in cache:
-            cache[f.name] = _definitions(f)
-        return address_params(f, self.instrs[gid], cache[f.name])
+        if f.name not in self._definitions:
+            self._definitions[f.name] = definitions(f)
+        return address_params(f, self.instrs[gid], self._definitions[f.name])
 
     def _location(self, ins) -> Location:
         path = self.module.files.get(ins.file, self.source_file)
