@@ -176,8 +176,8 @@ def ptx_scalar_dtype(ptx_type: str | None) -> np.dtype | None:
     """The dtype of a by-value parameter that PTX declares as an integer scalar while the source names no number
     type: an enum (C++ [dcl.enum]: its underlying type is an integer type; NVRTC passes it as a ``.u32`` /
     ``.u64`` .param of that width), read as signed (the same bits for every enumerator up to 2^31 - 1)."""
-    if ptx_type is None or ptx_type[0] not in "bus" or ptx_type == "pred":
-        return None
+    if ptx_type is None or ptx_type[0] not in "bus" or ptx_type in ("pred", "bf16"):
+        return None             # not an integer (.f32, .bf16, .pred) or a byte array
     return np.dtype(f"int{8 * _PTX_SIZES[ptx_type]}")
 
 
