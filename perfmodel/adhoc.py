@@ -157,6 +157,124 @@ def _components(text: str, fields: tuple[str, ...], p, item: str) -> list[str]:
     return parts
 
 
+def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | None, seed: int,
+               values: Mapping[str, Any], cwd: Path) -> dict:
+    """The spec form (dtype, length, init) of ``DTYPE[COUNT]:INIT``, for a pointer parameter or a struct's
+    pointer field (``pointee``: its element dtype where the source names a number type)."""
+    from perfmodel.spec import DTYPES
+
+    m = _ARRAY.match(value)
+    dtype = " ".join(m["dtype"].split())
+    if dtype not in DTYPES:
+        raise LaunchArgumentError(f"{option}: unknown dtype {dtype!r} (known: {', '.join(DTYPES)})")
+    if pointee is not None and DTYPES[dtype] != DTYPES[pointee]:
+        raise LaunchArgumentError(f"{option}: {what} is {ctype}, so its elements are {pointee}, not {dtype}")
+    count = m["count"].strip()
+    if not count:
+        raise LaunchArgumentError(f"{option}: expected a COUNT between the brackets, e.g. {dtype}[N]")
+    _check_expression(count, set(values), option)
+    size = _evaluate(count, values, option + " (COUNT)", integer=True, minimum=0)
+    init = _parse_init(m["init"], option, cwd)
+    if isinstance(init, dict) and "random" in init:
+        for key in ("low", "high"):
+            _check_expression(init["random"][key], set(values), option)
+    if isinstance(init, dict) and "constant" in init:
+        _check_expression(init["constant"], set(values), option)
+    if init == "random" or (isinstance(init, dict) and "random" in init):
+        low, high = RANDOM_INT if DTYPES[dtype].kind in "iu" else RANDOM_FLOAT
+        options = init["random"] if isinstance(init, dict) else {"low": low, "high": high}
+        init = {"random": {"seed": seed, **options}}
+    if isinstance(init, dict) and "file" in init:
+        from perfmodel.references import load_npy
+
+        held = load_npy(init["file"], option).size
+        if held != size:
+            raise LaunchArgumentError(f"{option}: {init['file']} holds {held:,} elements, COUNT is {size:,}")
+    return {"dtype": dtype, "length": count, "init": init}
+
+
+def _struct_example(layout) -> str:
+    """``{n=1, scale=1, out=float32[N]:random}``: one made-up value per field of a struct, for messages."""
+    parts = []
+    for f in layout.leaves:
+        if f.pointer:
+            parts.append(f"{f.path}={f.pointee or 'float32'}[N]:random")
+        elif f.shape:
+            parts.append(f"{f.path}=({', '.join(['1'] * min(f.count, 3))}{', ...' if f.count > 3 else ''})")
+        else:
+            parts.append(f"{f.path}=1")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _struct_text(value: str, p, item: str) -> dict[str, str]:
+    """``{n=32, shift=(1, 2), out=float32[n]:random}`` -> field -> its text, checked against the layout."""
+    layout = p.layout
+    option = f"--arg {item}"
+    if layout.error is not None:
+        raise LaunchArgumentError(f"{option}: parameter {p.name!r} is {p.ctype}, a struct passed by value, whose "
+                                  f"fields perfmodel could not find: {layout.error}")
+    inner = value.strip()
+    if not (inner.startswith("{") and _closing(inner) == len(inner) - 1):
+        raise LaunchArgumentError(f"{option}: parameter {p.name!r} is {p.ctype}, a struct passed by value; give its "
+                                  f"fields in braces, e.g. --arg '{p.name}={_struct_example(layout)}'")
+    out: dict[str, str] = {}
+    for part in _split_expressions(inner[1:-1]):
+        key, sep, text = part.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or not key or not text:
+            raise LaunchArgumentError(f"{option}: expected FIELD=VALUE inside the braces, got {part.strip()!r}")
+        if layout.leaf(key) is None:
+            raise LaunchArgumentError(f"{option}: {p.ctype} has no field {key!r}; its fields are "
+                                      f"{layout.describe()}")
+        if key in out:
+            raise LaunchArgumentError(f"{option}: field {key!r} is given twice")
+        out[key] = text
+    missing = [f.path for f in layout.leaves if f.path not in out]
+    if missing:
+        raise LaunchArgumentError(f"{option}: no value for field{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(missing)} of {p.ctype} (every field needs one; its fields are "
+                                  f"{layout.describe()})")
+    return out
+
+
+def _struct_fields(p, texts: dict[str, str], item: str, values: Mapping[str, Any], cwd: Path, index: int) -> dict:
+    """The spec's ``fields:`` of a struct given on the command line."""
+    option = f"--arg {item}"
+    fields: dict[str, Any] = {}
+    for n, (key, text) in enumerate(texts.items()):
+        leaf = p.layout.leaf(key)
+        at = f"{option} (field {key})"
+        is_array = _ARRAY.match(text) is not None
+        if leaf.pointer:
+            if not is_array:
+                raise LaunchArgumentError(f"{at}: {key} is a pointer ({leaf.ctype}); give it an array, e.g. "
+                                          f"{key}={leaf.pointee or 'float32'}[N]:random")
+            fields[key] = _array_arg(text, at, f"field {key}", leaf.ctype, leaf.pointee, 100 * (index + 1) + n + 1,
+                                     values, cwd)
+            continue
+        if is_array:
+            raise LaunchArgumentError(f"{at}: {key} is {leaf.ctype}, not a pointer; give it "
+                                      + ("a number or an expression" if not leaf.shape else
+                                         f"{leaf.count} numbers in parentheses"))
+        parts = [text]
+        if text.startswith("(") and _closing(text) == len(text) - 1:
+            parts = _split_expressions(text[1:-1])
+        if len(parts) not in (1, leaf.count) or not all(parts):
+            raise LaunchArgumentError(f"{at}: {key} is {leaf.ctype}, {leaf.count} numbers; give one (for every "
+                                      f"element) or {leaf.count}, e.g. {key}=({', '.join(['1'] * min(leaf.count, 3))}"
+                                      f"{', ...' if leaf.count > 3 else ''})")
+        for part in parts:
+            _check_expression(part, set(values), at)
+            number = _evaluate(part, values, at)
+            kind = np.dtype(leaf.dtype).kind
+            if kind in "iu" and isinstance(number, float) and not number.is_integer():
+                raise LaunchArgumentError(f"{at}: {key} is {leaf.ctype}, an integer, but its value is {number!r}")
+            if kind in "iu" and not np.iinfo(leaf.dtype).min <= number <= np.iinfo(leaf.dtype).max:
+                raise LaunchArgumentError(f"{at}: {key} is {leaf.ctype} ({leaf.dtype}); {number!r} does not fit")
+        fields[key] = parts if text.startswith("(") else parts[0]
+    return fields
+
+
 def _parse_assignments(items: Sequence[str] | None, option: str) -> list[tuple[str, str, str]]:
     out = []
     for item in items or ():
@@ -212,11 +330,15 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     scalar_exprs: dict[str, tuple[str, str]] = {}
     vector_exprs: dict[int, tuple[list[str], str]] = {}
     missing = []
+    struct_exprs: dict[int, tuple[dict[str, str], str]] = {}
     for i, p in enumerate(params):
         fields = None if p.is_pointer or p.dtype is None else p.dtype.names
         if i in given and fields:
             value, item = given[i]
             vector_exprs[i] = (_components(value, fields, p, item), item)
+        elif i in given and p.layout is not None:
+            value, item = given[i]
+            struct_exprs[i] = (_struct_text(value, p, item), item)
         elif i in given:
             value, item = given[i]
             is_array = _ARRAY.match(value) is not None
@@ -239,6 +361,11 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         elif fields:
             missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}={','.join(fields).upper()}, one value per "
                            "component)")
+        elif p.layout is not None and p.layout.error is None:
+            missing.append(f"{p.name!r} ({p.ctype}, a struct: --arg '{p.name}={_struct_example(p.layout)}')")
+        elif p.layout is not None:
+            missing.append(f"{p.name!r} ({p.ctype}, a struct passed by value whose fields perfmodel could not find: "
+                           f"{p.layout.error})")
         elif p.name not in defines:
             if p.dtype is None:         # a texture or surface object, a struct: not a number
                 missing.append(f"{p.name!r} ({p.ctype}: not a number - write a spec, `perfmodel kernels init` starts "
@@ -277,37 +404,10 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     for i, p in enumerate(params):
         if p.is_pointer:
             value, item = given[i]
-            option = f"--arg {item}"
-            m = _ARRAY.match(value)
-            dtype = " ".join(m["dtype"].split())
-            if dtype not in DTYPES:
-                raise LaunchArgumentError(f"{option}: unknown dtype {dtype!r} (known: {', '.join(DTYPES)})")
-            pointee = _dtype_name(p.dtype)
-            if pointee is not None and DTYPES[dtype] != DTYPES[pointee]:
-                raise LaunchArgumentError(f"{option}: parameter {p.name!r} is {p.ctype}, so its elements are "
-                                          f"{pointee}, not {dtype}")
-            count = m["count"].strip()
-            if not count:
-                raise LaunchArgumentError(f"{option}: expected a COUNT between the brackets, e.g. {dtype}[N]")
-            _check_expression(count, set(values), option)
-            size = _evaluate(count, values, option + " (COUNT)", integer=True, minimum=0)
-            init = _parse_init(m["init"], option, cwd)
-            if isinstance(init, dict) and "random" in init:
-                for key in ("low", "high"):
-                    _check_expression(init["random"][key], set(values), option)
-            if isinstance(init, dict) and "constant" in init:
-                _check_expression(init["constant"], set(values), option)
-            if init == "random" or (isinstance(init, dict) and "random" in init):
-                low, high = RANDOM_INT if DTYPES[dtype].kind in "iu" else RANDOM_FLOAT
-                options = init["random"] if isinstance(init, dict) else {"low": low, "high": high}
-                init = {"random": {"seed": i + 1, **options}}
-            if isinstance(init, dict) and "file" in init:
-                from perfmodel.references import load_npy
-
-                held = load_npy(init["file"], option).size
-                if held != size:
-                    raise LaunchArgumentError(f"{option}: {init['file']} holds {held:,} elements, COUNT is {size:,}")
-            spec_args.append({"name": p.name, "dtype": dtype, "length": count, "init": init})
+            spec_args.append({"name": p.name, **_array_arg(value, f"--arg {item}", f"parameter {p.name!r}", p.ctype,
+                                                           _dtype_name(p.dtype), i + 1, values, cwd)})
+        elif i in struct_exprs:
+            spec_args.append({"name": p.name, "fields": _struct_fields(p, *struct_exprs[i], values, cwd, i)})
         elif i in vector_exprs:
             parts, item = vector_exprs[i]
             option = f"--arg {item}"
@@ -322,7 +422,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             dtype = _dtype_name(p.dtype)
             if dtype is None:
                 raise LaunchArgumentError(f"parameter {p.name!r} of {entry} is {p.ctype}, which cannot be given on "
-                                          "the command line (numbers, CUDA vector types and pointers can); "
+                                          "the command line (numbers, CUDA vector types, structs and pointers can); "
                                           "neither can a spec or the Python API give it yet")
             value = p.name if (p.name in scalar_exprs or p.name in defines) else None
             scalar = values[value]
@@ -346,6 +446,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
 
     outputs = []
     arrays = {a["name"] for a in spec_args if "length" in a}
+    arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
     for key, ref, item in _parse_assignments(checks, "--check"):
         if key.isdigit() and int(key) < len(params):
             key = params[int(key)].name

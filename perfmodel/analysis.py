@@ -234,8 +234,8 @@ def _counts_json(counts) -> dict:
 def _array_sectors(launch) -> float:
     total = 0
     for arg in launch.args:
-        if arg.kind == "array":
-            total += math.ceil(arg.value.nbytes / SECTOR_BYTES)
+        if arg.kind in ("array", "struct"):
+            total += sum(math.ceil(a.nbytes / SECTOR_BYTES) for a in arg.arrays().values())
         elif arg.kind in ("texture", "surface"):
             total += math.ceil(arg.value.data.nbytes / SECTOR_BYTES)
     return float(total)
@@ -272,8 +272,8 @@ def _check_replicated(launch, args, replication):
         return None, ("exact counts from one block per class of identical blocks; outputs not checked (several "
                       "blocks write or accumulate into the same elements, and only some blocks ran)")
     outputs = {o.arg for o in launch.outputs}
-    before = {a.name: a.value for a in launch.args if a.kind == "array" and a.name in outputs}
-    after = {a.name: v for a, v in zip(launch.args, args)}
+    before = {name: v for a in launch.args for name, v in a.arrays().items() if name in outputs}
+    after = {name: v for a, value in zip(launch.args, args) for name, v in a.arrays(value).items()}
     changed = {}
     for name, b in before.items():
         b = np.asarray(b).reshape(-1)
@@ -496,8 +496,9 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
     # the values the strata wrote are kept only for the output check and for the caller's arrays
-    initial = {a.name: np.asarray(a.value) for a in launch.args if a.kind in ("array", "surface") and
-               (keep_args or (check_outputs and a.name in outputs))}
+    initial = {name: np.asarray(v) for a in launch.args
+               for name, v in (a.arrays() if a.kind != "surface" else {a.name: a.value}).items()
+               if keep_args or (check_outputs and name in outputs)}
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
@@ -515,6 +516,9 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
             idle_partial += summary["partially_idle_blocks"] * stratum.weight
             idle_full += summary["fully_idle_blocks"] * stratum.weight
         by_name = {a.name: v for a, v in zip(launch.args, args)}
+        for a, v in zip(launch.args, args):
+            if a.kind == "struct":
+                by_name.update(a.arrays(v))
         for name, before in initial.items():
             before = before.reshape(-1)
             after = np.asarray(by_name[name]).reshape(-1)
@@ -556,7 +560,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
         sample_reason=reason,
-        final_args=[np.array(merged.get(a.name, a.value)) if a.kind in ("array", "surface") else a.value
+        final_args=[np.array(merged.get(a.name, a.value)) if a.kind in ("array", "surface") else
+                    a.with_arrays({k: np.array(v) for k, v in merged.items()}) if a.kind == "struct" else a.value
                     for a in launch.args] if keep_args else None)
 
 

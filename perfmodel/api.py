@@ -201,7 +201,8 @@ class RawKernel:
         launch, sim = simulate_launch(spec, sample=sample, launch=launch, arch=device_arch(dev), limits=limits,
                                       keep_args=True, cc1_counts=_counts_cc1(dev))
         for index, user in arrays.items():
-            final = np.asarray(sim.final_args[index])
+            index, field_name = index if isinstance(index, tuple) else (index, None)
+            final = np.asarray(sim.final_args[index] if field_name is None else sim.final_args[index][field_name])
             user[...] = final.reshape(user.shape).astype(user.dtype, copy=False)
         return model_launch(spec, launch, sim, dev, regs=regs)
 
@@ -237,6 +238,24 @@ class RawKernel:
                 values.append(ArgValue(p.name, "array", value.dtype, np.ascontiguousarray(value).reshape(-1).copy()))
             elif p.dtype is not None and p.dtype.names:
                 values.append(ArgValue(p.name, "scalar", p.dtype, _vector(value, p.dtype, where)))
+            elif p.layout is not None:
+                if p.layout.error is not None:
+                    raise ApiError(f"{where}: a struct passed by value, whose fields perfmodel could not find: "
+                                   f"{p.layout.error}")
+                if not isinstance(value, Mapping):
+                    raise ApiError(f"{where}: a struct passed by value takes a dict of its fields: "
+                                   f"{p.layout.describe()}")
+                fields: dict[str, Any] = {}
+                for key, item in value.items():
+                    if isinstance(item, np.ndarray) and item.ndim and p.layout.leaf(str(key)) is not None and \
+                            p.layout.leaf(str(key)).pointer:
+                        if not item.flags.writeable:
+                            raise ApiError(f"{where}: field {key}: the array is read-only; the kernel's writes "
+                                           "could not be returned")
+                        arrays[(i, key)] = item
+                        item = np.ascontiguousarray(item).reshape(-1).copy()
+                    fields[key] = item
+                values.append(ArgValue(p.name, "struct", np.dtype(np.void), fields))
             else:
                 dtype_name = _dtype_name(p.dtype)
                 if dtype_name is None:
@@ -257,7 +276,7 @@ class RawKernel:
         names = [v.name for v in values]
         inline: dict[str, Reference] = {}
         outputs: list[OutputSpec] = []
-        array_names = {values[i].name for i in arrays}
+        array_names = {values[i].name if not isinstance(i, tuple) else f"{values[i[0]].name}.{i[1]}" for i in arrays}
         if expected is not None and reference is not None:
             raise ApiError("give expected= or reference=, not both")
         if expected is not None:
@@ -274,7 +293,9 @@ class RawKernel:
                 raise ApiError(f"reference: expected a function, got {type(reference).__name__}")
             ref_name = getattr(reference, "__name__", "reference")
             inline[ref_name] = callable_reference(reference, ref_name)
-            written = [values[i].name for i in arrays if not _is_const(params[i].ctype)]
+            written = [values[i].name for i in arrays if not isinstance(i, tuple) and not _is_const(params[i].ctype)]
+            written += [f"{values[i[0]].name}.{i[1]}" for i in arrays if isinstance(i, tuple) and
+                        not _is_const(params[i[0]].layout.leaf(i[1]).ctype)]
             for name in written:
                 outputs.append(OutputSpec(arg=name, reference=ref_name, rtol=rtol, atol=atol))
         model = SpecModel(name=_identifier(self.name), source=str(self.module.path), entry=self.name,

@@ -37,6 +37,8 @@ class Record:
     cubin: bytes | None = None
     root: str | None = None       # the kernel file's folder when it was compiled (the paths in ptx, log, cubin)
     sdk: str | None = None        # the NVIDIA wheels' folder then (nvrtc.sdk_root: the header paths in them)
+    # by-value struct parameters' layouts (compile/structs.py), "namespace|type" -> StructLayout.to_json()
+    layouts: dict[str, dict] = field(default_factory=dict)
 
 
 def cache_dir() -> Path:
@@ -119,7 +121,7 @@ def lookup(key: str) -> Record | None:
     try:
         data = json.loads((folder / f"{key}.json").read_text())
         rec = Record(ptx=data["ptx"], log=data["log"], lowered=dict(data["lowered"]), root=data.get("root"),
-                     sdk=data.get("sdk"))
+                     sdk=data.get("sdk"), layouts=dict(data.get("layouts", {})))
         cubin_path = folder / f"{key}.cubin"
         if data.get("cubin"):
             rec.cubin = cubin_path.read_bytes()
@@ -137,7 +139,7 @@ def store(key: str, rec: Record) -> None:
         if rec.cubin is not None:
             _atomic_write(folder / f"{key}.cubin", rec.cubin)
         data = {"ptx": rec.ptx, "log": rec.log, "lowered": rec.lowered, "cubin": rec.cubin is not None,
-                "root": rec.root, "sdk": rec.sdk}
+                "root": rec.root, "sdk": rec.sdk, "layouts": rec.layouts}
         _atomic_write(folder / f"{key}.json", json.dumps(data).encode())
     except OSError:
         pass   # a read-only or full cache folder only costs speed

@@ -19,6 +19,7 @@ from perfmodel.compile import nvrtc
 from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
 from perfmodel.compile.mangle import mangled_dtype, param_types
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
+from perfmodel.compile.structs import StructLayout
 from perfmodel.compile.signature import (dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries,
                                          ptx_scalar_dtype)
 from perfmodel.errors import CompileError, Location
@@ -158,7 +159,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 6          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 7          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -320,32 +321,64 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)
 
     record = _cache.lookup(key) if cache else None
+    mod = None
     if record is None:
-        result, prepared = _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines,
-                                    include_dirs)
+        result, prepared, used = _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path,
+                                          defines, include_dirs)
         if not result.ok and prepared.launched:
             # an instantiation the file launches does not compile here (its body needs a header that was not
             # found): without them, as a file whose templates are not launched
             plain = _name_expressions(prepared.kernels, exprs)
-            retry, again = _attempt(text, head, line1, prepared, options, plain, exprs, source, abs_path, defines,
-                                    include_dirs)
+            retry, again, used_again = _attempt(text, head, line1, prepared, options, plain, exprs, source, abs_path,
+                                                defines, include_dirs)
             if retry.ok:
-                result, prepared, all_exprs = retry, again, plain
+                result, prepared, all_exprs, used = retry, again, plain, used_again
                 prepared.launched = []
         if not result.ok:
             raise _compile_error(result.log, prepared, abs_path, display, exprs)
         record = _cache.Record(ptx=result.ptx or "", log=result.log, lowered=result.lowered,
                                cubin=result.cubin, root=root, sdk=sdk)
+        mod = _module(record, prepared, all_exprs, source, display, target, arch, note, options, root, sdk)
+        _lay_out_structs(mod, record, used, options, prepared.typedefs)
         if cache:
             _cache.store(key, record)
     if cache:
         main = str(abs_path) if abs_path else "kernel.cu"
         _cache.store_manifest(raw_key, key, prepared, main)
-    return _module(record, prepared, all_exprs, source, display, target, arch, note, options, root, sdk)
+    return mod or _module(record, prepared, all_exprs, source, display, target, arch, note, options, root, sdk)
+
+
+def _struct_key(namespace: str, ctype: str) -> str:
+    from perfmodel.compile.structs import _bare
+
+    return f"{namespace}|{_bare(ctype)}"
+
+
+def _lay_out_structs(mod: CompiledModule, record: "_cache.Record", text: str, options: list[str], typedefs) -> None:
+    """The layouts of the module's by-value struct parameters (compile/structs.py: the declaration's field names,
+    NVRTC's offsets), into the record (cached with the compile) and onto the parameters."""
+    from perfmodel.compile import structs
+
+    wanted: dict[str, tuple[str, str]] = {}
+    for k in mod.kernels:
+        for p in k.params:
+            if p.struct_key:
+                wanted.setdefault(p.struct_key, (p.ctype, p.struct_key.split("|")[0]))
+    if not wanted:
+        return
+    source = structs._Source(text)
+    probes = [structs.plan(ctype, namespace, text, typedefs, source) for ctype, namespace in wanted.values()]
+    for key, got in zip(wanted, structs.layouts(text, options, probes)):
+        record.layouts[key] = got.to_json()
+    for k in mod.kernels:
+        for p in k.params:
+            if p.struct_key in record.layouts:
+                p.layout = structs.StructLayout.from_json(record.layouts[p.struct_key])
 
 
 def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines, include_dirs):
-    """The compile, and where it fails for what nvcc's host side would have given, once more: (result, prepared)."""
+    """The compile, and where it fails for what nvcc's host side would have given, once more: (result, prepared,
+    the text compiled)."""
     result = _compile_text(text, options, all_exprs, exprs)
     if not result.ok and _STD_MISSING.search(result.log):
         # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
@@ -353,7 +386,7 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
         shim = _std_shim(prepared.set_aside_includes)
         retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
         if retry.ok:
-            result = retry
+            result, text = retry, head + shim + line1 + prepared.text
     if not result.ok and _DYNAMIC_INIT.search(result.log):
         # host `const float` globals that nvcc folds and NVRTC's -default-device cannot initialise: constexpr
         again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
@@ -361,8 +394,8 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
                         name_expressions=exprs, constexpr_floats=True)
         retry = _compile_text(head + line1 + again.text, options, all_exprs, exprs)
         if retry.ok:
-            result, prepared = retry, again
-    return result, prepared
+            result, prepared, text = retry, again, head + line1 + again.text
+    return result, prepared, text
 
 
 def _root(abs_path: Path | None) -> str | None:
@@ -455,7 +488,8 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         # compiled from a copy of the file in another folder, or with the headers of another environment: its
         # paths, moved to these folders
         record = _cache.Record(ptx=_cache.relocate(record.ptx, relocated), log=_cache.relocate(record.log, relocated),
-                               lowered=record.lowered, cubin=record.cubin, root=root, sdk=sdk)
+                               lowered=record.lowered, cubin=record.cubin, root=root, sdk=sdk,
+                               layouts=record.layouts)
     entries = ptx_entries(record.ptx)
     resources = parse_ptxas_log(record.log)
     kernels: list[KernelInfo] = []
@@ -494,7 +528,15 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                     (None, False) and not _HANDLES & set(re.findall(r"\w+", ctype)):
                 # a named type (not a number, not a pointer) that PTX passes as an integer: an enum
                 dtype = ptx_scalar_dtype(ptx_type)
-            params.append(ParamInfo(pname, ctype, is_ptr, dtype, size, align))
+            param = ParamInfo(pname, ctype, is_ptr, dtype, size, align)
+            if dtype is None and not is_ptr and ptx_type is None and size and \
+                    not _HANDLES & set(re.findall(r"\w+", ctype)):
+                # bytes in PTX: a struct passed by value; its fields' layout was probed with the compile
+                key = _struct_key(decl.namespace, ctype)
+                param.struct_key = key
+                if key in record.layouts:
+                    param.layout = StructLayout.from_json(record.layouts[key])
+            params.append(param)
         res = resources.get(mangled, {})
         kernels.append(KernelInfo(
             name=decl.name, expression=expr, mangled=mangled, params=params,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfmodel.compile.structs import StructLayout  # noqa: F401  (ParamInfo.layout)
 from perfmodel.errors import CompileError, Location
 
 
@@ -18,6 +19,9 @@ class ParamInfo:
                               # vector types -> structured x/y/z/w dtypes); None for structs / unknown
     size: int                 # bytes of the PTX .param
     align: int
+    # a struct passed by value: its fields (compile/structs.py; ``layout.error`` says why they are not known)
+    layout: "StructLayout | None" = None
+    struct_key: str | None = field(default=None, repr=False)    # "namespace|type": the layout's key in the cache
 
 
 @dataclass

@@ -298,6 +298,9 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
             elif arg.kind == "texture":
                 raise GpuError(f"{spec.path}: arg {arg.name} is a texture object; the GPU runner does not create "
                                "texture objects (measure such kernels with a host program)")
+            elif arg.kind == "struct":
+                raise GpuError(f"{spec.path}: arg {arg.name} is a struct passed by value; the GPU runner does not "
+                               "pack structs (measure such kernels with a host program)")
             else:
                 device_args.append(None)
                 kernel_args.append(_scalar(arg))

@@ -23,19 +23,20 @@ def definitions(f: Function) -> dict[str, list[Instr]]:
     return defs
 
 
-def address_params(f: Function, ins: Instr, defs: dict[str, list[Instr]] | None = None) -> set[str]:
+def address_params(f: Function, ins: Instr, defs: dict[str, list[Instr]] | None = None) -> set[tuple[str, int]]:
     """The PTX ``.param`` names (``_Z4walk..._param_1``) that the address of memory instruction ``ins`` (``ld``,
-    ``st``, ``atom``, ``red``) is computed from; empty when the walk reaches none. ``defs``: :func:`definitions`
-    of ``f``, when the caller keeps them."""
+    ``st``, ``atom``, ``red``) is computed from, each with the byte offset loaded from it (a struct's pointer
+    field; 0 for a pointer parameter); empty when the walk reaches none. ``defs``: :func:`definitions` of ``f``,
+    when the caller keeps them."""
     addr = next((op for op in ins.operands if isinstance(op, Addr)), None)
     if addr is None:
         return set()
     if isinstance(addr.base, Sym):
-        return {addr.base.name}
+        return {(addr.base.name, 0)}
     if not isinstance(addr.base, Reg):
         return set()
     defs = definitions(f) if defs is None else defs
-    found: set[str] = set()
+    found: set[tuple[str, int]] = set()
     seen: set[str] = set()
     todo = [addr.base.name]
     while todo:
@@ -47,7 +48,7 @@ def address_params(f: Function, ins: Instr, defs: dict[str, list[Instr]] | None 
             if d.opcode in ("ld", "ldu") and "param" in d.mods:
                 src = d.operands[1]
                 if isinstance(src, Addr) and isinstance(src.base, Sym):
-                    found.add(src.base.name)
+                    found.add((src.base.name, src.offset))
                 continue
             if d.opcode in _CARRY_ALL:
                 sources = d.operands[1:]

@@ -28,12 +28,22 @@ def inspect_json(mod) -> list[dict]:
             "spill_loads": k.spill_loads,
             "barriers": k.barriers,
             "params": [{"name": p.name, "type": p.ctype, "pointer": p.is_pointer,
-                        "dtype": None if p.dtype is None else str(p.dtype), "size": p.size, "align": p.align}
+                        "dtype": None if p.dtype is None else str(p.dtype), "size": p.size, "align": p.align,
+                        **({"struct": _struct_json(p.layout)} if getattr(p, "layout", None) is not None else {})}
                        for p in k.params],
             "ptx_instructions": len(ptx_instructions(body)),
             "unsupported": unsupported_opcodes(body),
         })
     return rows
+
+
+def _struct_json(layout) -> dict:
+    """A by-value struct parameter's fields (perfmodel/compile/structs.py), or why they are not known."""
+    if layout.error is not None:
+        return {"error": layout.error}
+    return {"size": layout.size, "fields": [
+        {"name": f.path, "type": f.ctype, "dtype": f.dtype, "offset": f.offset, "count": f.count,
+         "pointer": f.pointer, **({"pointee": f.pointee} if f.pointer else {})} for f in layout.leaves]}
 
 
 def render_inspect(mod, rows: list[dict], console: Console) -> None:
@@ -61,6 +71,12 @@ def render_inspect(mod, rows: list[dict], console: Console) -> None:
             same = mod.source_path and Path(mod.source_path).resolve() == Path(r["file"])
             where = f"  line {r['line']}" if same else f"  {Path(r['file']).name}:{r['line']}"
         console.print(Text.assemble((r["expression"], "cyan"), f"({params})", (where, "dim")))
+        for p in r["params"]:
+            struct = p.get("struct")
+            if struct is None:
+                continue
+            fields = "; ".join(f"{f['name']} ({f['type']})" for f in struct.get("fields", []))
+            console.print(Text(f"  {p['name']}: {fields or struct.get('error')}", style="dim"))
     if mod.arch_note:
         console.print(Text(mod.arch_note, style="dim"))
     if mod.templates:

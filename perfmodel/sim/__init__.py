@@ -17,6 +17,8 @@ address (:func:`data_blind`), whose counts then do not depend on the values.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from perfmodel.compile.signature import array_fits
@@ -98,6 +100,9 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
             if not a.flags.c_contiguous:
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
+        elif isinstance(a, Mapping) and getattr(p, "layout", None) is None:
+            raise SimulationError(f"argument {p.name} ({p.ctype}) is not a struct; a dict of fields is for a struct "
+                                  "passed by value")
         elif isinstance(a, np.ndarray) and a.ndim > 0 and a.dtype.fields is None:
             raise SimulationError(f"argument {p.name} ({p.ctype}) must be a scalar")
         elif isinstance(a, np.ndarray) and a.dtype.fields is not None and p.dtype is not None and a.dtype != p.dtype:

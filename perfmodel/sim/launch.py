@@ -3,10 +3,12 @@ constant bank, the shared- and local-memory layouts, the packed kernel parameter
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
 from perfmodel.errors import SimulationError
+from perfmodel.sim import struct_args
 from perfmodel.ptx.ir import TYPES, Module
 from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
 from perfmodel.sim.space import BlockSpace, ByteSpace, GlobalHeap
@@ -71,6 +73,18 @@ class LaunchState:
                     raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
                 blocks.append((p.name, a.nbytes))
                 self.arg_arrays.append(a)
+        # structs passed by value as dicts of fields: their numbers, and their pointer fields' arrays after the
+        # pointer arguments' (written back alike)
+        structs: dict[str, tuple] = {}
+        self.struct_pointers: dict[tuple[str, int], str] = {}    # (parameter, field offset) -> its array's name
+        for p, a in zip(params, args):
+            if isinstance(a, Mapping):
+                numbers, arrays = struct_args.normalise(p, a)
+                structs[p.name] = (numbers, arrays)
+                for path, array in arrays.items():
+                    blocks.append((f"{p.name}.{path}", array.nbytes))
+                    self.arg_arrays.append(array)
+                    self.struct_pointers[(p.name, p.layout.leaf(path).offset)] = f"{p.name}.{path}"
         # texture objects (cudaTextureObject_t arguments): their texels after the pointer arguments
         texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, (Texture, Surface))]
         for p, a in texture_args:
@@ -93,6 +107,14 @@ class LaunchState:
                 if not blank_inputs:
                     self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
                 ptr_values[p.name] = self.heap.address(k)
+                k += 1
+        struct_addresses: dict[str, dict[str, int]] = {}
+        for name, (_, arrays) in structs.items():
+            struct_addresses[name] = {}
+            for path, array in arrays.items():
+                if not blank_inputs:
+                    self.heap.write(k, array.reshape(-1).view(np.uint8) if array.size else b"")
+                struct_addresses[name][path] = int(self.heap.address(k))
                 k += 1
         self.textures: dict = {}         # handle -> (Texture or Surface, heap address of its texels)
         self.surfaces: list = []         # (Surface, heap block): written back after the run
@@ -191,6 +213,8 @@ class LaunchState:
                 raw = int(ptr_values[p.name]).to_bytes(8, "little")
             elif p.name in handles:
                 raw = int(handles[p.name]).to_bytes(8, "little")
+            elif p.name in structs:
+                raw = struct_args.pack(p.layout, structs[p.name][0], struct_addresses[p.name])
             elif isinstance(a, (bytes, bytearray)):
                 raw = bytes(a)
             elif isinstance(a, np.ndarray) and a.dtype.fields is not None:
@@ -214,6 +238,30 @@ class LaunchState:
         run leaves untouched until write_back)."""
         sources = list(self.arg_arrays) + [None] * (len(self.heap.names) - len(self.arg_arrays))
         return self.heap.checkpoint(sources)
+
+    def param_at(self, offset: int) -> str:
+        """Which parameter (and struct field) byte ``offset`` of the packed parameters is, for messages."""
+        spans = [(self.param_offsets[pp.name], pp.nbytes, p) for pp, p in zip(self.entry.params, self.program.params)]
+        for start, nbytes, p in spans:
+            if start <= offset < start + nbytes:
+                where = f"byte {offset - start} of {p.name} ({p.ctype})"
+                layout = getattr(p, "layout", None)
+                if layout is not None and layout.error is None:
+                    rel = offset - start
+                    leaf = next((f for f in reversed(layout.leaves) if f.offset <= rel), None)
+                    if leaf is not None:
+                        where += f", in or after its field {leaf.path} ({leaf.ctype})"
+                return where
+        if not spans:
+            return "the kernel has no parameters"
+        start, nbytes, p = max(spans, key=lambda s: s[0])
+        where = f"past the parameters, which end at byte {start + nbytes}: the last is {p.name} ({p.ctype}, bytes " \
+                f"{start} to {start + nbytes - 1})"
+        layout = getattr(p, "layout", None)
+        if layout is not None and layout.error is None and layout.leaves:
+            leaf = layout.leaves[-1]
+            where += f", whose last field is {leaf.path} ({leaf.ctype}, from byte {start + leaf.offset})"
+        return where
 
     def kernel_param(self, name: str, off: int, dt) -> np.ndarray:
         base = self.param_offsets.get(name)

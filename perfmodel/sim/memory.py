@@ -71,6 +71,8 @@ class MemoryMixin:
         valid = f"valid: {lo}..{hi - 1}" if hi > lo else "the access does not fit at any offset"
         msg = f"out-of-bounds {what} at offset {v} ({valid})"
         L = self.launch
+        if what == "kernel-parameter load":
+            msg += f": {L.param_at(v)}"
         if what.startswith("shared"):
             msg += (f"; the block has {L.static_shared_bytes:,} bytes of static shared memory and "
                     f"{L.dynamic_shared_bytes:,} of dynamic shared memory")
@@ -425,7 +427,9 @@ class MemoryMixin:
         """The heap array an out-of-bounds global address belongs to: the one pointer its address is computed from
         (the PTX's dataflow), else the array nearest below it."""
         heap = self.heap
-        names = {self.launch.param_names.get(p, p) for p in self.builder.address_params(gid)}
+        launch = self.launch
+        names = {launch.struct_pointers.get((launch.param_names.get(p, p), off), launch.param_names.get(p, p))
+                 for p, off in self.builder.address_params(gid)}
         hits = [j for j, name in enumerate(heap.names) if name in names]
         return hits[0] if len(hits) == 1 else heap.owner(v)
 

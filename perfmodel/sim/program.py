@@ -158,9 +158,9 @@ class ProgramBuilder:
                 raise
         return cf
 
-    def address_params(self, gid: int) -> set[str]:
-        """PTX .param (or .global variable) names the address of memory instruction ``gid`` is computed from
-        (:func:`perfmodel.ptx.dataflow.address_params`), for messages."""
+    def address_params(self, gid: int) -> set[tuple[str, int]]:
+        """PTX .param (or .global variable) names, with the byte offset loaded, that the address of memory
+        instruction ``gid`` is computed from (:func:`perfmodel.ptx.dataflow.address_params`), for messages."""
         from perfmodel.ptx.dataflow import address_params, definitions
 
         f = self.module.functions[self.func_of[gid]]

@@ -15,8 +15,8 @@ from perfmodel import generators as _generators
 from perfmodel import references as _references
 from perfmodel.errors import SpecError
 from perfmodel.spec.launch import ArgValue, Launch
-from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, InitSpec, OutputSpec, ParamSpec, SpecModel, TextureSpec,
-                                   arg_dtype, macro_names)
+from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, FieldArraySpec, InitSpec, OutputSpec, ParamSpec, SpecModel,
+                                   TextureSpec, arg_dtype, macro_names)
 
 # ==============================================================================================================
 # KernelSpec: a validated spec file
@@ -72,6 +72,8 @@ class KernelSpec:
         """(path, mtime, size) of the files the launch reads besides the source: ``.npy`` initialisers and
         references, ``file.py:function`` references (a cached simulation is reused only while they are unchanged)."""
         paths = [arg.init.path for arg in self.model.args if arg.init is not None and arg.init.kind == "file"]
+        paths += [v.init.path for arg in self.model.args for v in (arg.fields or {}).values()
+                  if isinstance(v, FieldArraySpec) and v.init is not None and v.init.kind == "file"]
         for output in self.model.outputs:
             ref = output.reference
             if ref.endswith(".npy"):
@@ -171,6 +173,15 @@ class KernelSpec:
             raise SpecError(f"{file}: field 'args': duplicate arg name(s) {', '.join(sorted(duplicates))}")
         for i, arg in enumerate(model.args):
             base = f"args[{i}]"
+            for key, value in (arg.fields or {}).items():
+                where = f"{base}.fields.{key}"
+                if isinstance(value, FieldArraySpec):
+                    self._check_sized(value.length, value.shape, value.init, where, known)
+                    continue
+                for j, item in enumerate(value if isinstance(value, list) else [value]):
+                    at = where + (f"[{j}]" if isinstance(value, list) else "")
+                    _expr.check_syntax(item, file=file, field=at)
+                    self._check_names(item, known, at)
             self._check_sized(arg.length, arg.shape, arg.init, base, known)
             values = arg.value if isinstance(arg.value, list) else [] if arg.value is None else [arg.value]
             for j, value in enumerate(values):
@@ -182,6 +193,8 @@ class KernelSpec:
                 raise SpecError(f"{file}: field 'constants': {name!r} is not an identifier")
             self._check_sized(constant.length, constant.shape, constant.init, f"constants.{name}", known)
         arrays = {arg.name for arg in model.args if arg.kind in ("array", "surface")}   # a surface is written too
+        arrays |= {f"{arg.name}.{key}" for arg in model.args for key, value in (arg.fields or {}).items()
+                   if isinstance(value, FieldArraySpec)}                           # a struct's pointer fields
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
                 raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg or surface arg "
@@ -317,7 +330,7 @@ class KernelSpec:
         cache: dict = {}
         args: list[ArgValue] = []
         for i, arg in enumerate(model.args):
-            dtype = arg_dtype(arg.dtype)
+            dtype = arg_dtype(arg.dtype) if arg.dtype is not None else None
             if arg.kind == "scalar" and dtype.names:
                 args.append(ArgValue(arg.name, "scalar", dtype, vector_value(arg.value, dtype, params, file,
                                                                              f"args[{i}].value")))
@@ -327,6 +340,9 @@ class KernelSpec:
             elif arg.kind in ("texture", "surface"):
                 args.append(ArgValue(arg.name, arg.kind, dtype, self._texture(
                     getattr(arg, arg.kind), params, f"args[{i}].{arg.kind}", cache, values)))
+            elif arg.kind == "struct":
+                args.append(ArgValue(arg.name, "struct", np.dtype(np.void),
+                                     self._struct(arg.fields or {}, params, f"args[{i}].fields", cache, values)))
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
                 args.append(ArgValue(arg.name, "array", dtype, array))
@@ -350,6 +366,24 @@ class KernelSpec:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)
                 for i, value in enumerate(exprs)]
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def _struct(self, fields: Mapping[str, Any], params: Mapping[str, Any], base: str, cache: dict,
+                values: bool = True) -> dict[str, Any]:
+        """A struct arg's fields: numbers (a list for an array or vector field) and the pointer fields' arrays.
+        Which fields the struct has, and their types, the simulator checks against the compiled layout."""
+        file = str(self.path)
+        out: dict[str, Any] = {}
+        for key, value in fields.items():
+            where = f"{base}.{key}"
+            if isinstance(value, FieldArraySpec):
+                out[key] = self._array(value.length, value.shape, value.init, DTYPES[value.dtype], params, where,
+                                       cache, values)
+            elif isinstance(value, list):
+                out[key] = [_normalise_number(_expr.evaluate(v, params, file=file, field=f"{where}[{j}]"), file,
+                                              f"{where}[{j}]") for j, v in enumerate(value)]
+            else:
+                out[key] = _normalise_number(_expr.evaluate(value, params, file=file, field=where), file, where)
+        return out
 
     def _texture(self, spec, params: Mapping[str, Any], base: str, cache: dict, values: bool = True):
         """A :class:`perfmodel.sim.texture.Texture` (or ``Surface``) from a texture (surface) arg's description."""

@@ -24,13 +24,35 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ArgValue:
     name: str
-    kind: str                  # "array" | "scalar" | "texture" | "surface" (perfmodel.sim.texture objects)
+    kind: str                  # "array" | "scalar" | "texture" | "surface" (perfmodel.sim.texture objects) | "struct"
     dtype: np.dtype
-    value: Any                 # np.ndarray (initial contents) or a Python int/float
+    value: Any                 # np.ndarray (initial contents) or a Python int/float; a struct's: field -> number,
+                               # list of numbers, or np.ndarray (a pointer field's array)
+
+    def arrays(self, value: Any = None) -> dict[str, np.ndarray]:
+        """The arrays this arg puts in global memory, by the name outputs give them: an array arg's own, a
+        struct's pointer fields' as ``ARG.FIELD``. ``value``: the arg after a run (default: its initial value)."""
+        value = self.value if value is None else value
+        if self.kind == "array":
+            return {self.name: value}
+        if self.kind == "struct":
+            return {f"{self.name}.{k}": v for k, v in value.items() if isinstance(v, np.ndarray)}
+        return {}
+
+    def with_arrays(self, arrays: Mapping[str, np.ndarray]) -> Any:
+        """This arg's value with its arrays (named as :meth:`arrays` names them) replaced where ``arrays`` has them."""
+        if self.kind == "struct":
+            return {k: arrays.get(f"{self.name}.{k}", v) if isinstance(v, np.ndarray) else v
+                    for k, v in self.value.items()}
+        return arrays.get(self.name, self.value)
 
     def to_json(self) -> dict:
         from perfmodel.compile.signature import vector_name
 
+        if self.kind == "struct":
+            return {"name": self.name, "kind": "struct", "fields": {
+                k: {"dtype": str(v.dtype), "length": int(v.size)} if isinstance(v, np.ndarray) else v
+                for k, v in self.value.items()}}
         out: dict[str, Any] = {"name": self.name, "kind": self.kind,
                                "dtype": vector_name(self.dtype) or str(self.dtype)}
         if self.kind == "array":
@@ -123,11 +145,12 @@ class Launch:
     def arg_values(self) -> list[Any]:
         """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars.
         A blank launch's arrays are fresh zeros (allocated lazily: a run that skips its inputs never touches them)."""
-        if self.blank:
-            return [np.zeros(arg.value.shape, arg.value.dtype) if arg.kind == "array" else
-                    self._fresh(arg) if arg.kind == "surface" else arg.value for arg in self.args]
-        return [arg.value.copy() if arg.kind == "array" else self._fresh(arg) if arg.kind == "surface" else arg.value
-                for arg in self.args]
+        def fresh(a: np.ndarray) -> np.ndarray:
+            return np.zeros(a.shape, a.dtype) if self.blank else a.copy()
+
+        return [fresh(arg.value) if arg.kind == "array" else self._fresh(arg) if arg.kind == "surface" else
+                {k: fresh(v) if isinstance(v, np.ndarray) else v for k, v in arg.value.items()}
+                if arg.kind == "struct" else arg.value for arg in self.args]
 
     @staticmethod
     def _fresh(arg):
@@ -152,6 +175,16 @@ class Launch:
                 view = (arg.value if arg.kind == "array" else arg.value.data).view()
                 view.flags.writeable = False
                 args[arg.name] = view
+            elif arg.kind == "struct":
+                # the fields by name, and each pointer field's array also as ARG.FIELD (as outputs name it)
+                fields = {}
+                for k, v in arg.value.items():
+                    if isinstance(v, np.ndarray):
+                        v = v.view()
+                        v.flags.writeable = False
+                        args[f"{arg.name}.{k}"] = v
+                    fields[k] = v
+                args[arg.name] = fields
             else:
                 args[arg.name] = arg.value
         return args
@@ -202,7 +235,11 @@ class Launch:
             if len(args_after_run) != len(self.args):
                 raise SpecError(f"{self.spec.path}: check_outputs got {len(args_after_run)} args, "
                                 f"the kernel takes {len(self.args)}")
-            by_name = {arg.name: value for arg, value in zip(self.args, args_after_run)}
+            by_name = {}
+            for arg, value in zip(self.args, args_after_run):
+                by_name[arg.name] = value
+                if arg.kind == "struct":
+                    by_name.update(arg.arrays(value))
         if not self.outputs:
             return OutputCheck(None, [], NOT_CHECKED)
         results: list[OutputResult] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import ml_dtypes
 import numpy as np
@@ -183,19 +183,59 @@ class TextureSpec(SurfaceSpec):
     read_mode: Literal["element", "normalized_float"] = "element"
 
 
+_FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class _SizedArray(_Strict):
+    """An array described by ``dtype``, ``length`` or ``shape``, and ``init`` (a ``__constant__`` symbol's, a
+    struct's pointer field's)."""
+
+    WHAT: ClassVar[str] = "an array"
+
+    @field_validator("dtype", check_fields=False)
+    @classmethod
+    def _dtype(cls, value: str) -> str:
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _size(self):
+        if self.length is not None and self.shape is not None:
+            raise ValueError("give length or shape, not both")
+        init_kind = self.init.kind if self.init else "zeros"
+        if self.length is None and self.shape is None and init_kind not in ("values", "generator", "file"):
+            raise ValueError(f"{self.WHAT} needs length: EXPR (or shape: [..])")
+        return self
+
+
+class FieldArraySpec(_SizedArray):
+    """The array a struct's pointer field points to: as an array arg (``dtype``, ``length`` or ``shape``,
+    ``init``); outputs name it ``ARG.FIELD``."""
+
+    WHAT: ClassVar[str] = "a pointer field's array"
+    dtype: str
+    length: Expr | None = None
+    shape: list[Expr] | None = None
+    init: InitSpec | None = None
+
+
 class ArgSpec(_Strict):
-    """A kernel argument: an array (``length`` or ``shape``, ``init``), a scalar (``value``) or a texture object
-    (``texture``, for a ``cudaTextureObject_t`` parameter)."""
+    """A kernel argument: an array (``length`` or ``shape``, ``init``), a scalar (``value``), a texture object
+    (``texture``, for a ``cudaTextureObject_t`` parameter) or a struct passed by value (``fields``: one entry per
+    field the compile finds in its declaration - an EXPR, a list of EXPRs for an array or vector field, an array
+    for a pointer field; a nested struct's fields named with dots)."""
 
     name: str
-    dtype: str | None = None          # required, except for a texture (its handle is a 64-bit integer)
-    kind: Literal["array", "scalar", "texture", "surface"] | None = None
+    dtype: str | None = None          # required, except for a texture (its handle is a 64-bit integer) or a struct
+    kind: Literal["array", "scalar", "texture", "surface", "struct"] | None = None
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec | None = None
     value: Expr | list[Expr] | None = None      # a list: one EXPR per component of a vector type (float3)
     texture: TextureSpec | None = None
     surface: SurfaceSpec | None = None
+    fields: dict[str, Expr | list[Expr] | FieldArraySpec] | None = None
 
     @field_validator("name")
     @classmethod
@@ -216,7 +256,20 @@ class ArgSpec(_Strict):
     def _shape_of_arg(self) -> ArgSpec:
         is_scalar = self.value is not None
         kind = self.kind or ("texture" if self.texture is not None else "surface" if self.surface is not None
-                             else "scalar" if is_scalar else "array")
+                             else "struct" if self.fields is not None else "scalar" if is_scalar else "array")
+        if kind == "struct" or self.fields is not None:
+            if self.fields is None or kind != "struct":
+                raise ValueError("a struct arg (a struct passed by value) takes fields: {FIELD: EXPR, ...} only")
+            others = [k for k in ("dtype", "length", "shape", "init", "value", "texture", "surface")
+                      if getattr(self, k) is not None]
+            if others:
+                raise ValueError(f"a struct arg takes fields: only (its layout comes from the compile), not "
+                                 f"{', '.join(others)}")
+            bad = [k for k in self.fields if not _FIELD_PATH.match(k)]
+            if bad:
+                raise ValueError(f"field {bad[0]!r}: expected a field name, or a nested struct's with dots (in.b)")
+            object.__setattr__(self, "kind", "struct")
+            return self
         if self.texture is not None and self.surface is not None:
             raise ValueError("an arg is a texture or a surface, not both")
         if kind in ("texture", "surface") or self.texture is not None or self.surface is not None:
@@ -258,28 +311,14 @@ class ArgSpec(_Strict):
         return self
 
 
-class ConstantSpec(_Strict):
+class ConstantSpec(_SizedArray):
     """Initial value of a ``__constant__`` symbol (what the host's ``cudaMemcpyToSymbol`` would copy)."""
 
+    WHAT: ClassVar[str] = "a constant"
     dtype: str = "float32"
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec
-
-    @field_validator("dtype")
-    @classmethod
-    def _dtype(cls, value: str) -> str:
-        if value not in DTYPES:
-            raise ValueError(f"unknown dtype {value!r} (known: {', '.join(DTYPES)})")
-        return value
-
-    @model_validator(mode="after")
-    def _size(self) -> ConstantSpec:
-        if self.length is not None and self.shape is not None:
-            raise ValueError("give length or shape, not both")
-        if self.length is None and self.shape is None and self.init.kind not in ("values", "generator", "file"):
-            raise ValueError("a constant needs length: EXPR (or shape: [..])")
-        return self
 
 
 class OutputSpec(_Strict):
