@@ -353,3 +353,28 @@ def test_struct_args_in_a_spec_are_checked(cli, params_cu, tmp_path, arg, needle
     path.write_text(yaml.safe_dump(spec))
     code, _, err = cli("analyze", str(path), "--device", "h100")
     assert code == 2 and needle in err and str(path) in err, err
+
+
+PITCHED = r"""
+#include <cuda_runtime.h>
+__global__ void fill(cudaPitchedPtr p, float v)
+{
+  float* row = (float*)((char*)p.ptr + blockIdx.x * p.pitch);
+  if (threadIdx.x < p.xsize / sizeof(float)) row[threadIdx.x] = v + blockIdx.x;
+}
+"""
+
+
+def test_a_struct_of_the_cuda_headers(tmp_path):
+    """cudaPitchedPtr (driver_types.h: void* ptr, size_t pitch, xsize, ysize) is found in the CUDA headers; its
+    void* field takes an array of any dtype. Rows of 128 floats (pitch 512 bytes), 100 written per row."""
+    import perfmodel
+
+    kernel = perfmodel.RawKernel(PITCHED, "fill")
+    assert [(f.path, f.dtype, f.offset) for f in kernel.params[0].layout.leaves] == \
+        [("ptr", "uint64", 0), ("pitch", "uint64", 8), ("xsize", "uint64", 16), ("ysize", "uint64", 24)]
+    data = np.zeros((6, 128), np.float32)
+    kernel((6,), (128,), ({"ptr": data, "pitch": 512, "xsize": 400, "ysize": 6}, 2.5), device="h100")
+    expected = np.zeros((6, 128), np.float32)
+    expected[:, :100] = 2.5 + np.arange(6)[:, None]
+    np.testing.assert_array_equal(data, expected)

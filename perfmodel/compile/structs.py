@@ -35,6 +35,7 @@ _SKIP_FIRST = {"static", "typedef", "using", "friend", "template", "static_asser
 _QUALIFIERS = {"const", "volatile", "mutable", "__restrict__", "__restrict", "restrict", "register", "struct",
                "class", "typename"}
 _ACCESS = {"public", "private", "protected"}
+_MACRO_WORD = re.compile(r"__\w+__$")
 
 # the type codes of the probe (K<T>::v below)
 _KIND_FLOAT, _KIND_SIGNED, _KIND_UNSIGNED, _KIND_BOOL, _KIND_POINTER, _KIND_ENUM = 1, 2, 3, 4, 5, 6
@@ -174,7 +175,9 @@ class _Source:
             if word not in CLASS_WORDS:
                 continue
             j = i + 1
-            while j < len(w) and (w[j] in ATTRIBUTE_WORDS or w[j] == "alignas"):
+            while j < len(w) and (w[j] in ATTRIBUTE_WORDS or w[j] == "alignas" or _MACRO_WORD.match(w[j])
+                                  and j + 1 < len(w) and re.match(r"[A-Za-z_]", w[j + 1])):
+                # __align__(8), alignas(8), and the headers' attribute macros (struct __device_builtin__ T)
                 j = match_close(self.toks, j + 1) + 1 if j + 1 < len(w) and w[j + 1] == "(" else j + 1
             tag = w[j] if j < len(w) and re.match(r"[A-Za-z_]\w*$", w[j]) else None
             k = j + 1 if tag else j
@@ -340,8 +343,13 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
         name = _base_name(typedefs[name][0])
         found = src.definition(name)
     if found is None:
-        probe.error = f"perfmodel found no definition of {name!r} in the compiled text (a struct of a library " \
-                      "header is not looked for)"
+        # a struct of the CUDA headers (cudaPitchedPtr, in driver_types.h): their top folder's files
+        header = _sdk_source(name)
+        if header is not None:
+            src, found = header, header.definition(name)
+    if found is None:
+        probe.error = f"perfmodel found no definition of {name!r} in the compiled text or the CUDA headers' " \
+                      "folder (a library's struct, std::pair, is not looked for)"
         return probe
     lo, hi, keyword = found
     if keyword == "union":
@@ -362,6 +370,24 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
     elif len(probe.paths) > MAX_FIELDS:
         probe.error = f"{name} has more than {MAX_FIELDS} fields (nested ones counted)"
     return probe
+
+
+def _sdk_source(name: str) -> _Source | None:
+    """The CUDA header (top folder of the NVIDIA wheels' include directories) that defines struct ``name``."""
+    from pathlib import Path
+
+    from perfmodel.compile import nvrtc
+
+    pattern = re.compile(r"\b(?:struct|class)\s+(?:__\w+__\s+)*" + re.escape(name) + r"\s*(?:final\s*)?[:{]")
+    for folder in nvrtc.sdk_include_dirs():
+        for path in sorted(Path(folder).glob("*.h")):
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                return _Source(text)
+    return None
 
 
 def _nest(src: _Source, members: list[Member], typedefs, depth: int) -> str | None:

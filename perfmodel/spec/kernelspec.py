@@ -2,7 +2,6 @@
 :meth:`KernelSpec.instantiate` (params, constraints, geometry, initial arrays) -> :class:`~perfmodel.spec.launch.Launch`."""
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
