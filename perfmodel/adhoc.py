@@ -377,9 +377,34 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
             lines_args.append(f"    texture: {{dtype: float32, channels: 1, shape: [1024, 1024], init: {{random: "
                               f"{{seed: {seed}, low: 0, high: 1}}}}, filter: point, address: clamp, "
                               "normalized_coords: false, read_mode: element}")
+        elif p.dtype is not None and p.dtype.names:        # a CUDA vector type passed by value
+            from perfmodel.compile.signature import vector_name
+
+            one = "N" if p.dtype[0].kind in "iu" else "1.0"
+            lines_args.append(f"  - {{name: {p.name}, dtype: {vector_name(p.dtype)}, value: "
+                              f"[{', '.join([one] * len(p.dtype.names))}]}}   # {p.ctype}: set me")
+        elif p.layout is not None and p.layout.error is None:   # a struct passed by value: every field
+            lines_args.append(f"  - name: {p.name}   # {p.ctype}, a struct: set every field")
+            lines_args.append("    fields:")
+            for f in p.layout.leaves:
+                if f.pointer:
+                    kind = f.pointee or "float32"
+                    const = f.ctype.startswith("const ")
+                    seed += const
+                    init = (f"{{random: {{seed: {seed}, low: -1, high: 1}}}}" if kind[0] in "fhb" else
+                            f"{{random: {{seed: {seed}, low: 0, high: 100}}}}") if const else "zeros"
+                    if not const:
+                        outputs.append(f"{p.name}.{f.path}")
+                    lines_args.append(f"      {f.path}: {{dtype: {kind}, length: N, init: {init}}}   # {f.ctype}")
+                else:
+                    one = "N" if f.dtype[0] in "iu" else "1.0"
+                    value = f"[{', '.join([one] * f.count)}]" if f.shape and f.count <= 8 else one
+                    lines_args.append(f"      {f.path}: {value}   # {f.ctype}"
+                                      + (f": {f.count} values, or one for every element" if f.shape else ""))
         elif dtype is None:
-            lines_args.append(f"  # {p.name}: {p.ctype} cannot be set by a spec (numbers, pointers and textures "
-                              "only)")
+            why = f": {p.layout.error}" if p.layout is not None else " (numbers, vectors, structs, pointers and " \
+                                                                      "textures only)"
+            lines_args.append(f"  # {p.name}: {p.ctype} cannot be set by a spec{why}")
         else:
             value = "N" if dtype[0] in "iu" else "1.0"
             lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, value: {value}}}   # {p.ctype}: set me")

@@ -204,3 +204,14 @@ def test_grid_with_a_shift(cli):
                          "a=2", "--arg", "x=float32[n]", "--arg", "y=float32[n]", "--device", "h100", "--json")
     assert code == 0, err
     assert json.loads(out)["launch"]["grid"] == [8, 1, 1]
+
+
+def test_kernels_init_gives_vector_parameters_one_value_per_component(cli, rotate_cu, tmp_path):
+    out = tmp_path / "start.yaml"
+    code, _, err = cli("kernels", "init", str(rotate_cu), "--out", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "  - {name: w, dtype: float3, value: [1.0, 1.0, 1.0]}   # const float3: set me" in text
+    assert "  - {name: shift, dtype: int2, value: [N, N]}   # const int2: set me" in text
+    code, _, err = cli("analyze", str(out), "--device", "h100", "-D", "N=4096")
+    assert code == 0, err
