@@ -13,6 +13,9 @@ give - so the rest of the pipeline (simulation, models, references, ``--save-spe
 - ``--arg NAME=DTYPE[COUNT][:INIT]`` on a pointer parameter: an array of COUNT (an expression) elements; INIT is
   ``zeros`` (default), ``ones``, ``arange``, ``random`` (floats uniform in [-1, 1), ints in [0, 100)),
   ``random(LOW,HIGH)``, ``value=EXPR`` or ``file=PATH.npy``.
+- ``--arg NAME=X,Y,Z`` on a CUDA vector type passed by value (``float3 w``): one expression per component;
+  ``--arg 'NAME={FIELD=VALUE, ...}'`` on a struct passed by value: every field (compile/structs.py finds them), a
+  pointer field taking ``DTYPE[COUNT][:INIT]`` like a pointer parameter (perfmodel/adhoc_args.py).
 - ``--check NAME=REFERENCE``: check output array NAME against a Python function (``module:function``,
   ``file.py:function``), a ``.npy`` file of expected values or a built-in reference, with ``--rtol``/``--atol``.
 

@@ -2,7 +2,7 @@
 Python can give one.
 
 PTX passes a struct by value as bytes (``.param .align 4 .b8 k_param_0[28]``) and says nothing of its fields.
-Their **names** come from the struct's declaration in the compiled text (:func:`members`); their **offsets, sizes,
+Their **names** come from the struct's declaration in the compiled text (:meth:`_Source.members`); their **offsets, sizes,
 alignments and types** come from NVRTC itself: the file is compiled once more with one array of
 ``__builtin_offsetof`` / ``sizeof`` / ``alignof`` / a type code per field appended (:func:`probe_source`), and the
 array's initialiser is read back from the PTX (:func:`read_probe`). A layout is kept only when the fields found
