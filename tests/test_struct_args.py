@@ -46,15 +46,30 @@ typedef struct { short s; long long w; bool on; } anon_t;              // typede
 class Hidden { public: __device__ int get() const { return d * m; } Hidden& operator=(int x) { d = x; return *this; }
                private: int d; char m; };                              // private members, operator=
 namespace ns { struct Q { int a; unsigned char c[3]; }; }
+struct Base { int a; };
+template <class T> struct TB { T x; };
+struct Derived : public Base, TB<double> { int c; };                   // bases first, in order
+struct PB { int a; char c; };                                           // a POD base: its tail padding is kept
+struct PD : PB { char d; };
+struct NB { __device__ NB() {} int a; char c; };                        // not POD: PD's d goes in its tail padding
+struct ND : NB { char d; };
 """
 OTHERS = OTHERS_DECLS + r"""
 union U { int i; float f; };
 struct Bits { int a : 3; int b; };
-struct Base { int a; };
-struct Derived : Base { int b; };
+struct Cond {
+#if 1
+  int a;
+#else
+  double a;
+#endif
+  int b;
+};
+struct Virt { virtual __device__ int f() { return 1; } int a; };
 __global__ void k1(Pair<float, 3> p, anon_t t, Hidden h, float* out) { out[0] = p.first[2] + p.tag + t.s + t.w + t.on + h.get(); }
 namespace ns { __global__ void k2(Q q, float* out) { out[0] = q.a + q.c[2]; } }
-__global__ void k3(U u, Bits b, Derived d, float* out) { out[0] = u.f + b.b + d.b; }
+__global__ void k4(Derived d, PD p, ND n, float* out) { out[0] = d.a + d.x + d.c + p.d + n.d; }
+__global__ void k3(U u, Bits b, Cond c, Virt v, float* out) { out[0] = u.f + b.b + c.b + v.a; }
 """
 
 
@@ -102,10 +117,19 @@ def test_other_declarations_and_the_ones_refused(tmp_path):
     assert _leaves(h.layout) == [("d", "int32", 0, (), ()), ("m", "int8", 4, (), ())]
     q = load_kernel(path, entry="ns::k2").params[0]
     assert _leaves(q.layout) == [("a", "int32", 0, (), ()), ("c", "uint8", 4, (3,), (1,))]
-    u, b, d, _ = load_kernel(path, entry="k3").params
+    d, pd, nd, _ = load_kernel(path, entry="k4").params
+    # Derived: Base::a 0, TB<double>::x 8, c 16, size 24; PD: a 0, c 4, d 8 (after PB's 8 bytes), 12;
+    # ND: a 0, c 4, d 5 (in NB's tail padding: NB is not POD for the layout), 8
+    assert _leaves(d.layout) == [("a", "int32", 0, (), ()), ("x", "float64", 8, (), ()), ("c", "int32", 16, (), ())]
+    assert [(f.path, f.offset) for f in pd.layout.leaves] == [("a", 0), ("c", 4), ("d", 8)] and pd.layout.size == 12
+    assert [(f.path, f.offset) for f in nd.layout.leaves] == [("a", 0), ("c", 4), ("d", 5)] and nd.layout.size == 8
+    u, b, c, v, _ = load_kernel(path, entry="k3").params
     assert "union" in u.layout.error
     assert "bit-field" in b.layout.error
-    assert "bytes 0 to 3 of Derived" in d.layout.error and "base class" in d.layout.error
+    # both branches of the #if are seen: the second a is at byte 0 again, where 4 was expected
+    assert "byte 0 of Cond are not the fields perfmodel found in its declaration before a" in c.layout.error
+    # the virtual function table's pointer holds bytes 0 to 7
+    assert "bytes 0 to 7 of Virt are not the fields" in v.layout.error
 
 
 def test_a_struct_on_the_command_line_gives_numpys_answer(cli, params_cu):
@@ -279,6 +303,8 @@ def test_the_layouts_agree_with_the_host_compiler(tmp_path):
     p, t, h, _ = load_kernel(kernels, entry="k1").params
     structs.update({"Pair<float, 3>": p.layout, "anon_t": t.layout, "Hidden": h.layout,
                     "ns::Q": load_kernel(kernels, entry="ns::k2").params[0].layout})
+    d, pd, nd, _ = load_kernel(kernels, entry="k4").params
+    structs.update({"Derived": d.layout, "PD": pd.layout, "ND": nd.layout})
     probes, aliases = [], []
     for k, (name, layout) in enumerate(structs.items()):
         aliases.append(f"typedef {name} T{k};")           # offsetof is a macro: no commas in its type

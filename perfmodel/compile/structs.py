@@ -9,8 +9,9 @@ array's initialiser is read back from the PTX (:func:`read_probe`). A layout is 
 tile the struct exactly as C++ lays one out - each at the first offset its alignment allows after the one
 before, the struct's size the last one's end rounded up to the struct's alignment (the C++ standard,
 [class.mem]: non-static members of a class are allocated in declaration order; the Itanium C++ ABI that NVCC
-follows places each at the next offset aligned for it). A base class, a bit-field, a member the parse did not see
-(a branch of an ``#if``), a union leave a gap or an overlap, and the struct is refused with the reason.
+follows places each at the next offset aligned for it, non-virtual base classes first). A bit-field, a member the
+parse did not see (a branch of an ``#if``), a union leave a gap or an overlap, and the struct is refused with the
+reason.
 
 What a user gives is one value per **leaf**: a number field, a fixed array of numbers (its elements, row-major),
 a CUDA vector type (its components), a pointer (an array in global memory); a nested struct's leaves are named
@@ -156,6 +157,7 @@ class Member:
     const: bool = False              # const before the * (a pointer to const) or on the value
     body: tuple[int, int] | None = None   # token range of an inline struct's braces (struct {...} name;)
     children: list[Member] | None = None  # a nested struct's members, once found
+    after_base: bool = False         # the first own member after base classes (may follow their tail padding)
 
 
 class _Source:
@@ -167,9 +169,10 @@ class _Source:
         self.toks = tokenize(masked)
         self.words = [t.text for t in self.toks]
 
-    def definition(self, name: str) -> tuple[int, int, str] | None:
+    def definition(self, name: str) -> tuple[int, int, str, list[str]] | None:
         """Token indices of the braces of ``struct NAME {`` / ``class NAME {`` / ``typedef struct {...} NAME;``,
-        and the keyword (``union`` too, which is refused)."""
+        the keyword (``union`` too, which is refused) and the base classes' names, in order (``virtual`` kept in
+        the name, which is refused)."""
         w = self.words
         for i, word in enumerate(w):
             if word not in CLASS_WORDS:
@@ -184,11 +187,15 @@ class _Source:
             if tag == name:
                 if k < len(w) and w[k] == "final":
                     k += 1
-                if k < len(w) and w[k] == ":":          # base classes: their fields are not found (refused later)
+                bases: list[str] = []
+                if k < len(w) and w[k] == ":":          # base classes: ": public Base, TB<double>"
+                    start = k + 1
                     while k < len(w) and w[k] not in ("{", ";"):
                         k += 1
+                    bases = [b for b in (" ".join(x for x in part.split() if x not in _ACCESS)
+                                         for part in _split_angles(w[start:k])) if b]
                 if k < len(w) and w[k] == "{":
-                    return k, match_close(self.toks, k), word
+                    return k, match_close(self.toks, k), word, bases
             if i > 0 and w[i - 1] == "typedef" and k < len(w) and w[k] == "{":
                 close = match_close(self.toks, k)
                 m = close + 1
@@ -198,7 +205,7 @@ class _Source:
                         names.append(w[m])
                     m += 1
                 if name in names:
-                    return k, close, word
+                    return k, close, word, []
         return None
 
     def members(self, lo: int, hi: int) -> list[Member] | str:
@@ -305,6 +312,20 @@ class _Source:
         return match_close(self.toks, k)
 
 
+def _split_angles(words: list[str]) -> list[str]:
+    """Words split at the commas outside ``<...>``, each part joined with spaces."""
+    parts, cur, depth = [], [], 0
+    for x in words:
+        depth += (x == "<") - (x == ">") - 2 * (x == ">>")
+        if x == "," and depth <= 0:
+            parts.append(" ".join(cur))
+            cur = []
+        else:
+            cur.append(x)
+    parts.append(" ".join(cur))
+    return parts
+
+
 def _bare(ctype: str) -> str:
     """``const Params`` -> ``Params``; ``const ns::P<float, 2>`` -> ``ns::P<float, 2>``."""
     return " ".join(x for x in ctype.replace("&", " ").split() if x not in ("const", "volatile", "struct",
@@ -335,13 +356,7 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
     """Find the struct's declaration (and of the structs it nests) in the compiled text."""
     src = source or _Source(text)
     probe = Probe(_bare(ctype), namespace)
-    name = _base_name(ctype)
-    found = src.definition(name)
-    for _ in range(4):                         # through the file's typedefs
-        if found is not None or len((typedefs or {}).get(name, ())) != 1:
-            break
-        name = _base_name(typedefs[name][0])
-        found = src.definition(name)
+    name, found = _find(src, _base_name(ctype), typedefs)
     if found is None:
         # a struct of the CUDA headers (cudaPitchedPtr, in driver_types.h): their top folder's files
         header = _sdk_source(name)
@@ -351,13 +366,9 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
         probe.error = f"perfmodel found no definition of {name!r} in the compiled text or the CUDA headers' " \
                       "folder (a library's struct, std::pair, is not looked for)"
         return probe
-    lo, hi, keyword = found
-    if keyword == "union":
-        probe.error = f"{name} is a union"
-        return probe
-    members = src.members(lo, hi)
+    members = _declared(src, name, found, typedefs, 1)
     if isinstance(members, str):
-        probe.error = f"{name}: {members}"
+        probe.error = f"{name}: {members}" if not members.startswith(name) else members
         return probe
     error = _nest(src, members, typedefs, 1)
     if error:
@@ -370,6 +381,45 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
     elif len(probe.paths) > MAX_FIELDS:
         probe.error = f"{name} has more than {MAX_FIELDS} fields (nested ones counted)"
     return probe
+
+
+def _find(src: _Source, name: str, typedefs) -> tuple[str, tuple | None]:
+    """(the name defined, its :meth:`_Source.definition`), through the file's typedefs (typedef struct Foo
+    Foo_t;)."""
+    found = src.definition(name) if name else None
+    for _ in range(4):
+        if found is not None or len((typedefs or {}).get(name, ())) != 1:
+            break
+        name = _base_name(typedefs[name][0])
+        found = src.definition(name)
+    return name, found
+
+
+def _declared(src: _Source, name: str, found: tuple, typedefs, depth: int) -> list[Member] | str:
+    """The data members of a found definition, its base classes' first (the Itanium C++ ABI places non-virtual
+    bases before the class's own members, in declaration order); a string says why they cannot be read."""
+    lo, hi, keyword, bases = found
+    if keyword == "union":
+        return f"{name} is a union"
+    out: list[Member] = []
+    for base in bases:
+        if "virtual" in base.split():
+            return f"{name} has a virtual base class ({base})"
+        base_name, base_found = _find(src, _base_name(base), typedefs)
+        if base_found is None or depth >= MAX_DEPTH:
+            return f"{name} derives from {base}, whose definition perfmodel did not find"
+        inherited = _declared(src, base_name, base_found, typedefs, depth + 1)
+        if isinstance(inherited, str):
+            return inherited
+        if out and inherited:
+            inherited[0].after_base = True
+        out += inherited
+    own = src.members(lo, hi)
+    if isinstance(own, str):
+        return own
+    if out and own:
+        own[0].after_base = True
+    return out + own
 
 
 def _sdk_source(name: str) -> _Source | None:
@@ -402,18 +452,12 @@ def _nest(src: _Source, members: list[Member], typedefs, depth: int) -> str | No
             if _number_type(m.type_text, typedefs) or vector_dtype(m.type_text) is not None or \
                     m.type_text in ("half", "__half", "__nv_bfloat16", "nv_bfloat16", "bool"):
                 continue
-            name = _base_name(m.type_text)
-            found = src.definition(name) if name else None
-            for _ in range(4):                     # through the file's typedefs (typedef struct Foo Foo_t;)
-                if found is not None or len((typedefs or {}).get(name, ())) != 1:
-                    break
-                name = _base_name(typedefs[name][0])
-                found = src.definition(name)
+            name, found = _find(src, _base_name(m.type_text), typedefs)
             if found is None:
                 continue                           # the probe tells whether it is a number (a typedef, an enum)
             if found[2] == "union":
                 return f"its field {m.name} is a union"
-            inner = src.members(found[0], found[1])
+            inner = _declared(src, name, found, typedefs, depth)
         if isinstance(inner, str):
             return f"its field {m.name}: {inner}"
         if depth >= MAX_DEPTH:
@@ -488,16 +532,20 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
     """Check that ``members`` tile ``size`` bytes from ``base`` and add their leaves."""
     from perfmodel.compile.signature import vector_dtype
 
-    end = 0
+    end, widest = 0, 1
     for m in members:
         path = f"{prefix}{m.name}"
         off, fsize, falign, kind, esize, pkind, psize = facts[path]
         rel = off - base
         expect = -(-end // max(falign, 1)) * max(falign, 1)
-        if rel != expect:
+        # after the base classes, a POD base's tail padding is not reused (the Itanium C++ ABI's dsize = sizeof):
+        # the first own member may also start at the bases' end rounded up to their alignment
+        after_bases = -(-end // widest) * widest if m.after_base else expect
+        widest = max(widest, falign)
+        if rel not in (expect, after_bases):
             what = f"bytes {end} to {rel - 1}" if rel > end else f"byte {rel}"
-            return (f"{what} of {where} are not the fields perfmodel found in its declaration before {m.name} (a base "
-                    "class, a member inside #if, an alignas or #pragma pack)")
+            return (f"{what} of {where} are not the fields perfmodel found in its declaration before {m.name} (a "
+                    "member inside #if, an alignas or #pragma pack, a virtual function table's pointer)")
         end = rel + fsize
         count = fsize // esize if esize else 0
         own = ((count,), (esize,)) if m.dims or count > 1 else ((), ())
@@ -532,8 +580,8 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
         leaves.append(Leaf(name, ctype, dtype, off, shape + own[0] + comp[0], strides + own[1] + comp[1],
                            kind == _KIND_POINTER, pointee))
     if -(-end // max(align, 1)) * max(align, 1) != size:
-        return (f"bytes {end} to {size - 1} of {where} are not the fields perfmodel found in its declaration (a base "
-                "class, a member inside #if, an alignas)")
+        return (f"bytes {end} to {size - 1} of {where} are not the fields perfmodel found in its declaration (a "
+                "member inside #if, an alignas)")
     for leaf in leaves:
         if leaf.pointer and leaf.shape:
             return f"its field {leaf.path} is an array of pointers (not supported)"
