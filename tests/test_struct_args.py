@@ -419,3 +419,44 @@ def test_kernels_init_writes_every_field_of_a_struct(cli, params_cu, tmp_path):
     assert '#   - {arg: p.out, reference: "my_reference.py:apply"' in text
     code, _, err = cli("analyze", str(out), "--device", "h100", "-D", "N=4096")
     assert code == 0, err
+
+
+ACCESSOR = r"""
+template <typename T> struct RestrictPtrTraits { typedef T* __restrict__ PtrType; };
+template <typename T, int N, template <typename> class PtrTraits, typename index_t>
+class AccessorBase {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __device__ T& at(index_t i) { return data_[i * strides_[0]]; }
+  __device__ index_t size(int d) const { return sizes_[d]; }
+ protected:
+  PtrType data_;
+  index_t sizes_[N];
+  index_t strides_[N];
+};
+template <typename T, int N, template <typename> class PtrTraits, typename index_t>
+class Accessor : public AccessorBase<T, N, PtrTraits, index_t> {};
+template <typename T, int N, template <typename> class PtrTraits>
+using Accessor64 = Accessor<T, N, PtrTraits, long long>;
+__global__ void scale(Accessor64<float, 1, RestrictPtrTraits> a, float s)
+{
+  long long i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < a.size(0)) a.at(i) *= s;
+}
+"""
+
+
+def test_a_tensor_accessor_through_an_alias_template_a_base_class_and_a_restrict_pointer(tmp_path):
+    """PyTorch's PackedTensorAccessor shape: the type is an alias template of a class whose fields (protected) are
+    in its base, the pointer a __restrict__ typedef. 32 elements at stride 2 are scaled by 3."""
+    import perfmodel
+
+    kernel = perfmodel.RawKernel(ACCESSOR, "scale")
+    layout = kernel.params[0].layout
+    assert [(f.path, f.dtype, f.offset, f.pointer) for f in layout.leaves] == \
+        [("data_", "uint64", 0, True), ("sizes_", "int64", 8, False), ("strides_", "int64", 16, False)]
+    data = np.arange(64, dtype=np.float32)
+    kernel((1,), (64,), ({"data_": data, "sizes_": 32, "strides_": 2}, 3.0), device="h100")
+    expected = np.arange(64, dtype=np.float32)
+    expected[0:64:2] *= np.float32(3)
+    np.testing.assert_array_equal(data, expected)

@@ -57,6 +57,7 @@ PROBE_HEADER = (
     "template <class __pmT> struct __pmK<const __pmT> : __pmK<__pmT> {};\n"
     "template <class __pmT> struct __pmK<volatile __pmT> : __pmK<__pmT> {};\n"
     "template <class __pmT> struct __pmK<const volatile __pmT> : __pmK<__pmT> {};\n"
+    "template <class __pmT> struct __pmK<__pmT* __restrict__> : __pmK<__pmT*> {};\n"
     "template <class __pmT, decltype(sizeof(0)) __pmN> struct __pmK<__pmT[__pmN]> : __pmK<__pmT> {};\n"
     "template <class __pmT> struct __pmE { typedef __pmT __pmt; };\n"
     "template <class __pmT, decltype(sizeof(0)) __pmN> struct __pmE<__pmT[__pmN]> : __pmE<__pmT> {};\n"
@@ -67,6 +68,7 @@ PROBE_HEADER = (
     "template <class __pmT> struct __pmP<__pmT*> { enum { __pmk = __pmK<__pmT>::__pmv, __pms = __pmS<__pmT>::__pmv }; };\n"
     "template <class __pmT> struct __pmP<__pmT* const> : __pmP<__pmT*> {};\n"
     "template <class __pmT> struct __pmP<__pmT* volatile> : __pmP<__pmT*> {};\n"
+    "template <class __pmT> struct __pmP<__pmT* __restrict__> : __pmP<__pmT*> {};\n"
     "template <class __pmT, decltype(sizeof(0)) __pmN> struct __pmP<__pmT[__pmN]> : __pmP<__pmT> {};\n"
     "}\n"
     "#define __PERFMODEL_FIELD(__pmT, __pmf) __builtin_offsetof(__pmT, __pmf), sizeof(((__pmT*)0)->__pmf), "
@@ -206,6 +208,17 @@ class _Source:
                     m += 1
                 if name in names:
                     return k, close, word, []
+        return None
+
+    def alias(self, name: str) -> str | None:
+        """What ``using NAME = TYPE;`` (an alias template too) names; None without one."""
+        w = self.words
+        for i in range(len(w) - 3):
+            if w[i] == "using" and w[i + 1] == name and w[i + 2] == "=":
+                end = i + 3
+                while end < len(w) and w[end] != ";":
+                    end += 1
+                return " ".join(w[i + 3:end])
         return None
 
     def members(self, lo: int, hi: int) -> list[Member] | str:
@@ -388,9 +401,14 @@ def _find(src: _Source, name: str, typedefs) -> tuple[str, tuple | None]:
     Foo_t;)."""
     found = src.definition(name) if name else None
     for _ in range(4):
-        if found is not None or len((typedefs or {}).get(name, ())) != 1:
+        if found is not None:
             break
-        name = _base_name(typedefs[name][0])
+        if len((typedefs or {}).get(name, ())) == 1:
+            name = _base_name(typedefs[name][0])
+        elif src.alias(name):
+            name = _base_name(src.alias(name))      # template <...> using A = B<T, 1>;
+        else:
+            break
         found = src.definition(name)
     return name, found
 
@@ -550,7 +568,7 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
         count = fsize // esize if esize else 0
         own = ((count,), (esize,)) if m.dims or count > 1 else ((), ())
         name = f"{name_prefix}{m.name}"
-        ctype = ("const " if m.const else "") + (m.type_text or "struct") + ("*" if kind == _KIND_POINTER else "") \
+        ctype = ("const " if m.const else "") + (m.type_text or "struct") + ("*" if m.pointer else "") \
             + (f"[{count}]" if m.dims else "")
         if m.children is not None and kind == 0:
             error = _level(m.children, facts, path + "[0]" * m.dims + ".", name + ".", off, esize,
