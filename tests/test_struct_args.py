@@ -460,3 +460,13 @@ def test_a_tensor_accessor_through_an_alias_template_a_base_class_and_a_restrict
     expected = np.arange(64, dtype=np.float32)
     expected[0:64:2] *= np.float32(3)
     np.testing.assert_array_equal(data, expected)
+
+
+def test_an_array_of_pointers_is_refused(tmp_path):
+    from perfmodel.kernel import load_kernel
+
+    path = tmp_path / "ptrs.cu"
+    path.write_text("struct Two { float* p[2]; int n; };\n"
+                    "__global__ void k(Two t) { t.p[threadIdx.x & 1][0] = t.n; }\n")
+    layout = load_kernel(path, entry="k").params[0].layout
+    assert layout.error == "its field p is an array of pointers (not supported)"

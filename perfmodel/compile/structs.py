@@ -541,6 +541,9 @@ def layout(probe: Probe, numbers: list[int] | None) -> StructLayout:
     facts = {path: numbers[2 + _PER_FIELD * n: 2 + _PER_FIELD * (n + 1)] for n, path in enumerate(probe.paths)}
     leaves: list[Leaf] = []
     error = _level(probe.members or [], facts, "", "", 0, size, align, (), (), leaves, probe.ctype)
+    if error is None:
+        error = next((f"its field {f.path} is an array of pointers (not supported)" for f in leaves
+                      if f.pointer and f.shape), None)
     if error:
         return StructLayout(probe.ctype, error=error)
     return StructLayout(probe.ctype, size, tuple(leaves))
@@ -555,10 +558,10 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
         path = f"{prefix}{m.name}"
         off, fsize, falign, kind, esize, pkind, psize = facts[path]
         rel = off - base
-        expect = -(-end // max(falign, 1)) * max(falign, 1)
+        expect = _round_up(end, falign)
         # after the base classes, a POD base's tail padding is not reused (the Itanium C++ ABI's dsize = sizeof):
         # the first own member may also start at the bases' end rounded up to their alignment
-        after_bases = -(-end // widest) * widest if m.after_base else expect
+        after_bases = _round_up(end, widest) if m.after_base else expect
         widest = max(widest, falign)
         if rel not in (expect, after_bases):
             what = f"bytes {end} to {rel - 1}" if rel > end else f"byte {rel}"
@@ -597,13 +600,14 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
                 return f"its field {name} is {m.type_text or 'of a type'} perfmodel cannot lay out"
         leaves.append(Leaf(name, ctype, dtype, off, shape + own[0] + comp[0], strides + own[1] + comp[1],
                            kind == _KIND_POINTER, pointee))
-    if -(-end // max(align, 1)) * max(align, 1) != size:
+    if _round_up(end, align) != size:
         return (f"bytes {end} to {size - 1} of {where} are not the fields perfmodel found in its declaration (a "
                 "member inside #if, an alignas)")
-    for leaf in leaves:
-        if leaf.pointer and leaf.shape:
-            return f"its field {leaf.path} is an array of pointers (not supported)"
     return None
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // max(align, 1)) * max(align, 1)
 
 
 def _number_dtype(kind: int, size: int) -> str | None:
