@@ -247,8 +247,8 @@ class RawKernel:
                                    f"{p.layout.describe()}")
                 fields: dict[str, Any] = {}
                 for key, item in value.items():
-                    if isinstance(item, np.ndarray) and item.ndim and p.layout.leaf(str(key)) is not None and \
-                            p.layout.leaf(str(key)).pointer:
+                    leaf = p.layout.leaf(str(key))
+                    if isinstance(item, np.ndarray) and item.ndim and leaf is not None and leaf.pointer:
                         if not item.flags.writeable:
                             raise ApiError(f"{where}: field {key}: the array is read-only; the kernel's writes "
                                            "could not be returned")

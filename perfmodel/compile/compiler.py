@@ -19,9 +19,9 @@ from perfmodel.compile import nvrtc
 from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
 from perfmodel.compile.mangle import mangled_dtype, param_types
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
-from perfmodel.compile.structs import StructLayout
 from perfmodel.compile.signature import (dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries,
                                          ptx_scalar_dtype)
+from perfmodel.compile.structs import StructLayout
 from perfmodel.errors import CompileError, Location
 
 # Compiled before the user's file (NVRTC has no C library): glibc's sys/types.h gives nvcc users `uint` etc.;

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from perfmodel.errors import SimulationError
-from perfmodel.sim import struct_args
 from perfmodel.ptx.ir import TYPES, Module
+from perfmodel.sim import struct_args
 from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
 from perfmodel.sim.space import BlockSpace, ByteSpace, GlobalHeap
 
@@ -66,6 +66,7 @@ class LaunchState:
 
         blocks = []
         self.arg_arrays: list = []
+        owners: list[tuple[str, str | None]] = []     # per arg array: (parameter, struct field or None)
         params = program.params
         for p, a in zip(params, args):
             if p.is_pointer:
@@ -73,6 +74,7 @@ class LaunchState:
                     raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
                 blocks.append((p.name, a.nbytes))
                 self.arg_arrays.append(a)
+                owners.append((p.name, None))
         # structs passed by value as dicts of fields: their numbers, and their pointer fields' arrays after the
         # pointer arguments' (written back alike)
         structs: dict[str, tuple] = {}
@@ -84,6 +86,7 @@ class LaunchState:
                 for path, array in arrays.items():
                     blocks.append((f"{p.name}.{path}", array.nbytes))
                     self.arg_arrays.append(array)
+                    owners.append((p.name, path))
                     self.struct_pointers[(p.name, p.layout.leaf(path).offset)] = f"{p.name}.{path}"
         # texture objects (cudaTextureObject_t arguments): their texels after the pointer arguments
         texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, (Texture, Surface))]
@@ -99,23 +102,17 @@ class LaunchState:
         for v in gvars:
             blocks.append((v.name, v.nbytes))
         self.heap = GlobalHeap(blocks)
-        k = 0
         ptr_values = {}
+        struct_addresses: dict[str, dict[str, int]] = {name: {} for name in structs}
         self.blank_inputs = blank_inputs      # the heap starts zeroed; nothing is copied in or written back
-        for p, a in zip(params, args):
-            if p.is_pointer:
-                if not blank_inputs:
-                    self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
-                ptr_values[p.name] = self.heap.address(k)
-                k += 1
-        struct_addresses: dict[str, dict[str, int]] = {}
-        for name, (_, arrays) in structs.items():
-            struct_addresses[name] = {}
-            for path, array in arrays.items():
-                if not blank_inputs:
-                    self.heap.write(k, array.reshape(-1).view(np.uint8) if array.size else b"")
+        for k, (a, (name, path)) in enumerate(zip(self.arg_arrays, owners)):
+            if not blank_inputs:
+                self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
+            if path is None:
+                ptr_values[name] = self.heap.address(k)
+            else:
                 struct_addresses[name][path] = int(self.heap.address(k))
-                k += 1
+        k = len(self.arg_arrays)
         self.textures: dict = {}         # handle -> (Texture or Surface, heap address of its texels)
         self.surfaces: list = []         # (Surface, heap block): written back after the run
         handles = {}
