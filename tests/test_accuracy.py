@@ -233,9 +233,11 @@ def test_achieved_accuracy_does_not_regress(report):
     # measured wide-load wavefronts) and the L1 data stage moving shared wavefronts and global lines together
     # (docs/model.md 2.3): 7.1%, 1.26x, 64/66. With the chain's ILP credit, fitted with six SGEMM kernels in the
     # fit part (docs/model.md 2.4): 8.0%, 1.30x, 65/66 - these 66 cases fit a little worse, the GEMMs far better.
+    # With the L2 hits of a cold one-wave launch waiting for the DRAM fetch in flight (measured,
+    # validation/microbench/hot_lines.py) and the pair refitted 12 / 2.25 -> 9 / 2.0: 6.4%, 1.26x, 65/66.
     summary = report.summary()
-    assert summary["median_abs_time_error"] <= 0.085
-    assert summary["max_time_factor"] <= 1.33
+    assert summary["median_abs_time_error"] <= 0.07
+    assert summary["max_time_factor"] <= 1.30
     assert summary["within_25pct"] >= 64
 
 
@@ -347,9 +349,10 @@ def sgemm_fit_inputs():
 
 def test_issue_latencies_are_the_fit_parts_least_squares(latency_fit_rows, sgemm_fit_inputs):
     """The committed pair (calibration.py and both Hopper profiles) minimises the fit part's sum of squared log
-    errors over whole cycles of the dependent step and quarter cycles of the floor (calibration.py: 12 / 2.25 ->
-    0.9151; 11 -> 0.9194, 13 -> 0.9159; floor 2.0 -> 0.9275, 2.5 -> 0.9308): no neighbour within two steps does
-    better by more than 0.5% (the minimum is flat between 12 and 13), and two cycles away both sides are worse.
+    errors over whole cycles of the dependent step and quarter cycles of the floor (calibration.py: 9 / 2.0 ->
+    0.7191; 8 -> 0.7227, 10 -> 0.7203, 7 -> 0.7309, 11 -> 0.7264; floor 1.75 -> 0.7282, 2.25 -> 0.7381): no
+    neighbour within two steps does better by more than 0.5% (the minimum is flat between 8 and 10), and two cycles
+    away both sides are worse.
     Without the ILP credit (floor = step: every instruction a dependent step) the same cases fit far worse."""
     from perfmodel.devices import load_device
 

@@ -85,8 +85,8 @@ def test_the_chain_waits_a_miss_per_round():
                       l2_store_sectors=0, l2_hit_rate=0.0, dram_read_bytes=0, dram_write_bytes=0,
                       working_set_bytes=0, footprint_bytes=0, l2_state="cold")
     # 100 loads a warp, 2 in flight, half of them L1 hits: 25 rounds miss on the averaged share, 50 when every
-    # round holds one of the missing loads; 10 other instructions at 12 cycles, each load 41.1 cycles in L1
-    base = 10 * 12 + 100 * rates.l1_latency_cycles
+    # round holds one of the missing loads; 10 other instructions at 9 cycles, each load 41.1 cycles in L1
+    base = 10 * 9 + 100 * rates.l1_latency_cycles
     miss = rates.global_latency_cycles
     assert bn.chain_cycles_per_warp(110, 100, 2, traffic, rates) == pytest.approx(base + 25 * miss)
     assert bn.chain_cycles_per_warp(110, 100, 2, traffic, rates, round_miss_factor=2.0) == pytest.approx(

@@ -41,8 +41,9 @@ from typing import Any
 
 from perfmodel.model import calibration
 from perfmodel.model.chain import (_barriers_per_warp, average_load_latency_cycles, bytes_in_flight_per_sm,  # noqa: F401
-                                   chain_cycles_per_warp, dram_queue_cycles, instruction_cycles,
-                                   latency_chain_time, loads_in_flight_per_warp, miss_latency_cycles)
+                                   chain_cycles_per_warp, dram_queue_cycles, fetch_wait_share,
+                                   instruction_cycles, latency_chain_time, loads_in_flight_per_warp,
+                                   miss_latency_cycles)
 from perfmodel.model.traffic import SECTOR_BYTES, Traffic, cc1_traffic
 
 # Fallback for a rate a profile cannot give (the calibrated ones are calibration.py's constants)
@@ -376,6 +377,7 @@ class BottleneckResult:
     dram_queue_cycles: float = 0.0         # what a DRAM round waits beyond the idle latency at that load
     instruction_cycles: float = 0.0        # a non-load instruction's cycles on the chain (its ILP credited)
     round_miss_factor: float = 1.0         # a load round's L1 misses over its loads' own (mlp.round_miss_factor)
+    fetch_wait_share: float = 0.0          # L2 hits that wait for a DRAM fetch in flight (chain.fetch_wait_share)
 
     def resource(self, name: str) -> Resource:
         return next(r for r in self.resources if r.name == name)
@@ -397,6 +399,7 @@ class BottleneckResult:
             "dram_queue_cycles": self.dram_queue_cycles,
             "instruction_cycles": self.instruction_cycles,
             "round_miss_factor": self.round_miss_factor,
+            "fetch_wait_share": self.fetch_wait_share,
             "traffic": self.traffic.to_json(),
             "rates": self.rates.to_json(),
             "notes": list(self.notes),
@@ -544,11 +547,12 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
     queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
     per_instruction = instruction_cycles(ilp, rates)
+    fetch_wait = fetch_wait_share(traffic.l2_state, waves)
     chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue, per_instruction,
-                                  round_miss_factor)
+                                  round_miss_factor, fetch_wait)
     t_latency = latency_chain_time(chain, waves, rates)
     bounded["latency"] = t_latency
-    latency_cycles = average_load_latency_cycles(traffic, rates)
+    latency_cycles = average_load_latency_cycles(traffic, rates, fetch_wait)
 
     groups: dict[str, float] = {}
     for name, t in bounded.items():
@@ -595,6 +599,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
         notes=notes,
         bytes_in_flight_per_sm=in_flight,
         dram_queue_cycles=queue,
+        fetch_wait_share=fetch_wait,
         instruction_cycles=per_instruction,
         round_miss_factor=max(1.0, round_miss_factor or 1.0),
     )

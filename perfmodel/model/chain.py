@@ -3,7 +3,7 @@
 A warp's non-load instructions cost the dependent-step latency shared by the instructions that can issue together
 (:func:`instruction_cycles`), its global loads the L1 latency, and each round of loads in flight that misses L1 the
 measured L2 or DRAM latency (:func:`miss_latency_cycles`), the DRAM share grown by the bytes the SMs keep in flight
-(:func:`dram_queue_cycles`). Every wave of resident blocks runs the chain once (:func:`latency_chain_time`): Little's
+(:func:`dram_queue_cycles`), and the L2 hits of a cold one-wave launch at the DRAM latency (:func:`fetch_wait_share`). Every wave of resident blocks runs the chain once (:func:`latency_chain_time`): Little's
 law with the resident warps as the work in flight.
 """
 from __future__ import annotations
@@ -38,12 +38,32 @@ def dram_queue_cycles(bytes_in_flight_per_sm: float, threads_per_block: int, rat
     return cycles[-1]
 
 
-def average_load_latency_cycles(traffic: Traffic, rates: DeviceRates) -> float:
-    """Latency of a global load, weighted by where its sectors are served from."""
+def fetch_wait_share(l2_state: str, waves: float) -> float:
+    """Share of the model's L2 hits that wait for a DRAM fetch still in flight (docs/model.md 2.4, "Concurrent
+    first touches"). The model's L2 hits are rereads by other blocks (L1 keeps a block's own). In a cold launch of
+    one wave every block starts at once, so those rereads reach a line while the first reader's miss is still being
+    served, and they wait for that fetch: measured on the H100 and H200, 640-700 cycles an iteration when 16-132
+    blocks read the same fresh lines together, against 311-349 for an L2 hit
+    (validation/microbench/hot_lines.py). Warm, the lines are resident: 0. Beyond one wave, later blocks start as
+    earlier ones finish, and how far apart they then run is not measured: 0."""
+    return 1.0 if l2_state == "cold" and 0.0 < waves <= 1.0 + 1e-9 else 0.0
+
+
+def _l2_hit_latency(rates: DeviceRates, fetch_wait: float) -> float:
+    """An L2 hit's latency when a share ``fetch_wait`` of the hits waits for a fetch in flight. Such a hit waits
+    the idle DRAM round trip: the queueing under load is the fetching load's, and the readers that wait on it
+    measured 640-700 cycles, the idle latency or a little less."""
+    w = min(1.0, max(0.0, fetch_wait))
+    return (1.0 - w) * rates.l2_latency_cycles + w * rates.global_latency_cycles
+
+
+def average_load_latency_cycles(traffic: Traffic, rates: DeviceRates, fetch_wait: float = 0.0) -> float:
+    """Latency of a global load, weighted by where its sectors are served from (``fetch_wait``:
+    :func:`fetch_wait_share`)."""
     l1 = traffic.l1_hit_rate
     l2 = (1.0 - l1) * traffic.l2_hit_rate
     dram = max(0.0, 1.0 - l1 - l2)
-    return l1 * rates.l1_latency_cycles + l2 * rates.l2_latency_cycles + dram * rates.global_latency_cycles
+    return l1 * rates.l1_latency_cycles + l2 * _l2_hit_latency(rates, fetch_wait) + dram * rates.global_latency_cycles
 
 
 def loads_in_flight_per_warp(load_requests_per_warp: float, barrier_intervals_per_warp: float,
@@ -59,12 +79,14 @@ def loads_in_flight_per_warp(load_requests_per_warp: float, barrier_intervals_pe
     return max(1.0, min(rates.max_loads_in_flight_per_warp, per_interval))
 
 
-def miss_latency_cycles(traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0) -> float:
+def miss_latency_cycles(traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0,
+                        fetch_wait: float = 0.0) -> float:
     """Load-to-use latency of a round of loads that misses L1: the L2-hit latency for the share L2 serves, the
     DRAM latency for the rest (both the device's measured pointer-chase figures where it has them), plus, for the
-    DRAM share, ``queue_cycles``: what the latency grows under the kernel's load (:func:`dram_queue_cycles`)."""
+    DRAM share, ``queue_cycles``: what the latency grows under the kernel's load (:func:`dram_queue_cycles`).
+    ``fetch_wait`` (:func:`fetch_wait_share`): the share of the L2 hits that wait the DRAM round trip instead."""
     l2 = min(1.0, max(0.0, traffic.l2_hit_rate)) if rates.l2_bytes > 0 else 0.0
-    return l2 * rates.l2_latency_cycles + (1.0 - l2) * (rates.global_latency_cycles + queue_cycles)
+    return l2 * _l2_hit_latency(rates, fetch_wait) + (1.0 - l2) * (rates.global_latency_cycles + queue_cycles)
 
 
 def instruction_cycles(ilp: list | None, rates: DeviceRates) -> float:
@@ -82,7 +104,8 @@ def instruction_cycles(ilp: list | None, rates: DeviceRates) -> float:
 
 def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, loads_in_flight: float,
                           traffic: Traffic, rates: DeviceRates, queue_cycles: float = 0.0,
-                          cycles_per_instruction: float | None = None, round_miss_factor: float | None = None) -> float:
+                          cycles_per_instruction: float | None = None, round_miss_factor: float | None = None,
+                          fetch_wait: float = 0.0) -> float:
     """Cycles of one warp's critical path when it has the SM to itself, by instruction class (issue 13 items 3
     and 5): a global load instruction waits the L1 load-to-use latency (``l1_latency_cycles``, measured) where the
     device caches global loads in L1, every other compiled instruction ``cycles_per_instruction``
@@ -91,7 +114,7 @@ def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, lo
     ``loads_in_flight`` loads that miss L1 waits :func:`miss_latency_cycles` on top (the measured L2-hit or DRAM
     latency, by where L2 says the sectors come from). ``round_miss_factor`` (perfmodel.model.mlp.round_miss_factor):
     a round waits for its slowest load, so its loads' L1 miss share is raised to that of the line missing most among
-    those it issues with."""
+    those it issues with. ``fetch_wait``: :func:`fetch_wait_share`."""
     l1 = min(1.0, max(0.0, traffic.l1_hit_rate))
     misses = global_loads_per_warp * min(1.0, (1.0 - l1) * max(1.0, round_miss_factor or 1.0))
     rounds = math.ceil(misses / max(1.0, loads_in_flight) - 1e-9) if misses > 0 else 0
@@ -99,7 +122,7 @@ def chain_cycles_per_warp(sass_per_warp: float, global_loads_per_warp: float, lo
     others = max(0.0, sass_per_warp - global_loads_per_warp)
     per_instruction = rates.dependent_issue_latency_cycles if cycles_per_instruction is None else cycles_per_instruction
     return (others * per_instruction + global_loads_per_warp * load_cycles
-            + rounds * miss_latency_cycles(traffic, rates, queue_cycles))
+            + rounds * miss_latency_cycles(traffic, rates, queue_cycles, fetch_wait))
 
 
 def bytes_in_flight_per_sm(g: dict, loads_in_flight: float, resident_warps_per_sm: float, traffic: Traffic) -> float:

@@ -194,6 +194,8 @@ def resources_section(doc: dict) -> Table:
                      + (f" (DRAM +{model['dram_queue_cycles']:.0f} under load: "
                         f"{fmt_bytes(model['bytes_in_flight_per_sm'])} in flight per SM)"
                         if model.get("dram_queue_cycles") else "")
+                     + (" · L2 hits at the DRAM latency (cold, one wave: their lines are still being fetched)"
+                        if model.get("fetch_wait_share") and traffic["l2_hit_rate"] > 0 else "")
                      + (f" · chain {model['instruction_cycles']:.1f} cycles an instruction (ILP credited)"
                         if model.get("instruction_cycles") else "")
                      + f" · launch overhead {fmt_time(model['launch_overhead_s'])}")
