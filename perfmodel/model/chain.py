@@ -3,8 +3,9 @@
 A warp's non-load instructions cost the dependent-step latency shared by the instructions that can issue together
 (:func:`instruction_cycles`), its global loads the L1 latency, and each round of loads in flight that misses L1 the
 measured L2 or DRAM latency (:func:`miss_latency_cycles`), the DRAM share grown by the bytes the SMs keep in flight
-(:func:`dram_queue_cycles`), and the L2 hits of a cold one-wave launch at the DRAM latency (:func:`fetch_wait_share`). Every wave of resident blocks runs the chain once (:func:`latency_chain_time`): Little's
-law with the resident warps as the work in flight.
+(:func:`dram_queue_cycles`), and the L2 hits of a cold one-wave launch at the DRAM latency (:func:`fetch_wait_share`).
+Every wave of resident blocks runs the chain once (:func:`latency_chain_time`): Little's law with the resident warps
+as the work in flight.
 """
 from __future__ import annotations
 
