@@ -22,7 +22,6 @@ iteration, with the quartiles. Prints one JSON document.
 from __future__ import annotations
 
 import json
-import statistics
 
 import cupy as cp
 import numpy as np
