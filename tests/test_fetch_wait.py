@@ -50,21 +50,19 @@ def test_the_bottleneck_model_charges_it_only_cold_and_in_one_wave():
     """The same counts with one wave, two waves, cold and warm: only the cold one-wave launch waits the fetch."""
     rates = bn.device_rates(load_device("h100"))
     warps_per_block = 4
-    counts = {"warps": 0, "warp_instructions": 200.0, "global": {"load_requests": 16.0, "load_sectors": 64.0}}
 
     def chain(blocks, state):
-        c = dict(counts, warps=blocks * warps_per_block,
-                 warp_instructions=200.0 * blocks * warps_per_block,
-                 **{"global": {"load_requests": 16.0 * blocks * warps_per_block,
-                               "load_sectors": 64.0 * blocks * warps_per_block}})
-        r = bn.bottleneck_model(c, rates=rates, traffic=_traffic(0.95, state), total_blocks=blocks,
-                                warps_per_sm=warps_per_block, blocks_per_sm=1, warps_per_block=warps_per_block)
-        return r
+        # per warp: 200 instructions, 16 loads of 4 sectors each
+        warps = blocks * warps_per_block
+        counts = {"warps": warps, "warp_instructions": 200.0 * warps,
+                  "global": {"load_requests": 16.0 * warps, "load_sectors": 64.0 * warps}}
+        return bn.bottleneck_model(counts, rates=rates, traffic=_traffic(0.95, state), total_blocks=blocks,
+                                   warps_per_sm=warps_per_block, blocks_per_sm=1, warps_per_block=warps_per_block)
 
     one_cold, one_warm = chain(132, "cold"), chain(132, "warm")
     two_cold = chain(264, "cold")
     assert one_cold.fetch_wait_share == 1.0 and one_warm.fetch_wait_share == 0.0 and two_cold.fetch_wait_share == 0.0
-    # 16 rounds of one load a warp (no compiled figure: the loads between barriers, at most 8 in flight -> 2 rounds)
+    # 16 loads a warp with no compiled figure: the loads between barriers, at most 8 in flight -> 2 rounds
     rounds = 2
     dl = 0.95 * (rates.global_latency_cycles - rates.l2_latency_cycles)
     per_wave_cold = one_cold.latency_time_s * rates.clock_hz
