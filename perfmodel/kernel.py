@@ -82,16 +82,20 @@ _PTX_CACHE: dict = {}
 
 
 def _parsed(compiled):
+    """The parsed PTX module, cached in the process by the PTX text and the name its errors give: a compile-cache
+    hit is a new object each time, with the same text (the module is not changed after parsing; what is computed
+    from it later, like ``_combined_atomics``, is a function of its text)."""
     from perfmodel.ptx import parse_ptx
 
-    key = id(compiled)
-    hit = _PTX_CACHE.get(key)
-    if hit is not None and hit[0] is compiled:
-        return hit[1]
-    module = parse_ptx(compiled.ptx, f"{compiled.source_path or '<source>'} (PTX)")
+    label = f"{compiled.source_path or '<source>'} (PTX)"
+    key = (compiled.ptx, label)
+    module = _PTX_CACHE.get(key)
+    if module is not None:
+        return module
+    module = parse_ptx(compiled.ptx, label)
     if len(_PTX_CACHE) > 64:
         _PTX_CACHE.pop(next(iter(_PTX_CACHE)))
-    _PTX_CACHE[key] = (compiled, module)
+    _PTX_CACHE[key] = module
     return module
 
 
