@@ -275,11 +275,9 @@ def spmv_csr(ctx: ReferenceContext, *, data: str = "data", col_index: str = "col
     pointers = ctx.array(row_ptr, np.int64)
     vector = ctx.array(x)
     products = values * vector[columns] if values.size else values
-    out = np.zeros(rows)
     lengths = np.diff(pointers[:rows + 1])
     row_of = np.repeat(np.arange(rows), lengths)
-    np.add.at(out, row_of, products[:row_of.size])
-    return out
+    return np.bincount(row_of, weights=products[:row_of.size], minlength=rows)
 
 
 # ==============================================================================================================
