@@ -111,3 +111,17 @@ def test_blocks_writing_one_address_are_flagged():
     full = simulate(program, 64, 64, [a, np.zeros(4, np.float32), 0], replicate=False)
     assert rep.replication.proved and rep.replication.overlapping_writes
     assert _counts_json(rep.counts) == _counts_json(full.counts)
+
+
+@pytest.mark.parametrize("name,params", [("matmul_tiled", {"Width": 256}), ("conv2d_tiled", {"Width": 100})])
+def test_footprint_is_the_same_when_the_sectors_are_compacted_after_every_access(name, params, monkeypatch):
+    """The representative's sectors are reduced to the distinct ones once enough have been kept; doing it after
+    every access must give the grid's footprint (unique sectors) of the run that simulates every block."""
+    from perfmodel.sim import replicate as R
+
+    full, _, _ = _run(name, params, False)
+    monkeypatch.setattr(R, "_COMPACT_AT", 0)
+    rep, _, _ = _run(name, params, True)
+    assert rep.replication.proved
+    for key in ("unique_load_sectors", "unique_store_sectors"):
+        assert rep.counts.global_[key] == full.counts.global_[key] > 0, key

@@ -23,6 +23,7 @@ from perfmodel.sim.machine import Counters, State, run_function
 GRANULE = 128           # bytes: the period of every count: a 128-byte line, 32 banks x 4 bytes ...
 WIDE_GRANULE = 256      # ... and with accesses wider than 8 bytes, CC 1.x half-warp segments (sim/coalesce.py)
 MAX_CLASSES = 64        # more classes than this: simulating every block is about as cheap
+_COMPACT_AT = 1 << 20   # sectors kept per (shift, store) before they are reduced to the distinct ones
 
 
 @dataclass
@@ -46,15 +47,22 @@ class _Replica:
     def __init__(self, shifts: dict, global_gids: set, offsets: np.ndarray):
         self.shifts = {gid: _RunLength(ks) for gid, ks in shifts.items() if gid in global_gids}
         self.offsets = offsets               # (members, 3): member block index - representative block index
-        self.touched: dict = {}              # (k, store) -> list of sector arrays of the representative
+        self.touched: dict = {}              # (k, store) -> [sector arrays of the representative, their size]
 
     def footprint(self, gid: int, store: bool, sectors: np.ndarray) -> None:
         rl = self.shifts.get(gid)
         k = rl.next() if rl is not None else (0, 0, 0)
-        self.touched.setdefault((k, store), []).append(np.unique(sectors))
+        entry = self.touched.setdefault((k, store), [[], 0])
+        entry[0].append(sectors)
+        entry[1] += sectors.size
+        if entry[1] > _COMPACT_AT:
+            # keep the distinct sectors only, now and then rather than per access (np.unique per access was most
+            # of the bookkeeping's time)
+            merged = np.unique(np.concatenate(entry[0]))
+            entry[0], entry[1] = [merged], merged.size
 
     def mark(self, heap) -> None:
-        for (k, store), parts in self.touched.items():
+        for (k, store), (parts, _size) in self.touched.items():
             sectors = np.unique(np.concatenate(parts))
             shifts = np.unique(self.offsets @ np.asarray(k, np.int64))
             bitmap = heap.stored if store else heap.loaded
