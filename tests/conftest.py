@@ -1,6 +1,7 @@
 """Helpers shared by the test modules."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import json
@@ -25,6 +26,18 @@ def pytest_configure(config):
         return
     if seed_matches() is True:
         seed_compile_cache(SEED)
+
+
+def pytest_collection_finish(session):
+    """The modules and test items loaded so far live as long as the session: move them to the garbage collector's
+    permanent generation (``gc.freeze``), so that its full collections stop scanning them again and again, and
+    collect the youngest generation every 10,000 allocations rather than 700, as the console script does after
+    its imports (perfmodel/cli/entry.py): the simulator allocates and frees arrays at a high rate, almost none in
+    cycles. The collector's time in the two workers, measured with ``gc.callbacks``: 4.4 s before, 1.5 s after.
+    Everything the tests make is still collected."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])
 
 
 def seed_key() -> dict:
