@@ -10,17 +10,23 @@
   machine that has run perfmodel (the compile key leaves the kernel's folder out, docs/compile.md);
 * ``warm``: the same clone again.
 
+``--readme`` instead times the README's test command line as written there (read from README.md: a new ``.venv``,
+``pip install``, ``python -m pytest``) in fresh clones with an empty compile cache, the whole command with its
+installation: what issue 15's 60 s figure is about.
+
 Each state runs ``--repeats`` times (two new cache folders and three new clones per repeat); printed: the median wall
 time of each state, the largest peak resident memory of one process (``ru_maxrss`` over the test processes),
 and the worst wall time. The clones are of HEAD (``git clone`` of this repository: committed files only), run with
 this interpreter and the clone first on ``PYTHONPATH``, so the clone's perfmodel is the one tested.
 
     python bench/bench_suite.py [--repeats 3] [--pytest-args ...]
+    python bench/bench_suite.py --readme [--repeats 3]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -50,14 +56,59 @@ def _pytest(clone: Path, cache: Path, extra: list[str], seed: bool = True) -> fl
     return elapsed
 
 
+def readme_test_command() -> str:
+    """The README's test command: the line of its Quickstart's code blocks that runs pytest."""
+    text = (ROOT / "README.md").read_text()
+    lines = [line for block in re.findall(r"```bash\n(.*?)```", text, re.S) for line in block.splitlines()
+             if "pytest" in line]
+    if len(lines) != 1:
+        raise SystemExit(f"README.md: expected one command line running pytest in its bash blocks, found {lines}")
+    return lines[0]
+
+
+def _readme(repeats: int, head: str) -> int:
+    command = readme_test_command()
+    walls = []
+    for i in range(repeats):
+        work = Path(tempfile.mkdtemp(prefix="perfmodel-bench-readme-"))
+        try:
+            clone = _clone(work / "clone")
+            env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH",
+                                                                     "PYTHONDONTWRITEBYTECODE")}
+            env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                          if not os.environ.get("VIRTUAL_ENV") or
+                                          not p.startswith(os.environ["VIRTUAL_ENV"]))
+            env["PERFMODEL_CACHE_DIR"] = str(work / "cache")
+            t0 = time.perf_counter()
+            proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+            walls.append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                raise SystemExit(f"the README test command failed ({proc.returncode}):\n{proc.stdout[-3000:]}")
+            summary = [line for line in proc.stdout.splitlines() if " passed" in line][-1:]
+            print(f"  run {i + 1}: {walls[-1]:6.1f} s  {summary[0].strip('= ') if summary else ''}", flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    print(f"README test command at {head}, {os.cpu_count()} CPUs, fresh clone, new .venv, empty compile cache:")
+    print(f"  {command}")
+    print(f"  median {statistics.median(walls):.1f} s of {repeats} runs (worst {max(walls):.1f} s); peak resident "
+          f"memory of one process {peak:.0f} MiB")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--readme", action="store_true",
+                    help="time the README's whole test command (new .venv, pip install, pytest) instead")
     ap.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
                     help="further pytest arguments (everything after this flag)")
     args = ap.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
+    if args.readme:
+        return _readme(args.repeats, head)
     times: dict[str, list[float]] = {"unseeded": [], "cold": [], "clone": [], "warm": []}
     for i in range(args.repeats):
         work = Path(tempfile.mkdtemp(prefix="perfmodel-bench-suite-"))
