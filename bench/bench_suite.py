@@ -73,8 +73,8 @@ def _readme(repeats: int, head: str) -> int:
         work = Path(tempfile.mkdtemp(prefix="perfmodel-bench-readme-"))
         try:
             clone = _clone(work / "clone")
-            env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH",
-                                                                     "PYTHONDONTWRITEBYTECODE")}
+            # this environment otherwise (PYTHONDONTWRITEBYTECODE included: CI's machine sets it, as this one)
+            env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
             env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                           if not os.environ.get("VIRTUAL_ENV") or
                                           not p.startswith(os.environ["VIRTUAL_ENV"]))
@@ -90,7 +90,8 @@ def _readme(repeats: int, head: str) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    print(f"README test command at {head}, {os.cpu_count()} CPUs, fresh clone, new .venv, empty compile cache:")
+    print(f"README test command at {head}, {os.cpu_count()} CPUs, fresh clone, new .venv, empty compile cache, "
+          f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}:")
     print(f"  {command}")
     print(f"  median {statistics.median(walls):.1f} s of {repeats} runs (worst {max(walls):.1f} s); peak resident "
           f"memory of one process {peak:.0f} MiB")
