@@ -89,8 +89,7 @@ class MemoryMixin:
         if off.size == 1:
             sel = off.reshape(-1)
         else:
-            sel = off if m is None else np.broadcast_to(off, np.broadcast_shapes(off.shape, m.shape))[
-                np.broadcast_to(m, np.broadcast_shapes(off.shape, m.shape))]
+            sel = off if m is None else _masked(off, m)
         lo_v, hi_v = int(sel.min()), int(sel.max())
         k = heap.owner(lo_v)
         if not (lo_v >= heap.offsets[k] and hi_v + nbytes <= heap.offsets[k] + heap.sizes[k]):
@@ -168,8 +167,7 @@ class MemoryMixin:
             if nbytes > 32:
                 bitmap[(off + nbytes - 1) >> 5] = True
         else:
-            bitmap[np.broadcast_to(s, np.broadcast_shapes(s.shape, m.shape))[
-                np.broadcast_to(m, np.broadcast_shapes(s.shape, m.shape))]] = True
+            bitmap[_masked(s, m)] = True
         if self.replica is not None:
             # the blocks this one stands for touch its sectors moved by their shifts
             self.replica.footprint(gid, store, touched)
@@ -455,12 +453,19 @@ class MemoryMixin:
 _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
 
 
+def _masked(a, m):
+    """The elements of ``a`` where the mask ``m`` is set, both broadcast to their common shape (flat)."""
+    if a.shape == m.shape:
+        return a[m]
+    shape = np.broadcast_shapes(a.shape, m.shape)
+    return np.broadcast_to(a, shape)[np.broadcast_to(m, shape)]
+
+
 def _active_sectors(s, off, m, nbytes):
     """The sectors an access's active lanes touch (with the last byte's sector of one wider than a sector), flat."""
     parts = [s] if nbytes <= 32 else [s, (off + nbytes - 1) >> 5]
     if m is not None:
-        parts = [np.broadcast_to(p, np.broadcast_shapes(p.shape, m.shape))[
-            np.broadcast_to(m, np.broadcast_shapes(p.shape, m.shape))] for p in parts]
+        parts = [_masked(p, m) for p in parts]
     return np.concatenate([np.asarray(p).reshape(-1) for p in parts])
 
 
