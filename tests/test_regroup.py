@@ -419,3 +419,32 @@ def test_fast_forward_of_a_loop_that_some_lanes_skip(n):
     lo = np.arange(32) & 7
     count = np.where(np.arange(32) < 8, n[0], np.where(np.arange(32) < 24, n[1], 0))
     assert np.array_equal(out_full, [a[l:l + c].sum() for l, c in zip(lo, count)])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sectors_left_to_the_slots_equal_the_executors_own(sum_range, seed, monkeypatch):
+    """The executor leaves a regrouped loop's global sectors and lines to the slots, which count them from the
+    trace (once) rather than recounting what the executor counted. One block of 256 threads: half the rows 0-23
+    PTX iterations long at random (groups that lanes leave), half 40 (then groups that no lane leaves); every
+    count and per-block figure must be the one the executor gives when it counts them itself."""
+    from perfmodel.sim import regroup
+
+    rng = np.random.default_rng(seed)
+    n = 256
+    lengths = 4 * np.where(np.arange(n) % 2 == 0, rng.integers(0, 24, n), 40)
+    start = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int32)
+    end = (start + lengths).astype(np.int32)
+    a = rng.random(int(end.max()) + 1).astype(np.float32)
+
+    def run():
+        out = np.zeros(n, np.float32)
+        # without CC 1.x transactions, as analyses for devices after CC 1.x run (they would keep the executor's)
+        res = simulate(sum_range, 1, n, [start, end, a, out], cc1_counts=False)
+        assert np.allclose(out, [a[s:e].sum() for s, e in zip(start, end)], rtol=1e-5)
+        return res
+
+    deferred = run()
+    monkeypatch.setattr(regroup, "DEFER_GLOBAL_COUNTS", False)
+    counted = run()
+    _same(deferred, counted)
+    assert deferred.lines[LOOP_LINE]["global_sectors"] > 0

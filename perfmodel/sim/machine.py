@@ -94,6 +94,8 @@ class State(MemoryMixin):
         self.fast_loops = launch.fast_loops   # count long uniform loops from a few iterations (sim.loops)
         self.loop_trace = None  # gid -> address array, while perfmodel.sim.loops traces an iteration
         self.loop_resume = None  # the traces of the iterations a fast-forward attempt ran before giving up
+        self.defer_counts = None  # global accesses whose sectors a regrouped loop counts itself (sim.regroup) ...
+        self.loop_masks = None    # ... from their addresses and these masks: gid -> the access's mask
         self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
         self.mbarriers = None     # mbarrier objects of the batch (perfmodel.sim.mbarrier)
         self.mbar_blocked = None  # the mbarrier wait (instruction id) that no active lane passed, if one just did

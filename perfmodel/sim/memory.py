@@ -41,7 +41,10 @@ class MemoryMixin:
         c.bytes[gid] += n * nbytes
         self.mark_worked()
         if space == "global":
-            return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st)
+            uncounted = self.defer_counts is not None and gid in self.defer_counts and not self.launch.count_cc1
+            if uncounted:
+                self.loop_masks[gid] = self.mask
+            return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st, uncounted)
         if space == "shared":
             return self._shared(gid, a, size, vec, dt, values, nbytes, defer)
         if space == "local":
@@ -82,7 +85,9 @@ class MemoryMixin:
                         "the spec")
         return msg
 
-    def _global(self, gid, off, size, vec, dt, values, nbytes, st):
+    def _global(self, gid, off, size, vec, dt, values, nbytes, st, uncounted=False):
+        """``uncounted``: leave out the sectors and lines (and their per-block figures): a loop that regroups its
+        counts by the SASS slots (:mod:`perfmodel.sim.regroup`) counts them from the access's address and mask."""
         heap = self.heap
         m = self.mask
         # bounds: the fast path is every active lane inside one allocation
@@ -126,8 +131,12 @@ class MemoryMixin:
             key = (gid, heap.names[k])
             c.array_threads[key] = c.array_threads.get(key, 0) + st[0]
         store = values is not None
-        rowinv = _row_invariant(off, m)
-        if rowinv is not None:
+        rowinv = None if uncounted else _row_invariant(off, m)
+        if uncounted:
+            if size > 1 and off.size > 1 and (sel & (size - 1)).any() or (lo_v % size):
+                self.fault_where(self.mask_full(), "misaligned global access", gid)
+            per_block_sec = 0
+        elif rowinv is not None:
             # every block's lanes see one pattern shifted by whole sectors: count one block per 128-byte residue
             reps, m0, weights = rowinv
             if size > 1 and (reps & (size - 1)).any():

@@ -24,6 +24,10 @@ import numpy as np
 from perfmodel.sim import memops as M
 from perfmodel.sim import warps as W
 
+# The executor leaves a regrouped loop's global sectors and lines to the slots (counted once, from the trace): a
+# group that a lane leaves recounts them anyway (False: the executor counts them too; tests/test_regroup.py).
+DEFER_GLOBAL_COUNTS = True
+
 _PB = {("global", False): "global_load_sectors", ("global", True): "global_store_sectors",
        ("shared", False): "shared_wavefronts", ("shared", True): "shared_wavefronts"}
 
@@ -69,12 +73,14 @@ class _Slots:
         self.copies = 0                          # PTX-block copies the SASS issued, summed over warps
         self.meta: dict = {}                     # gid -> (space, nbytes, store)
 
-    def add(self, trace: dict, mask, counted=None) -> None:
-        """One PTX iteration: its address trace, its mask, and what the executor counted for it (or None)."""
+    def add(self, trace: dict, mask, counted=None, uncounted=None) -> None:
+        """One PTX iteration: its address trace, its mask, what the executor counted for it (or None), and the
+        global accesses whose sectors it left out, with their masks (``{gid: mask}``: counted here when the
+        executor's figures are taken)."""
         full = np.ones(self.shape, bool) if mask is None else np.broadcast_to(mask, self.shape)
         for gid, (a, space, nbytes, store) in trace.items():
             self.meta[gid] = (space, nbytes, store)
-        self.buf.append((trace, full, counted))
+        self.buf.append((trace, full, counted, uncounted or {}))
         if len(self.buf) == self.R:
             self._group(complete=True)
 
@@ -88,10 +94,12 @@ class _Slots:
         if end.any():
             warps = int(np.count_nonzero(W.warp_any(end)))
             self.copies += self.R * warps
-            for trace, _m, counted in buf:
+            for trace, _m, counted, uncounted in buf:
                 if not leaving and counted is not None:
                     # no lane leaves in this group: its main-loop slots are the PTX iterations the executor counted
                     self._take(counted)
+                    for gid, m in uncounted.items():
+                        self._as_executed(gid, trace[gid][0], m)
                     continue
                 for gid in self.gids:
                     if gid in trace:
@@ -99,7 +107,7 @@ class _Slots:
         if not leaving:
             return
         n = np.zeros(self.shape, np.int64)
-        for _t, m, _c in buf:
+        for _t, m, _c, _u in buf:
             n += m
         n = np.where(rem, n, 0)
         offset = np.zeros(self.shape, np.int64)
@@ -112,7 +120,7 @@ class _Slots:
                     lanes |= has
                     it = offset + i               # the lane's iteration within the group for this slot
                     addrs = self.chunk_addr[slot + i]
-                    for r, (trace, _m, _c) in enumerate(buf):
+                    for r, (trace, _m, _c, _u) in enumerate(buf):
                         sel = has & (it == r)
                         if not sel.any():
                             continue
@@ -153,6 +161,17 @@ class _Slots:
             self.units[gid] += wf.sum().item() * f
             per_block = wf if f == 1 else wf[0]
         self.per_block[key] = self.per_block.get(key, 0) + per_block
+
+    def _as_executed(self, gid: int, addr, m) -> None:
+        """The sectors, lines and per-block sectors of one global access as the executor counts them
+        (perfmodel.sim.memory ``_global``, which left them out: ``uncounted``), from its address and mask."""
+        st = self.st
+        nbytes = self.meta[gid][1]
+        sec, lines, f = M.sectors_lines(np.asarray(addr), m, st.nB, st.Tp, nbytes)
+        self.units[gid] += int(sec.sum()) * f
+        self.lines[gid] += int(lines.sum()) * f
+        key = _PB[("global", self.meta[gid][2])]
+        self.per_block[key] = self.per_block.get(key, 0) + (sec if f == 1 else int(sec[0]))
 
     def _take(self, counted) -> None:
         requests, units, lines, per_block = counted
@@ -207,19 +226,24 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
 
     keys = sorted(set(_PB.values()))
 
+    deferred = set(gids) if DEFER_GLOBAL_COUNTS else None
+
     def iteration(mask):
         st.mask = mask
         st.loop_trace = {}
+        # the executor leaves the global accesses' sectors to the slots: a group a lane leaves recounts them
+        st.defer_counts, st.loop_masks = deferred, ({} if deferred is not None else None)
         r0 = {g: (c.requests[g], c.units[g], c.lines[g]) for g in gids}
         p0 = {k: c.per_block[k][st.sl].copy() for k in keys}
         try:
             execute_block(st, cf, fr, pc, blk, bbw, bbt)
         finally:
             trace, st.loop_trace = st.loop_trace, None
+            uncounted, st.defer_counts, st.loop_masks = st.loop_masks, None, None
         counted = ({g: c.requests[g] - r0[g][0] for g in gids}, {g: c.units[g] - r0[g][1] for g in gids},
                    {g: c.lines[g] - r0[g][2] for g in gids},
                    {k: c.per_block[k][st.sl] - p0[k] for k in keys if (c.per_block[k][st.sl] != p0[k]).any()})
-        slots.add(trace, mask, counted)
+        slots.add(trace, mask, counted, uncounted)
         st.mask = mask
 
     cur = m
