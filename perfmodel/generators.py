@@ -166,8 +166,10 @@ def csr_matrix(*, kind: int, num_rows: int, num_cols: int, seed: int = 0, max_ro
     if kind == 1:
         limit = max(0, min(max_row_length, num_cols))
         lengths = rng.integers(0, limit + 1, size=num_rows)
-        for length in lengths:
-            rows.append(np.sort(rng.choice(num_cols, size=int(length), replace=False)))
+        for length in lengths.tolist():
+            columns = rng.choice(num_cols, size=length, replace=False)
+            columns.sort()
+            rows.append(columns)
     else:
         # row r holds columns max(0, r - hb) .. min(num_cols - 1, r + hb), built for all rows at once
         row = np.arange(num_rows, dtype=np.int64)
