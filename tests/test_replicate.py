@@ -1,6 +1,8 @@
 """Exact runs from one block per class of identical blocks (perfmodel.sim.replicate): every count must equal
 the run that simulates every block - the independent reference here is the unoptimised path itself, executing
 each block - and kernels whose blocks differ must not be replicated."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -29,13 +31,13 @@ SEEDS = [
 ]
 
 
-def _run(name, params, replicate):
+def _run(name, params, replicate, fast_loops=False):
     spec = load_spec(name)
     launch = spec.instantiate(dict(params))
     program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines))
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
-                      dynamic_shared_bytes=launch.dynamic_shared_bytes, replicate=replicate)
+                      dynamic_shared_bytes=launch.dynamic_shared_bytes, replicate=replicate, fast_loops=fast_loops)
     return result, launch, args
 
 
@@ -125,3 +127,25 @@ def test_footprint_is_the_same_when_the_sectors_are_compacted_after_every_access
     assert rep.replication.proved
     for key in ("unique_load_sectors", "unique_store_sectors"):
         assert rep.counts.global_[key] == full.counts.global_[key] > 0, key
+
+
+# kernels with a long uniform loop in every block: the naive matmul (a loop over Width, a few classes) and a
+# grid-stride reduction storing one partial sum per block (32 classes: the 4-byte store moves by one word per block)
+FAST_LOOPS = [("matmul_naive", {"Width": 160, "BLOCK_WIDTH": 16}),
+              (str(Path(__file__).resolve().parent.parent / "validation" / "kernels" / "reduce_sequential.yaml"),
+               {"n": 1 << 18, "blocks": 64})]
+
+
+@pytest.mark.parametrize("name,params", FAST_LOOPS, ids=["matmul_naive", "reduce_sequential"])
+def test_representatives_count_long_loops_from_a_few_iterations(name, params):
+    """A class representative counts a long uniform loop from a few iterations, as an unreplicated run does
+    (perfmodel.sim.loops): the iterations it does not execute still reach its class's footprint (sectors moved by
+    each member's shift), so every count - unique sectors included - and per-block figure equals the run that
+    executes every block and every iteration."""
+    full, _, _ = _run(name, params, False, fast_loops=False)
+    fast, _, _ = _run(name, params, True, fast_loops=True)
+    assert fast.replication.proved and fast.skipped_iterations > 0
+    assert _counts_json(fast.counts) == _counts_json(full.counts)
+    assert fast.counts.global_["unique_load_sectors"] > 0
+    for key in full.per_block:
+        assert np.array_equal(fast.per_block[key], full.per_block[key]), key

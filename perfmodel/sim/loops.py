@@ -498,6 +498,9 @@ def _mark_sectors(st, traces, steps, executed, T, m, rows, lanes):
         if space != "global":
             continue
         base = np.unique(_lanes(_ints(traces[0][gid][0]), m, rows, lanes))
+        if st.replica is not None:
+            # a class representative (sim/replicate.py): its class's blocks touch these sectors moved by theirs
+            st.replica.footprint_skipped(gid, store, base, k, js, (0,) if nbytes <= 32 else (0, nbytes - 1))
         key = (gid, store, k, executed, T, base.tobytes())
         marked = st.launch.__dict__.setdefault("_loop_marks", set())
         if key in marked:         # the same addresses as an earlier run of this loop (an outer loop re-entering)

@@ -379,6 +379,13 @@ def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
     return None
 
 
+def fast_loops_here(st: State) -> bool:
+    """Whether this run may count a long uniform loop from a few iterations (perfmodel.sim.loops): not on the
+    pilot blocks of a replicated run (the probe checks every access), nor on a class representative whose run
+    also counts first touches (those of the iterations not executed go to the representative only)."""
+    return st.fast_loops and st.probe is None and (st.replica is None or not st.launch.count_first_touch)
+
+
 def run_function(st: State, cf, fr: Frame, mask) -> None:
     blocks = cf.blocks
     c = st.counters
@@ -425,7 +432,7 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             st.mask = m
             top[0] = blk.fall
             continue
-        if blk.term == "cbra" and blk.target == pc and st.fast_loops and st.probe is None and st.replica is None:
+        if blk.term == "cbra" and blk.target == pc and fast_loops_here(st):
             from perfmodel.sim.loops import fast_forward
 
             how = fast_forward(st, cf, fr, pc, m, bbw, bbt)

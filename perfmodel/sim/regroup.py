@@ -199,7 +199,7 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
     """Run the recognised loop at ``pc`` from its first iteration until every lane has left it (the driver then
     goes on at its fall-through block under ``m``), counting as the executor does, and regroup its memory counts
     and issued copies by the SASS slots (see the module docstring)."""
-    from perfmodel.sim.machine import _divergent_warps, branch_split, execute_block
+    from perfmodel.sim.machine import _divergent_warps, branch_split, execute_block, fast_loops_here
 
     blk = cf.blocks[pc]
     fname = cf.func.name
@@ -208,7 +208,7 @@ def run_loop(st, cf, fr, pc: int, m, bbw, bbt, divw, loop) -> None:
     before = ({g: (c.requests[g], c.units[g], c.lines[g]) for g in gids},
               {k: c.per_block[k][st.sl].copy() for k in set(_PB.values())}, bbw[pc])
     slots = _Slots(st, loop, gids)
-    fast = st.fast_loops and st.probe is None and st.replica is None
+    fast = fast_loops_here(st)
     executed = False
     if fast:
         from perfmodel.sim.loops import fast_forward

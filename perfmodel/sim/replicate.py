@@ -51,7 +51,26 @@ class _Replica:
 
     def footprint(self, gid: int, store: bool, sectors: np.ndarray) -> None:
         rl = self.shifts.get(gid)
-        k = rl.next() if rl is not None else (0, 0, 0)
+        self._keep(rl.next() if rl is not None else (0, 0, 0), store, sectors)
+
+    def footprint_skipped(self, gid: int, store: bool, base: np.ndarray, step: int, js: np.ndarray,
+                          ends=(0,)) -> None:
+        """The executions of global access ``gid`` in the iterations ``js`` of a loop the representative counted
+        from a few iterations (perfmodel.sim.loops): iteration j touches the sectors of ``base + j * step`` (the
+        active lanes' byte addresses of iteration 0, plus each of ``ends``); each iteration is one execution, with
+        its shift, as :meth:`footprint` would have had it."""
+        rl = self.shifts.get(gid)
+        pos = 0
+        for k, count in (rl.take(js.size) if rl is not None else [((0, 0, 0), js.size)]):
+            part = js[pos:pos + count]
+            pos += count
+            chunk = max(1, (1 << 20) // max(base.size, 1))      # about 8 MB of addresses at a time
+            for i in range(0, part.size, chunk):
+                moved = base[None, :] + (part[i:i + chunk] * step)[:, None]
+                for e in ends:
+                    self._keep(k, store, np.unique((moved + e) >> 5))
+
+    def _keep(self, k, store: bool, sectors: np.ndarray) -> None:
         entry = self.touched.setdefault((k, store), [[], 0])
         entry[0].append(sectors)
         entry[1] += sectors.size
@@ -92,6 +111,22 @@ class _RunLength:
             return (0, 0, 0)
         self.left -= 1
         return self.runs[self.i][0]
+
+    def take(self, n: int) -> list:
+        """``n`` executions at once, as ``n`` calls of :meth:`next`: [(shift, executions), ...]."""
+        out = []
+        while n > 0:
+            while self.left == 0 and self.i + 1 < len(self.runs):
+                self.i += 1
+                self.left = self.runs[self.i][1]
+            if self.left == 0:
+                out.append(((0, 0, 0), n))
+                break
+            t = min(n, self.left)
+            self.left -= t
+            n -= t
+            out.append((self.runs[self.i][0], t))
+        return out
 
     def done(self) -> bool:
         return self.left == 0 and self.i == len(self.runs) - 1 or not self.runs
