@@ -31,13 +31,14 @@ SEEDS = [
 ]
 
 
-def _run(name, params, replicate, fast_loops=False):
+def _run(name, params, replicate, fast_loops=False, write_back=True):
     spec = load_spec(name)
     launch = spec.instantiate(dict(params))
     program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines))
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
-                      dynamic_shared_bytes=launch.dynamic_shared_bytes, replicate=replicate, fast_loops=fast_loops)
+                      dynamic_shared_bytes=launch.dynamic_shared_bytes, replicate=replicate, fast_loops=fast_loops,
+                      write_back=write_back)
     return result, launch, args
 
 
@@ -138,13 +139,17 @@ FAST_LOOPS = [("matmul_naive", {"Width": 160, "BLOCK_WIDTH": 16}),
 
 @pytest.mark.parametrize("name,params", FAST_LOOPS, ids=["matmul_naive", "reduce_sequential"])
 def test_representatives_count_long_loops_from_a_few_iterations(name, params):
-    """A class representative counts a long uniform loop from a few iterations, as an unreplicated run does
-    (perfmodel.sim.loops): the iterations it does not execute still reach its class's footprint (sectors moved by
-    each member's shift), so every count - unique sectors included - and per-block figure equals the run that
-    executes every block and every iteration."""
+    """A class representative whose outputs nobody reads counts a long uniform loop from a few iterations, as an
+    unreplicated run does (perfmodel.sim.loops): the iterations it does not execute still reach its class's
+    footprint (sectors moved by each member's shift), so every count - unique sectors included - and per-block
+    figure equals the run that executes every block and every iteration. With its outputs written back it runs
+    every iteration (a replicated run's outputs are checked on its representatives)."""
     full, _, _ = _run(name, params, False, fast_loops=False)
-    fast, _, _ = _run(name, params, True, fast_loops=True)
+    fast, _, _ = _run(name, params, True, fast_loops=True, write_back=False)
     assert fast.replication.proved and fast.skipped_iterations > 0
+    checked, launch, args = _run(name, params, True, fast_loops=True)
+    assert checked.replication.proved and checked.skipped_iterations == 0
+    assert _counts_json(checked.counts) == _counts_json(full.counts)
     assert _counts_json(fast.counts) == _counts_json(full.counts)
     assert fast.counts.global_["unique_load_sectors"] > 0
     for key in full.per_block:

@@ -10,7 +10,9 @@ which only a CC 1.x device's model reads and which cost about a tenth of the run
 (``SimResult.load_reuse_by_line``: the model's per-line L1 miss shares; the analysis asks it of the one block it
 runs alone).
 ``write_back=False`` leaves the pointer arguments as they were (a caller that needs no outputs can pass its
-initial arrays without copying them).
+initial arrays without copying them); with ``fast_loops`` and ``replicate`` it also lets the class
+representatives count their long loops from a few iterations (their outputs are then not computed; with
+``write_back`` they run every iteration, so that a replicated run's outputs can be checked where they ran).
 ``blank_inputs=True`` (counts only): the pointer arguments give only their sizes; the simulated heap starts zeroed
 and nothing is copied in or written back. Accepted only for a kernel whose data reaches no branch, guard or
 address (:func:`data_blind`), whose counts then do not depend on the values.

@@ -381,9 +381,11 @@ def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
 
 def fast_loops_here(st: State) -> bool:
     """Whether this run may count a long uniform loop from a few iterations (perfmodel.sim.loops): not on the
-    pilot blocks of a replicated run (the probe checks every access), nor on a class representative whose run
-    also counts first touches (those of the iterations not executed go to the representative only)."""
-    return st.fast_loops and st.probe is None and (st.replica is None or not st.launch.count_first_touch)
+    pilot blocks of a replicated run (the probe checks every access); on a class representative only when its
+    outputs are not written back (a replicated run's outputs are checked on its representatives) and no first
+    touches are counted (those of the iterations not executed would go to the representative only)."""
+    L = st.launch
+    return st.fast_loops and st.probe is None and (st.replica is None or not (L.keep_outputs or L.count_first_touch))
 
 
 def run_function(st: State, cf, fr: Frame, mask) -> None:
