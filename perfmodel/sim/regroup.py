@@ -99,7 +99,7 @@ class _Slots:
                     # no lane leaves in this group: its main-loop slots are the PTX iterations the executor counted
                     self._take(counted)
                     for gid, m in uncounted.items():
-                        self._as_executed(gid, trace[gid][0], m)
+                        self._global_sectors(gid, trace[gid][0], m)
                     continue
                 for gid in self.gids:
                     if gid in trace:
@@ -152,25 +152,21 @@ class _Slots:
             self.per_block[key] = self.per_block.get(key, 0) + per_block
             return
         if space == "global":
-            sec, lines, f = M.sectors_lines(np.asarray(addr, np.int64), mask, st.nB, st.Tp, nbytes)
-            self.units[gid] += int(sec.sum()) * f
-            self.lines[gid] += int(lines.sum()) * f
-            per_block = sec if f == 1 else int(sec[0])
-        else:
-            wf, f = st.shared_load_wavefronts(gid, np.asarray(addr, np.int64), mask, nbytes, not store)
-            self.units[gid] += wf.sum().item() * f
-            per_block = wf if f == 1 else wf[0]
-        self.per_block[key] = self.per_block.get(key, 0) + per_block
+            self._global_sectors(gid, addr, mask)
+            return
+        wf, f = st.shared_load_wavefronts(gid, np.asarray(addr, np.int64), mask, nbytes, not store)
+        self.units[gid] += wf.sum().item() * f
+        self.per_block[key] = self.per_block.get(key, 0) + (wf if f == 1 else wf[0])
 
-    def _as_executed(self, gid: int, addr, m) -> None:
-        """The sectors, lines and per-block sectors of one global access as the executor counts them
-        (perfmodel.sim.memory ``_global``, which left them out: ``uncounted``), from its address and mask."""
+    def _global_sectors(self, gid: int, addr, m) -> None:
+        """The sectors, lines and per-block sectors of one global access under mask ``m``, counted as the executor
+        counts them (perfmodel.sim.memory ``_global``, which leaves them out here: ``uncounted``)."""
         st = self.st
-        nbytes = self.meta[gid][1]
-        sec, lines, f = M.sectors_lines(np.asarray(addr), m, st.nB, st.Tp, nbytes)
+        _space, nbytes, store = self.meta[gid]
+        sec, lines, f = M.sectors_lines(np.asarray(addr, np.int64), m, st.nB, st.Tp, nbytes)
         self.units[gid] += int(sec.sum()) * f
         self.lines[gid] += int(lines.sum()) * f
-        key = _PB[("global", self.meta[gid][2])]
+        key = _PB[("global", store)]
         self.per_block[key] = self.per_block.get(key, 0) + (sec if f == 1 else int(sec[0]))
 
     def _take(self, counted) -> None:
