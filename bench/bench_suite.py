@@ -75,9 +75,9 @@ def _readme(repeats: int, head: str) -> int:
             clone = _clone(work / "clone")
             # this environment otherwise (PYTHONDONTWRITEBYTECODE included: CI's machine sets it, as this one)
             env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+            venv = os.environ.get("VIRTUAL_ENV")         # this interpreter's venv: off PATH
             env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                          if not os.environ.get("VIRTUAL_ENV") or
-                                          not p.startswith(os.environ["VIRTUAL_ENV"]))
+                                          if not (venv and p.startswith(venv)))
             env["PERFMODEL_CACHE_DIR"] = str(work / "cache")
             t0 = time.perf_counter()
             proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env, stdout=subprocess.PIPE,
