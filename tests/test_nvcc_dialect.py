@@ -462,3 +462,41 @@ def test_a_kernel_only_declared_in_the_file_is_not_listed(tmp_path):
     assert mod.kernels == []
     with pytest.raises(CompileError, match=r"solve is only declared here \(solver.h:1\)"):
         mod.kernel("solve")
+
+
+def test_a_kernel_launched_from_device_code_but_defined_elsewhere(tmp_path):
+    """cuda-samples' cdpAdvancedQuicksort: a kernel launches bitonicsort (dynamic parallelism), which another file
+    defines. The PTX then declares it (``.extern .entry ...;``) and a printf string's initialiser follows: neither
+    may pass for the kernel's body (it was listed with 0 registers and '83,' - the string's first byte - as an
+    unsupported instruction). The launching kernel is compiled and listed; asking for the other says where it is
+    declared."""
+    from perfmodel.compile.support import unsupported_opcodes
+
+    (tmp_path / "sort.h").write_text("__global__ void child_sort(unsigned *data, unsigned n);\n")
+    (tmp_path / "main.cu").write_text(
+        '#include <cstdio>\n#include "sort.h"\n'
+        "__global__ void parent(unsigned *data, unsigned n)\n{\n"
+        "    if (n > 32) child_sort<<<1, 32>>>(data, n);\n"
+        '    else printf("Stack-allocation error.\\n");\n}\n')
+    mod = compile_cuda(tmp_path / "main.cu")
+    assert [k.name for k in mod.kernels] == ["parent"]
+    assert ".extern .entry" in mod.ptx and "83, 116, 97, 99, 107" in mod.ptx     # the case this test is about
+    assert unsupported_opcodes(mod.ptx_body(mod.kernel("parent"))) == []
+    with pytest.raises(CompileError, match=r"child_sort is only declared here \(sort.h:1\)"):
+        mod.kernel("child_sort")
+
+
+def test_a_device_side_launch_is_refused_at_its_line(tmp_path):
+    """Dynamic parallelism is not simulated: the kernel that launches another from device code is refused with
+    the launch's line and the child's name (it said "the PTX refers to '_Z5childPfi', which is not a variable
+    perfmodel can place", with no line)."""
+    from perfmodel.errors import SimulationError
+
+    src = tmp_path / "cdp.cu"
+    src.write_text("__global__ void child(float *x, int n) { x[threadIdx.x] *= 2.0f; }\n"
+                   "__global__ void parent(float *x, int n)\n{\n"
+                   "    if (threadIdx.x == 0) child<<<1, 32>>>(x, n);\n}\n")
+    program = load_kernel(src, entry="parent")
+    with pytest.raises(SimulationError, match=r"cdp.cu:4:\d+: a launch of the kernel child from device code "
+                                              r"\(dynamic parallelism; analyse child on its own"):
+        simulate(program, 1, 32, [np.zeros(32, np.float32), 32])

@@ -191,6 +191,7 @@ def array_fits(param: np.dtype, array: np.dtype) -> bool:
 _PTX_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
               "b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1}
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.S)
+_DECLARATION = re.compile(r"\s*;")     # after an entry's parameter list: a declaration (.extern .entry), no body
 _PARAM = re.compile(r"\.param\s+(.*?)\s+([\w$]+)(?:\[(\d+)\])?\s*$")
 
 
@@ -199,6 +200,10 @@ def ptx_entries(ptx: str) -> dict[str, list[tuple[int, int, str | None]]]:
     None for a byte array (``.align 4 .b8 p[12]``: a struct or vector passed by value)."""
     entries = {}
     for m in _ENTRY.finditer(ptx):
+        if _DECLARATION.match(ptx, m.end()):
+            # ``.extern .entry k(...);``: a kernel this file launches (dynamic parallelism) but another file
+            # defines
+            continue
         params = []
         for decl in m.group(2).split(","):
             decl = decl.strip()
@@ -218,8 +223,9 @@ def ptx_entries(ptx: str) -> dict[str, list[tuple[int, int, str | None]]]:
 
 
 def ptx_function_body(ptx: str, mangled: str) -> str:
-    """The text of an entry's body (between its outer braces)."""
-    m = re.search(r"\.entry\s+" + re.escape(mangled) + r"\s*\(", ptx)
+    """The text of an entry's body (between its outer braces); "" for an entry the PTX only declares."""
+    m = next((m for m in _ENTRY.finditer(ptx) if m.group(1) == mangled and not _DECLARATION.match(ptx, m.end())),
+             None)
     if not m:
         return ""
     start = ptx.find("{", m.end())

@@ -85,5 +85,8 @@ def render_inspect(mod, rows: list[dict], console: Console) -> None:
         for t in mod.templates:
             for seen in mod.template_launches.get(t, [])[:4]:
                 console.print(Text(f"  launched as {seen}", style="dim"))
+    if mod.declared_only:
+        console.print(Text("declared here, defined in another file of the project (analyse that file): "
+                           + ", ".join(f"{k} ({where})" for k, where in mod.declared_only.items()), style="dim"))
     if getattr(mod, "context_path", None):
         console.print(Text(f"compiled inside {mod.context_path}, which includes this header", style="dim"))

@@ -3,6 +3,7 @@ per-block figures (instructions, flops by kind) that the executor multiplies by 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,6 +96,24 @@ class CFunc:
     slots: dict = field(default_factory=dict)    # register name -> frame slot
 
 
+class UnplacedSymbol(alu.Unsupported):
+    """An instruction takes the address of a name that is no variable (a kernel or a device function): raised
+    while its closure is built, so the error names the instruction's line."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _source_name(mangled: str) -> str:
+    """``child`` for ``_Z5childPfi`` (the first name of an Itanium-mangled symbol); the name itself otherwise."""
+    m = re.match(r"_Z(?:N\d*)?(\d+)", mangled)
+    if not m:
+        return mangled
+    n, start = int(m.group(1)), m.end()
+    return mangled[start:start + n] or mangled
+
+
 class Symbols:
     """Variable name -> (space, address in that space)."""
 
@@ -106,7 +125,7 @@ class Symbols:
 
     def address(self, name: str) -> int:
         if name not in self.table:
-            raise SimulationError(f"the PTX refers to '{name}', which is not a variable perfmodel can place")
+            raise UnplacedSymbol(name)
         return self.table[name][1]
 
     def space(self, name: str) -> str | None:
@@ -267,11 +286,25 @@ class ProgramBuilder:
             raise self._unsupported(ins)
         try:
             return b(ins, ops)
+        except UnplacedSymbol as exc:
+            raise self._unsupported(ins, self._unplaced(exc.name)) from None
         except alu.Unsupported as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.opcode}' with {exc}") from None
         except (TypeError, KeyError, IndexError, ValueError, StopIteration) as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.text.strip()}' ({type(exc).__name__}: "
                                     f"{exc})") from None
+
+    def _unplaced(self, name: str) -> str:
+        """What an instruction that takes ``name``'s address does, for the error: a kernel's address is a launch
+        from device code (dynamic parallelism), a device function's a function pointer."""
+        f = self.module.functions.get(name)
+        if f is not None and f.is_entry:
+            short = _source_name(name)
+            return (f"a launch of the kernel {short} from device code (dynamic parallelism; analyse {short} on its "
+                    "own, with the launch the parent gives it)")
+        if f is not None:
+            return f"taking the address of the device function {_source_name(name)} (a function pointer)"
+        return f"a reference to '{name}', which is not a variable perfmodel can place"
 
     def _assert_fail(self, ins, arg_names):
         """``assert(cond)`` calls ``__assertfail(message, file, line, function, size)`` when cond is false: an error
