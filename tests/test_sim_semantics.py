@@ -1017,3 +1017,47 @@ def _shared_cta():
 def test_shared_cta_accesses_count_as_shared():
     r = _shared_cta()
     assert r.counts.shared["stores"] == 32 and r.counts.shared["atomics"] == 32
+
+
+def test_warp_reductions_votes_and_matches_take_each_lanes_own_membermask():
+    """Groups of one warp that run a warp instruction together with different membermasks - cooperative groups'
+    labeled_partition, or the masks of __match_any_sync - reduce, vote and match among their own lanes only
+    (PTX ISA: redux.sync / vote.sync / match.sync over the threads membermask names). cuda-samples'
+    warpAggregatedAtomicsCG took every bucket's maximum over the whole warp before. Checked against numpy, lane
+    by lane, with two warps and a few lanes returned early."""
+    src = r"""
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+    __global__ void k(const int *bucket, const int *val, int *gmax, int *gsum, int *rmin, unsigned *ballot,
+                      int *all, int *any, unsigned *same) {
+        int t = threadIdx.x;
+        if (t % 7 == 3) return;                                   // a few lanes leave: not members of anything
+        cg::coalesced_group active = cg::coalesced_threads();
+        auto g = cg::labeled_partition(active, bucket[t]);
+        gmax[t] = cg::reduce(g, val[t], cg::greater<int>());
+        gsum[t] = cg::reduce(g, val[t], cg::plus<int>());
+        unsigned mask = __match_any_sync(__activemask(), bucket[t]);
+        rmin[t] = __reduce_min_sync(mask, val[t]);
+        ballot[t] = __ballot_sync(mask, val[t] > 500);
+        all[t] = __all_sync(mask, val[t] > 100);
+        any[t] = __any_sync(mask, val[t] > 900);
+        same[t] = __match_any_sync(mask, val[t] / 300);
+    }"""
+    n = 64
+    rng = np.random.default_rng(5)
+    bucket = rng.integers(0, 5, n).astype(np.int32)
+    val = rng.integers(0, 1000, n).astype(np.int32)
+    outs = [np.zeros(n, np.int32) for _ in range(3)] + [np.zeros(n, np.uint32)] + \
+           [np.zeros(n, np.int32) for _ in range(2)] + [np.zeros(n, np.uint32)]
+    run(src, 1, n, [bucket, val, *outs])
+    gmax, gsum, rmin, ballot, all_, any_, same = outs
+    live = np.arange(n) % 7 != 3
+    for t in np.flatnonzero(live):
+        w = np.arange(t // 32 * 32, t // 32 * 32 + 32)
+        members = w[live[w] & (bucket[w] == bucket[t])]
+        assert gmax[t] == val[members].max() and gsum[t] == val[members].sum(), t
+        assert rmin[t] == val[members].min(), t
+        assert ballot[t] == sum(1 << (j % 32) for j in members if val[j] > 500), t
+        assert all_[t] == int((val[members] > 100).all()) and any_[t] == int((val[members] > 900).any()), t
+        assert same[t] == sum(1 << (j % 32) for j in members if val[j] // 300 == val[t] // 300), t

@@ -117,16 +117,58 @@ def _warp_view(x, rows, Tp):
     return np.broadcast_to(x, (rows, Tp)).reshape(rows, Tp // 32, 32)
 
 
+_LANE_BITS = np.uint32(1) << np.arange(32, dtype=np.uint32)
+
+
+def _membermask(ins, ops):
+    """The reader of a ``.sync`` warp instruction's ``membermask`` operand (its last source), or None."""
+    if not ins.has("sync") or len(ins.operands) < 3:
+        return None
+    return ops.reader(ins.operands[2], "u32")
+
+
+def _members(st, gm, fr, act, rows):
+    """Which lanes each lane's warp operation takes in, for a ``.sync`` form: None when every lane's membermask
+    holds its whole warp's active lanes (the usual full mask or ``__activemask()``: the active lanes are the
+    members); else a (rows, warps, 32 lanes, 32 members) array, lane i taking the active lanes of its own mask.
+    Groups of one warp that run the instruction together with different masks (cooperative groups'
+    ``labeled_partition``, ``tiled_partition`` of a coalesced group) each reduce, vote or match among their own
+    lanes (PTX ISA, redux.sync / vote.sync / match.sync: the threads named by membermask)."""
+    if gm is None:
+        return None
+    m = gm(st, fr)
+    mv = _warp_view(m.astype(np.uint32, copy=False), rows, st.Tp)
+    actbits = (act * _LANE_BITS).sum(axis=2, dtype=np.uint64).astype(np.uint32)[..., None]     # (rows, warps, 1)
+    if not ((mv & actbits) != actbits)[act].any():
+        return None
+    return ((mv[..., :, None] & _LANE_BITS) != 0) & act[..., None, :]
+
+
 def b_vote(ins, ops):
     mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
     gp = ops.reader(ins.operands[1], "pred")
     w = ops.writer(ins.operands[0])
+    gm = _membermask(ins, ops)
 
     def vote(st, fr):
         p = gp(st, fr)
         rows = st.nB if (p.shape[0] != 1 or (st.mask is not None and st.mask.shape[0] != 1)) else 1
         act = _warp_view(_active(st, rows), rows, st.Tp)
         pv = _warp_view(p, rows, st.Tp)
+        sel = _members(st, gm, fr, act, rows)
+        if sel is not None:
+            # each lane votes among its own membermask's lanes: (rows, warps, lane, member)
+            pm = np.broadcast_to(pv[..., None, :], sel.shape)
+            if mode == "ballot":
+                r = ((pm & sel) * _LANE_BITS).sum(axis=3, dtype=np.uint64).astype(np.uint32)
+            elif mode == "all":
+                r = (~sel | pm).all(axis=3)
+            elif mode == "any":
+                r = (sel & pm).any(axis=3)
+            else:
+                r = (~sel | pm).all(axis=3) | (~sel | ~pm).all(axis=3)
+            w(st, fr, r.reshape(rows, st.Tp))
+            return
         if mode == "ballot":
             bits = (np.uint32(1) << np.arange(32, dtype=np.uint32))
             r = ((pv & act) * bits).sum(axis=2, dtype=np.uint64).astype(np.uint32)
@@ -161,21 +203,27 @@ def b_match(ins, ops):
     else:
         wd, wp = ops.writer(dst), None
     ga = ops.reader(ins.operands[1], t)
+    gm = _membermask(ins, ops)
 
     def match(st, fr):
         a = ga(st, fr)
         rows = st.nB if (a.shape[0] != 1 or (st.mask is not None and st.mask.shape[0] != 1)) else 1
         act = _warp_view(_active(st, rows), rows, st.Tp)
         av = _warp_view(a, rows, st.Tp)
-        eq = (av[..., :, None] == av[..., None, :]) & act[..., None, :] & act[..., :, None]
+        sel = _members(st, gm, fr, act, rows)
+        members = (act[..., None, :] & act[..., :, None]) if sel is None else sel
+        eq = (av[..., :, None] == av[..., None, :]) & members
         bits = (np.uint64(1) << np.arange(32, dtype=np.uint64))
         same = (eq * bits).sum(axis=3, dtype=np.uint64).astype(np.uint32)      # (rows, warps, 32)
         if mode == "any":
             wd(st, fr, same.reshape(rows, st.Tp))
         else:
-            actbits = (act * bits.astype(np.uint32)).sum(axis=2, dtype=np.uint64).astype(np.uint32)
-            allsame = (same == actbits[..., None])
-            res = np.where(allsame, actbits[..., None], 0).astype(np.uint32)
+            if sel is None:
+                actbits = (act * bits.astype(np.uint32)).sum(axis=2, dtype=np.uint64).astype(np.uint32)[..., None]
+            else:   # each lane's own members
+                actbits = (sel * bits.astype(np.uint32)).sum(axis=3, dtype=np.uint64).astype(np.uint32)
+            allsame = (same == actbits)
+            res = np.where(allsame, actbits, 0).astype(np.uint32)
             wd(st, fr, res.reshape(rows, st.Tp))
             if wp is not None:
                 wp(st, fr, allsame.reshape(rows, st.Tp))
@@ -188,25 +236,31 @@ def b_redux(ins, ops):
     ga = ops.reader(ins.operands[1], t)
     w = ops.writer(ins.operands[0])
     dt = DT[t]
+    gm = _membermask(ins, ops)
 
     def redux(st, fr):
         a = ga(st, fr)
         rows = st.nB if (a.shape[0] != 1 or (st.mask is not None and st.mask.shape[0] != 1)) else 1
         act = _warp_view(_active(st, rows), rows, st.Tp)
         av = _warp_view(a, rows, st.Tp).astype(np.int64 if dt.kind == "i" else np.uint64)
-        if op == "add":
-            r = np.where(act, av, 0).sum(axis=2)
-        elif op == "min":
-            r = np.where(act, av, np.iinfo(dt).max).min(axis=2)
-        elif op == "max":
-            r = np.where(act, av, np.iinfo(dt).min).max(axis=2)
-        elif op == "and":
-            r = np.bitwise_and.reduce(np.where(act, av, ~np.uint64(0) if av.dtype == np.uint64 else -1), axis=2)
-        elif op == "or":
-            r = np.bitwise_or.reduce(np.where(act, av, 0), axis=2)
+        sel = _members(st, gm, fr, act, rows)
+        if sel is not None:     # each lane reduces over its own membermask's lanes: (rows, warps, lane, member)
+            act, av, axis = sel, np.broadcast_to(av[..., None, :], sel.shape), 3
         else:
-            r = np.bitwise_xor.reduce(np.where(act, av, 0), axis=2)
+            axis = 2
+        if op == "add":
+            r = np.where(act, av, 0).sum(axis=axis)
+        elif op == "min":
+            r = np.where(act, av, np.iinfo(dt).max).min(axis=axis)
+        elif op == "max":
+            r = np.where(act, av, np.iinfo(dt).min).max(axis=axis)
+        elif op == "and":
+            r = np.bitwise_and.reduce(np.where(act, av, ~np.uint64(0) if av.dtype == np.uint64 else -1), axis=axis)
+        elif op == "or":
+            r = np.bitwise_or.reduce(np.where(act, av, 0), axis=axis)
+        else:
+            r = np.bitwise_xor.reduce(np.where(act, av, 0), axis=axis)
         r = (r & 0xFFFFFFFF).astype(np.uint32).view(dt) if dt.itemsize == 4 else r.astype(dt)
-        w(st, fr, np.repeat(r, 32, axis=1))
+        w(st, fr, r.reshape(rows, st.Tp) if sel is not None else np.repeat(r, 32, axis=1))
     return redux
 
