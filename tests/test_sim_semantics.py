@@ -1061,3 +1061,34 @@ def test_warp_reductions_votes_and_matches_take_each_lanes_own_membermask():
         assert ballot[t] == sum(1 << (j % 32) for j in members if val[j] > 500), t
         assert all_[t] == int((val[members] > 100).all()) and any_[t] == int((val[members] > 900).any()), t
         assert same[t] == sum(1 << (j % 32) for j in members if val[j] // 300 == val[t] // 300), t
+
+
+@pytest.mark.parametrize("dynamic", [8, 1024])
+def test_multi_warp_tiles_keep_their_scratch_in_the_reserved_shared_memory(dynamic):
+    """On CC 8.0+ cooperative groups keep a multi-warp tile's scratch at %reserved_smem_offset_1, in the 1 KB per
+    block the system reserves, not in the kernel's own shared memory (cuda-samples' multi_warp_cg_reduce, launched
+    with 8 bytes of dynamic shared memory, failed with an out-of-bounds access; with more, the scratch overwrote
+    the kernel's dynamic shared data). The tiles' sums and the dynamic data are checked against numpy."""
+    src = r"""
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+    __global__ void k(const float *in, float *out, unsigned *keep, int words) {
+        extern __shared__ unsigned dyn[];
+        __shared__ cg::block_tile_memory<256> scratch;
+        auto cta = cg::this_thread_block(scratch);
+        if (threadIdx.x < words) dyn[threadIdx.x] = 1000u + threadIdx.x;
+        cta.sync();
+        auto tile = cg::tiled_partition<128>(cta);
+        float v = cg::reduce(tile, in[threadIdx.x], cg::plus<float>());
+        if (tile.thread_rank() == 0) out[tile.meta_group_rank()] = v;
+        cta.sync();
+        if (threadIdx.x < words) keep[threadIdx.x] = dyn[threadIdx.x];
+    }"""
+    x = np.random.default_rng(2).uniform(-1, 1, 256).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    words = dynamic // 4
+    keep = np.zeros(words, np.uint32)
+    run(src, 1, 256, [x, out, keep, words], dynamic_shared_bytes=dynamic)
+    assert np.allclose(out, x.astype(np.float64).reshape(2, 128).sum(axis=1), atol=1e-5)
+    assert keep.tolist() == list(range(1000, 1000 + words))

@@ -23,7 +23,8 @@ SPECIAL_BASES = {
     "tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid", "lanemask_eq",
     "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "clock", "clock64", "clock_hi", "globaltimer",
     "globaltimer_lo", "globaltimer_hi", "dynamic_smem_size", "total_smem_size", "aggr_smem_size",
-    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap", "is_explicit_cluster",
+    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap", "reserved_smem_offset_0",
+    "reserved_smem_offset_1", "is_explicit_cluster",
     "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
     "current_graph_exec",
 } | {f"envreg{i}" for i in range(32)} | {f"pm{i}" for i in range(8)} | {f"pm{i}_64" for i in range(8)}

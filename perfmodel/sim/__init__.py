@@ -71,6 +71,24 @@ def grid_sync(program) -> bool:
     return found
 
 
+def reserved_shared(program) -> bool:
+    """Whether the kernel reads the reserved shared memory's offsets (``%reserved_smem_offset_*``): cooperative
+    groups keep the scratch of their multi-warp tiles there on CC 8.0 and later (cooperative_groups/details/
+    memory.h, ``reserved_shared_ptr``), in the 1 KB per block the system reserves (CUDA C++ Programming Guide,
+    "Technical Specifications": reserved shared memory per thread block, 1 KB on CC 8.0 and later)."""
+    found = getattr(program, "_reserved_shared", None)
+    if found is None:
+        from perfmodel.ptx.ir import Special
+
+        found = any(isinstance(op, Special) and op.name.startswith("%reserved_smem_offset")
+                    for f in program.module.functions.values() for ins in f.instrs for op in ins.operands)
+        try:
+            program._reserved_shared = found
+        except AttributeError:       # pragma: no cover - a frozen program object
+            pass
+    return found
+
+
 def _dim3(v, what) -> tuple:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)

@@ -16,6 +16,9 @@ from perfmodel.sim.space import BlockSpace, ByteSpace, GlobalHeap
 LOCAL_BUDGET = 256 << 20          # bytes of per-thread local memory per batch
 MAX_SHARED_PER_BLOCK = 232448      # 227 KB: the largest per-block shared memory of any GPU (CC 9.0, 10.0)
 MAX_LOCAL_PER_THREAD = 512 * 1024  # 512 KB: local memory per thread, every CC since 2.0
+# shared memory the system reserves per block on CC 8.0 and later (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability": 1 KB; cudaDevAttrReservedSharedMemoryPerBlock)
+RESERVED_SHARED_PER_BLOCK = 1024
 
 
 def _align(n, a):
@@ -176,6 +179,16 @@ class LaunchState:
         self.extern_shared = [v.name for v in dyn]
         if not dyn and self.dynamic_shared_bytes:
             self.shared_bytes = soff + self.dynamic_shared_bytes
+        # the reserved shared memory (cooperative groups' scratch), after the block's own: [begin, end) of the
+        # window, which the block's own accesses cannot reach (they are checked against shared_bytes)
+        from perfmodel.sim import reserved_shared
+
+        self.reserved_shared = None
+        self.shared_window = self.shared_bytes
+        if reserved_shared(program):
+            begin = _align(self.shared_bytes, 128)
+            self.reserved_shared = (begin, begin + RESERVED_SHARED_PER_BLOCK)
+            self.shared_window = begin + RESERVED_SHARED_PER_BLOCK
 
         # local memory: every function's .local variables at their own offsets (no recursion)
         loff = 0
@@ -269,7 +282,7 @@ class LaunchState:
         return np.frombuffer(raw, dt).reshape(1, 1).copy()
 
     def new_shared(self, nB: int) -> BlockSpace:
-        return BlockSpace(nB, self.shared_bytes)
+        return BlockSpace(nB, self.shared_window)
 
     def new_local(self, nB: int) -> BlockSpace:
         return BlockSpace(nB * self.Tp if self.local_bytes else 1, self.local_bytes)
@@ -281,7 +294,7 @@ class LaunchState:
         per = max(1, max_lanes // self.Tp)
         if self.local_bytes:
             per = max(1, min(per, LOCAL_BUDGET // (self.local_bytes * self.Tp)))
-        block_bytes = self.shared_bytes + self.local_bytes * self.Tp
+        block_bytes = self.shared_window + self.local_bytes * self.Tp
         budget = memory_budget() - self.heap.bytes.nbytes
         if block_bytes > budget:
             raise SimulationError(

@@ -157,6 +157,13 @@ class State(MemoryMixin):
             v = np.full((1, 1), L.dynamic_shared_bytes)
         elif base in ("total_smem_size", "aggr_smem_size"):
             v = np.full((1, 1), L.shared_bytes)
+        elif base.startswith("reserved_smem_offset_") and L.reserved_shared is not None:
+            # the reserved region's bounds and size; _0 and _1 split it in two halves (NVIDIA does not publish its
+            # layout; cooperative groups need 288 bytes from _1, cooperative_groups/details/memory.h)
+            begin, end = L.reserved_shared
+            half = (end - begin) // 2
+            v = np.full((1, 1), {"begin": begin, "end": end, "cap": end - begin, "0": begin,
+                                 "1": begin + half}[base[len("reserved_smem_offset_"):]])
         elif base in ("nclusterid", "cluster_nctaid", "cluster_nctarank", "clusterid", "cluster_ctaid"):
             v = np.full((1, 1), 1 if base.startswith("n") or "nct" in base else 0)
         elif base in ("envreg1", "envreg2") and L.grid_workspace is not None:

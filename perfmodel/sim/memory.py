@@ -53,15 +53,18 @@ class MemoryMixin:
             return self._const(gid, a, size, vec, dt, values)
         raise SimulationError(f"memory space {space} is not supported")
 
-    def _check(self, gid, off, lo, hi, what):
-        """Raise if an active lane's [off, off+size) leaves [lo, hi); return indices safe for every lane."""
+    def _check(self, gid, off, lo, hi, what, also=None):
+        """Raise if an active lane's [off, off+size) leaves [lo, hi) (and, where given, the second range ``also``,
+        the same kind of bounds); return indices safe for every lane."""
         m = self.mask
         if off.size == 1:
             v = int(off.reshape(-1)[0])
-            if not (lo <= v < hi):
+            if not (lo <= v < hi) and not (also is not None and also[0] <= v < also[1]):
                 self.fault_where(self.mask_full(), self._out_of_bounds(what, v, lo, hi), gid)
             return off
         bad = (off < lo) | (off >= hi)
+        if also is not None:
+            bad &= (off < also[0]) | (off >= also[1])
         if not bad.any():
             return off
         badm = bad if m is None else (bad & m)
@@ -69,6 +72,11 @@ class MemoryMixin:
             v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
             self.fault_where(badm, self._out_of_bounds(what, v, lo, hi), gid)
         return np.where(bad, lo, off)
+
+    def _reserved(self, nbytes):
+        """The offsets an access of ``nbytes`` may start at inside the reserved shared memory, or None."""
+        r = self.launch.reserved_shared
+        return None if r is None else (r[0], r[1] - nbytes + 1)
 
     def _out_of_bounds(self, what, v, lo, hi) -> str:
         valid = f"valid: {lo}..{hi - 1}" if hi > lo else "the access does not fit at any offset"
@@ -228,7 +236,8 @@ class MemoryMixin:
             # reused, memops.address_getter): the same bounds check, wavefronts and word indices
             _a, _m, off, units, per_block, idx, cols = memo
         else:
-            off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access")
+            off = self._check(gid, a, 0, self.launch.shared_bytes - nbytes + 1, "shared-memory access",
+                              self._reserved(nbytes))
             wf, f = self.shared_load_wavefronts(gid, off, m, nbytes, values is None)
             units, per_block = wf.sum().item() * f, (wf if f == 1 else wf[0])
             idx = off // size
@@ -407,7 +416,8 @@ class MemoryMixin:
             flat = np.broadcast_to(off // size, shape)
             conf, f = M.max_same_address(off, m, self.nB, self.Tp)
         else:
-            off = self._check(gid, a, 0, self.launch.shared_bytes - size + 1, "shared-memory atomic")
+            off = self._check(gid, a, 0, self.launch.shared_bytes - size + 1, "shared-memory atomic",
+                              self._reserved(size))
             view = self.shared.view(dt).reshape(-1)
             words = self.shared.view(dt).shape[1]
             flat = np.broadcast_to(np.arange(self.nB).reshape(-1, 1) * words + off // size, shape)

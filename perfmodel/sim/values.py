@@ -148,7 +148,9 @@ _SPECIAL_BASES = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid", "nwarpid
                   "lanemask_le", "lanemask_gt", "lanemask_ge", "clock", "clock64", "globaltimer", "globaltimer_lo",
                   "clock_hi", "smid", "gridid", "is_explicit_cluster", "cluster_ctarank", "nsmid",
                   "dynamic_smem_size", "total_smem_size", "aggr_smem_size", "nclusterid", "cluster_nctaid",
-                  "cluster_nctarank", "clusterid", "cluster_ctaid", "envreg1", "envreg2")
+                  "cluster_nctarank", "clusterid", "cluster_ctaid", "envreg1", "envreg2",
+                  "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
+                  "reserved_smem_offset_0", "reserved_smem_offset_1")
 
 
 def _known_special(name: str) -> bool:
