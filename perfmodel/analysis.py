@@ -79,6 +79,7 @@ class SimOutcome:
     round_miss_factor: float | None = None    # a load round's L1 misses over its loads' own (mlp.round_miss_factor)
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
     replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
+    grid_sync: bool = False   # the kernel synchronises the grid: a cooperative launch, all its blocks resident
     # the args after the run, in order (only with keep_args=True: the Python API writes them back)
     final_args: list | None = field(default=None, repr=False)
 
@@ -455,6 +456,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     outcome.block_load_sectors = block_load_sectors
     outcome.block_footprint_sectors = block_footprint
     outcome.round_miss_factor = miss_factor
+    outcome.grid_sync = grid_sync(program)
     outcome.sim_seconds = time.perf_counter() - started
     if key is None:
         return launch, outcome
@@ -587,6 +589,7 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
     spec = _spec(kernel)
     launch = spec.instantiate(dict(params or {}), values=check or execute_all)
     _check_launch_fits(dev, launch)
+    _check_cooperative_before_simulating(spec, launch, dev, regs)
     if launch.blank and not _data_blind(spec, launch, device_arch(dev)):
         launch = spec.instantiate(dict(params or {}))
     limits = {k: v for k, v in (("max_steps", max_steps), ("timeout", timeout)) if v is not None}
@@ -594,6 +597,21 @@ def analyze(kernel, device, params: dict | None = None, regs: int | str | None =
                                   arch=device_arch(dev), limits=limits, execute_all=execute_all,
                                   cc1_counts=_counts_cc1(dev))
     return model_launch(spec, launch, sim, dev, regs=regs, l2=l2)
+
+
+def _check_cooperative_before_simulating(spec, launch, dev, regs) -> None:
+    """Refuse a cooperative launch the GPU would refuse before simulating its whole grid (model_launch checks it
+    again for every device a simulation is modelled on)."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import grid_sync
+
+    program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=device_arch(dev),
+                          include_dirs=spec.include_dirs)
+    if not grid_sync(program):
+        return
+    _, _, occ = _launch_occupancy(spec, launch, dev, regs, int(program.static_shared_bytes),
+                                  int(program.param_bytes), {"arch": program.arch, "registers": program.registers})
+    _check_cooperative_fits(spec, launch, dev, occ)
 
 
 def device_arch(dev) -> str:
@@ -649,6 +667,33 @@ def _check_launch_fits(dev, launch) -> None:
                              f"{dev.max_threads_per_block:,} (CC {dev.compute_capability})")
 
 
+def _check_cooperative_fits(spec, launch, dev, occ) -> None:
+    """A kernel that synchronises the whole grid runs as a cooperative launch, which the GPU refuses unless every
+    block can be resident at once (cudaErrorCooperativeLaunchTooLarge)."""
+    most = occ.blocks_per_sm * dev.sm_count
+    if launch.total_blocks <= most:
+        return
+    raise OccupancyError(
+        f"{spec.name} synchronises the whole grid (cooperative groups' grid.sync()), so all its blocks must be "
+        f"resident at once, but {dev.name} holds at most {most:,} of them ({occ.blocks_per_sm} per SM x "
+        f"{dev.sm_count} SMs; per SM limited by {', '.join(occ.limiters) or '-'}) and the grid has "
+        f"{launch.total_blocks:,}: cudaLaunchCooperativeKernel refuses this launch "
+        "(cudaErrorCooperativeLaunchTooLarge). Launch at most that many blocks (the CUDA samples size the grid with "
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor x the SM count).")
+
+
+def _launch_occupancy(spec, launch, dev, regs, static_shared_bytes: int, param_bytes: int, compiled: dict):
+    """(registers, shared memory per block, occupancy) of a launch on ``dev`` (``compiled``: the compiler's
+    figures, perfmodel.registers.resolve_registers)."""
+    from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
+
+    registers = resolve_registers(dev, regs=regs, spec_registers=launch.registers or spec.registers,
+                                  compiled={**compiled, "arch_note": device_arch_note(dev)})
+    smem = kernel_shared_memory_bytes(dev, static_shared_bytes, launch.dynamic_shared_bytes, param_bytes)
+    occ = occupancy(dev, launch.threads_per_block, registers.per_thread, smem, grid_blocks=launch.total_blocks)
+    return registers, smem, occ
+
+
 def compute_peak_flops(counts: dict, dev, rates) -> float:
     """The compute roof of the seed model: the FP32 peak, or, for a kernel with tensor-core work on a device with
     measured wmma rates, the peak of its mix - all its flops over the time the FP32 lanes and the tensor cores need
@@ -669,13 +714,11 @@ def compute_peak_flops(counts: dict, dev, rates) -> float:
 
 def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None, l2: str = "cold") -> Analysis:
     """The device-dependent half of :func:`analyze`: registers, occupancy, the seed and bottleneck models."""
-    from perfmodel.occupancy import kernel_shared_memory_bytes, occupancy
-
     _check_launch_fits(dev, launch)
-    registers = resolve_registers(dev, regs=regs, spec_registers=launch.registers or spec.registers,
-                                  compiled={**sim.compile, "arch_note": device_arch_note(dev)})
-    smem = kernel_shared_memory_bytes(dev, sim.static_shared_bytes, launch.dynamic_shared_bytes, sim.param_bytes)
-    occ = occupancy(dev, launch.threads_per_block, registers.per_thread, smem, grid_blocks=launch.total_blocks)
+    registers, smem, occ = _launch_occupancy(spec, launch, dev, regs, sim.static_shared_bytes, sim.param_bytes,
+                                             sim.compile)
+    if sim.grid_sync:
+        _check_cooperative_fits(spec, launch, dev, occ)
     counts = sim.counts
     g = counts.get("global", {})
     smem_alloc = getattr(occ, "shared_memory_per_block_allocated", smem)

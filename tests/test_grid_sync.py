@@ -85,3 +85,28 @@ def test_an_unknown_special_register_is_an_error_at_its_line():
                           path="env.cu")
     with pytest.raises(SimulationError, match=r"env\.cu:2:.*special register %envreg3 is not supported"):
         simulate(program, 1, 32, [np.zeros(32, np.uint32)])
+
+
+def test_a_cooperative_launch_larger_than_the_gpu_holds_is_refused(tmp_path, cli):
+    """Every block of a grid-synchronising kernel must be resident at once; the GPU refuses a larger cooperative
+    launch (cudaErrorCooperativeLaunchTooLarge). An H100 holds 8 blocks of 256 threads per SM (2,048 threads),
+    x 132 SMs = 1,056 (NVIDIA's occupancy rules; tests/test_occupancy_oracle.py checks them against the
+    calculator): 1,057 blocks are refused with exit code 2, naming both figures; it ran and was timed before
+    (cuda-samples' reductionMultiBlockCG with 400 blocks of 1,024 threads)."""
+    (tmp_path / "two_phase.cu").write_text(TWO_PHASE)
+    (tmp_path / "two_phase.yaml").write_text("""
+name: two_phase
+source: two_phase.cu
+entry: k
+params: {B: 1057}
+grid: [B]
+block: [256]
+args:
+  - {name: x, dtype: float32, length: 256, init: arange}
+  - {name: n, dtype: int32, value: 256}
+  - {name: out, dtype: float32, length: B + 1, init: zeros}
+outputs: []
+""")
+    code, out, err = cli("analyze", str(tmp_path / "two_phase.yaml"), "--device", "h100")
+    assert code == 2, (out, err)
+    assert "holds at most 1,056 of them (8 per SM x 132 SMs" in err and "the grid has 1,057" in err, err
