@@ -130,6 +130,9 @@ def test_blocks_that_do_nothing_do_not_dilute_the_chain(rates):
     assert idle.active_sms == four.active_sms == 4
     # counted over all 132 blocks' warps, each warp's chain is 33x too short
     assert diluted.latency_time_s < four.latency_time_s / 10
+    # the note says why only 4 SMs count: every SM has a block, 128 of them with no work
+    assert "only 4 of 132 SMs have a block with work (128 of the 132 blocks do none)" in idle.notes
+    assert "only 4 of 132 SMs have a block" in four.notes
 
 
 def test_chain_waits_for_the_loads_that_miss_l1(rates):

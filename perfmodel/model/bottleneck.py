@@ -576,7 +576,11 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
                                   share_of_peak=(t / predicted) if predicted > 0 else 0.0))
     notes = []
     if active_sms < rates.sm_count:
-        notes.append(f"only {active_sms} of {rates.sm_count} SMs have a block")
+        if blocks < total_blocks:
+            notes.append(f"only {active_sms} of {rates.sm_count} SMs have a block with work ({total_blocks - blocks:,} "
+                         f"of the {total_blocks:,} blocks do none)")
+        else:
+            notes.append(f"only {active_sms} of {rates.sm_count} SMs have a block")
     if launch > kernel_time:
         notes.append("the launch overhead dominates: the kernel does too little work to measure its resources")
     if untimed_tensor:
