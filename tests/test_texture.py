@@ -1,6 +1,6 @@
-"""Texture fetches (perfmodel/sim/texture.py) against what an NVIDIA H200's texture unit returned for the same
-texels and coordinates (validation/raw/h200_texture_fetch.json, from validation/microbench/texture_fetch.cu), and
-their counting, bad input and spec form."""
+"""Texture fetches (perfmodel/sim/texture.py) against what an NVIDIA H200's and an H100's texture units returned for
+the same texels and coordinates (validation/raw/h200_texture_fetch.json and h100_texture_fetch.json, from
+validation/microbench/texture_fetch.cu), and their counting, bad input and spec form."""
 import json
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from perfmodel.sim.texture import Surface, Texture
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = json.loads((ROOT / "validation" / "raw" / "h200_texture_fetch.json").read_text())
+MEASURED_H100 = json.loads((ROOT / "validation" / "raw" / "h100_texture_fetch.json").read_text())
 KERNELS = ROOT / "validation" / "microbench" / "texture_fetch_kernels.cuh"
 DTYPES = {"float": np.float32, "uchar4": np.uint8, "uint": np.uint32}
 
@@ -37,16 +38,22 @@ def _replay(cfg, programs={}):
 
 
 def _label(cfg):
-    return (f"{cfg['kernel']}-{cfg['format']}-{cfg['filter']}-{cfg['address']}-"
-            f"{'norm' if cfg['normalized_coords'] else 'texel'}-{cfg['read_mode']}")
+    return (f"{cfg['device']}-{cfg['kernel']}-{cfg['format']}-{cfg['width']}x{cfg['height']}-{cfg['filter']}-"
+            f"{cfg['address']}-{'norm' if cfg['normalized_coords'] else 'texel'}-{cfg['read_mode']}")
 
 
-POINT = [c for c in MEASURED["configs"] if c["filter"] == "point"]
-LINEAR = [c for c in MEASURED["configs"] if c["filter"] == "linear"]
+CONFIGS = [{**c, "device": "h200"} for c in MEASURED["configs"]] + \
+          [{**c, "device": "h100"} for c in MEASURED_H100["configs"]]
+POINT = [c for c in CONFIGS if c["filter"] == "point"]
+LINEAR = [c for c in CONFIGS if c["filter"] == "linear"]
 
 
 def test_the_measurements_cover_every_mode():
     assert len(MEASURED["configs"]) == 22 and "H200" in MEASURED["device"]
+    # the H100 run: the same 22, and normalized coordinates on axes of 200 to 4,000 texels
+    assert len(MEASURED_H100["configs"]) == 28 and "H100" in MEASURED_H100["device"]
+    assert {c["width"] for c in MEASURED_H100["configs"][22:]} == {200, 257, 1000, 4000}
+    assert all(c["normalized_coords"] for c in MEASURED_H100["configs"][22:])
     assert {c["address"] for c in POINT} == {"clamp", "border", "wrap", "mirror"}
     assert {c["normalized_coords"] for c in LINEAR} == {True, False}
     assert {c["read_mode"] for c in MEASURED["configs"]} == {"element", "normalized_float"}
@@ -54,9 +61,10 @@ def test_the_measurements_cover_every_mode():
 
 @pytest.mark.parametrize("cfg", POINT, ids=[_label(c) for c in POINT])
 def test_point_fetches_are_the_gpus_bit_for_bit(cfg):
-    """Nearest-point fetches - every address mode, texel and normalized coordinates (truncated to 16 fractional
-    bits before scaling, as the GPU does: 0.2 x 5 texels picks texel 0), uint and uchar4 texels, missing channels
-    as 0, tex1Dfetch outside the buffer as 0 - equal the GPU's in all four components of all 64 points."""
+    """Nearest-point fetches - every address mode, texel and normalized coordinates (truncated to 21 fractional
+    bits before scaling, as the GPU does: 0.2 x 5 texels picks texel 0, and every texel edge of a 1,000- and a
+    4,000-texel axis the texel the GPU picks), uint and uchar4 texels, missing channels as 0, tex1Dfetch outside
+    the buffer as 0 - equal the GPU's in all four components of all 64 points."""
     ours, gpu, _ = _replay(cfg)
     assert (ours.view(np.uint32) == gpu.view(np.uint32)).all(), np.argwhere(ours != gpu)[:5]
 
@@ -74,6 +82,10 @@ def test_linear_fetches_are_within_two_weight_steps_of_the_gpus(cfg):
     # float texels (on normalized-float ones the GPU's arithmetic differs in the last bits)
     if not cfg["normalized_coords"] and cfg["format"] == "float":
         assert (ours[17:32] == gpu[17:32]).all()
+    # on the wide axes points 32-47 are texel centres in normalized coordinates: the GPU returns the texel itself
+    # there, and so must the simulator (with 16 fractional bits it blended in 1/256 of the neighbour)
+    if cfg["width"] > 16:
+        assert (ours[32:48] == gpu[32:48]).all(), np.argwhere(ours[32:48] != gpu[32:48])[:5]
 
 
 def _kernel(src, name="t.cu"):

@@ -8,7 +8,9 @@ heap, row-major, and passes a handle; ``tex`` looks the handle up and fetches as
 appendix "Texture Fetching" defines it:
 
 * coordinates: ``x`` in texels, or ``x * N`` with normalized coordinates (N texels along that dimension; the
-  normalized coordinate is first truncated to 16 fractional bits, as measured on an H200);
+  normalized coordinate is first truncated to 21 fractional bits: the one width that fits every fetch measured on
+  an H200 and an H100, widths 3 to 4,000 texels, validation/raw/h200_texture_fetch.json and
+  h100_texture_fetch.json);
 * nearest-point filtering: the texel ``i = floor(x)``;
 * linear filtering: ``xB = x - 0.5``, ``i = floor(xB)``, ``alpha = frac(xB)`` held in 9-bit fixed point with 8
   fractional bits; the result is ``(1 - alpha) T[i] + alpha T[i + 1]`` (in 2-D and 3-D the same along y and z:
@@ -27,8 +29,8 @@ A surface access addresses x in bytes and y, z in rows and slices; its boundary 
 Counted as global loads and stores of the texels (each fetch one load of the texel's channels, a linearly filtered
 one its 2 x 2 or 2 x 2 x 2 footprint), from the row-major layout. Not modelled: the texture cache's own behaviour,
 and a CUDA array's memory layout (NVIDIA's undocumented block-linear tiling, which keeps 2-D neighbours closer than
-a row-major layout does). Checked against an H200: validation/microbench/texture_fetch.cu and texture3d_surface.cu,
-tests/test_texture.py.
+a row-major layout does). Checked against an H200 and an H100: validation/microbench/texture_fetch.cu and
+texture3d_surface.cu, tests/test_texture.py.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ ADDRESS_MODES = ("clamp", "border", "wrap", "mirror")
 READ_MODES = ("element", "normalized_float")
 CHANNEL_DTYPES = ("float32", "int8", "uint8", "int16", "uint16", "int32", "uint32")
 HANDLE_BASE = 0x7E7E_0000_0001      # the first texture's handle (never a heap address)
-NORMALIZED_SCALE = 2.0 ** 16
+NORMALIZED_SCALE = 2.0 ** 21
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,14 @@ int main()
     cfgs.push_back({"uint", U1, 2, 5, 4, cudaFilterModePoint, cudaAddressModeClamp, 0, cudaReadModeElementType, 0});
     cfgs.push_back({"float", F1, 1, 7, 1, cudaFilterModeLinear, cudaAddressModeClamp, 0, cudaReadModeElementType, 0});
     cfgs.push_back({"float", F1, 1, 9, 1, cudaFilterModePoint, cudaAddressModeClamp, 0, cudaReadModeElementType, 1});
+    // widths that are not powers of two, normalized coordinates (added 2026-11-27, measured on an H100): how many
+    // fractional bits of a normalized coordinate survive before it is scaled by the width
+    cfgs.push_back({"float", F1, 2, 200, 150, cudaFilterModeLinear, cudaAddressModeMirror, 1, cudaReadModeElementType, 0});
+    cfgs.push_back({"float", F1, 2, 200, 150, cudaFilterModeLinear, cudaAddressModeClamp, 1, cudaReadModeElementType, 0});
+    cfgs.push_back({"float", F1, 2, 257, 3, cudaFilterModeLinear, cudaAddressModeWrap, 1, cudaReadModeElementType, 0});
+    cfgs.push_back({"float", F1, 2, 4000, 2, cudaFilterModeLinear, cudaAddressModeClamp, 1, cudaReadModeElementType, 0});
+    cfgs.push_back({"float", F1, 2, 4000, 2, cudaFilterModePoint, cudaAddressModeClamp, 1, cudaReadModeElementType, 0});
+    cfgs.push_back({"float", F1, 2, 1000, 3, cudaFilterModePoint, cudaAddressModeWrap, 1, cudaReadModeElementType, 0});
 
     const int n = 64;
     cudaDeviceProp prop;
@@ -66,6 +74,11 @@ int main()
             if (i < 17) { x = 1.0f + i / 1024.0f; y = 0.5f + i / 512.0f; }
             else if (i < 24) { x = (float)(i - 19); y = (float)(i - 20) + 0.5f; }
             else if (i < 32) { x = (float)(i - 26) + 0.5f; y = (float)(i - 28); }
+            else if (g.w > 16 && i < 48) {     // wide textures: texel centres anywhere along x
+                x = (float)(int)(rnd() * g.w) + 0.5f; y = (float)(int)(rnd() * g.h) + 0.5f;
+            } else if (g.w > 16) {              // and texel edges (where a nearest-point fetch changes texel)
+                x = (float)(int)(rnd() * g.w); y = (float)(int)(rnd() * g.h) + 0.5f;
+            }
             else { x = rnd() * (g.w + 4) - 2.0f; y = rnd() * (g.h + 4) - 2.0f; }
             if (g.linear_mem) { x = (float)(int)(rnd() * (g.w + 6)) - 3.0f; }
             if (g.norm) { x /= g.w; y /= g.h; }
