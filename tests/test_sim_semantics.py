@@ -1092,3 +1092,26 @@ def test_multi_warp_tiles_keep_their_scratch_in_the_reserved_shared_memory(dynam
     run(src, 1, 256, [x, out, keep, words], dynamic_shared_bytes=dynamic)
     assert np.allclose(out, x.astype(np.float64).reshape(2, 128).sum(axis=1), atol=1e-5)
     assert keep.tolist() == list(range(1000, 1000 + words))
+
+
+def test_the_clock_moves_on_while_a_kernel_runs():
+    """clock() / clock64() read later in a kernel are later (cuda-samples' clock timed every block at 0 cycles:
+    the first reading was kept), and a loop that waits for the clock to pass a count ends (simpleHyperQ's
+    clock_block spun to the step limit). The simulator's clock is 4 per basic block executed, not the GPU's
+    cycles (docs/semantics.md)."""
+    src = r"""
+    __global__ void k(long long *t, long long wait, int *spins) {
+        long long start = clock64();
+        unsigned s32 = clock();
+        int n = 0;
+        while (clock64() - start < wait) ++n;
+        __syncthreads();
+        t[2 * blockIdx.x] = start;
+        t[2 * blockIdx.x + 1] = clock64();
+        if (threadIdx.x == 0) spins[blockIdx.x] = n + (clock() > s32 ? 0 : 1000000);
+    }"""
+    t = np.zeros(8, np.int64)
+    spins = np.zeros(4, np.int32)
+    run(src, 4, 32, [t, 1000, spins])
+    assert (t[1::2] - t[0::2] >= 1000).all(), t
+    assert (spins > 0).all() and (spins < 1000000).all(), spins

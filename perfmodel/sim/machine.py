@@ -17,6 +17,9 @@ from perfmodel.sim.memory import MemoryMixin
 from perfmodel.sim.values import Frame, as_type
 
 
+_TIMERS = ("%clock", "%globaltimer")      # special registers that change while a kernel runs
+
+
 class BarrierWait(Exception):
     """A path stopped at a bar.sync that threads of its sibling path have yet to reach (State.barrier)."""
 
@@ -117,7 +120,9 @@ class State(MemoryMixin):
     def special(self, name: str) -> np.ndarray:
         v = self._special.get(name)
         if v is None:
-            v = self._special[name] = self._make_special(name)
+            v = self._make_special(name)
+            if not name.startswith(_TIMERS):     # the clocks move on: read afresh each time
+                self._special[name] = v
         return v
 
     def _make_special(self, name: str) -> np.ndarray:
@@ -148,6 +153,8 @@ class State(MemoryMixin):
             v = {"eq": bit, "lt": bit - 1, "le": (bit << 1) - 1, "gt": (0xFFFFFFFF ^ ((bit << 1) - 1)),
                  "ge": 0xFFFFFFFF ^ (bit - 1)}[kind] & 0xFFFFFFFF
         elif base in ("clock", "clock64", "globaltimer", "globaltimer_lo", "clock_hi"):
+            # not the GPU's cycles: 4 per basic block the batch has executed, so that timestamps increase and
+            # a loop that waits for the clock ends (docs/semantics.md)
             return np.full((1, 1), self.steps * 4, np.uint64 if base != "clock" else np.uint32)
         elif base in ("smid", "gridid", "is_explicit_cluster", "cluster_ctarank"):
             v = np.zeros((1, 1))
