@@ -135,6 +135,20 @@ def test_blocks_that_do_nothing_do_not_dilute_the_chain(rates):
     assert "only 4 of 132 SMs have a block" in four.notes
 
 
+def test_a_grid_where_no_block_does_work_is_spread_over_the_gpu(rates):
+    """cuda-samples' simpleAssert with its assert not firing: 4,000 blocks of one warp whose threads only test a
+    condition (no flop, no memory access: every block "fully idle"). Leaving the idle blocks out assumed they
+    executed nothing, and put all 4,000 blocks' instructions on one warp of one SM: 86.9 us, growing with the grid.
+    With no block working, every block counts, as in any launch; measured on an H100: 5.39 us per launch."""
+    counts = {"flops": 0, "warp_instructions": 4000 * 12, "warps": 4000, "global": {}}
+    traffic = _traffic(0, total_blocks=4000, blocks_per_sm=32)
+    kw = dict(rates=rates, traffic=traffic, total_blocks=4000, warps_per_sm=32, blocks_per_sm=32, warps_per_block=1)
+    every = bn.bottleneck_model(counts, **kw, idle_blocks=4000)
+    plain = bn.bottleneck_model(counts, **kw)
+    assert every.predicted_time_s == pytest.approx(plain.predicted_time_s)
+    assert every.active_sms == 132 and every.predicted_time_s < 10e-6
+
+
 def test_chain_waits_for_the_loads_that_miss_l1(rates):
     # 300 instructions, 100 of them loads (41.1 cycles each, the measured L1 latency); half the loads miss L1, 2 in
     # flight -> 25 rounds; a round waits the L2-hit latency (281.7 cycles measured) for the L2 hit rate 0.25 of

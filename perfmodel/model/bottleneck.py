@@ -499,8 +499,13 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     fp_ops = counts.get("fp_ops", {})
     fp64 = float(counts.get("fp64_ops", 0) or 0)
     warps = max(1.0, float(counts.get("warps", 0) or total_blocks * warps_per_block))
-    # the blocks that did work, and their warps (all of them unless whole blocks were idle)
-    working_blocks = max(1.0, float(total_blocks) - max(0.0, float(idle_blocks or 0.0)))
+    # the blocks that did work, and their warps (all of them unless whole blocks were idle); when no block did any
+    # (no flop, no memory access: a kernel whose threads only test a condition), every block runs its few
+    # instructions, spread over the GPU like any other launch
+    idle = max(0.0, float(idle_blocks or 0.0))
+    if idle >= total_blocks:
+        idle = 0.0
+    working_blocks = max(1.0, float(total_blocks) - idle)
     warps = max(1.0, warps * working_blocks / max(1, total_blocks))
     blocks = min(total_blocks, math.ceil(working_blocks))
 
