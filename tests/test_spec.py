@@ -144,6 +144,16 @@ def test_unknown_field(tmp_path):
     assert_spec_error(path, "field 'colour'", "unknown field")
     path = write_spec(tmp_path, GOOD.replace("init: arange}", "init: arange, colour: 1}"))
     assert_spec_error(path, "field 'args[0].colour'", "unknown field")
+    assert "did you mean" not in assert_spec_error(path, "unknown field")       # nothing close to 'colour'
+
+
+@pytest.mark.parametrize("wrong, right", [("shared_mem: 64", "dynamic_shared_memory"),
+                                          ("smem: 64", "dynamic_shared_memory"),
+                                          ("threads: [32]", "block"), ("tag: [x]", "tags")])
+def test_an_unknown_field_names_the_one_meant(tmp_path, wrong, right):
+    """A misspelt field, or the name CUDA's launch syntax or another tool uses, names the spec's field."""
+    path = write_spec(tmp_path, GOOD + wrong + "\n")
+    assert_spec_error(path, f"field '{wrong.split(':')[0]}': unknown field (did you mean '{right}'?)")
 
 
 def test_missing_field(tmp_path):

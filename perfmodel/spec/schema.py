@@ -415,6 +415,38 @@ class SpecModel(_Strict):
 # ==============================================================================================================
 # Validation errors
 
+# names users reach for, from CUDA's launch syntax and other tools, and the spec's field for each
+_FIELD_ALIASES = {"smem": "dynamic_shared_memory", "shared_mem": "dynamic_shared_memory",
+                  "shared_memory": "dynamic_shared_memory", "dynamic_smem": "dynamic_shared_memory",
+                  "dyn_smem": "dynamic_shared_memory", "sharedmem": "dynamic_shared_memory",
+                  "threads": "block", "threads_per_block": "block", "block_dim": "block", "blockdim": "block",
+                  "blocks": "grid", "grid_dim": "grid", "griddim": "grid", "kernel": "entry", "file": "source",
+                  "defines": "params", "regs": "registers"}
+
+
+def _did_you_mean(name: str) -> str:
+    """" (did you mean 'X'?)" for an unknown field close to a field of the spec format, or ""."""
+    import difflib
+
+    if not name:
+        return ""
+    alias = _FIELD_ALIASES.get(name.lower())
+    if alias is None:
+        fields = sorted({f for cls in _strict_models() for f in cls.model_fields})
+        close = difflib.get_close_matches(name, fields, n=1, cutoff=0.7)
+        alias = close[0] if close else None
+    return f" (did you mean '{alias}'?)" if alias and alias != name else ""
+
+
+def _strict_models() -> list:
+    out, todo = [], [_Strict]
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
 def _format_loc(loc: tuple) -> str:
     text = ""
     for part in loc:
@@ -463,7 +495,7 @@ def _validation_error(path: Path, err: ValidationError) -> SpecError:
             if message.startswith("Value error, "):
                 message = message[len("Value error, "):]
             if item["type"] == "extra_forbidden":
-                message = "unknown field"
+                message = "unknown field" + _did_you_mean(str(item["loc"][-1]) if item.get("loc") else "")
             elif item["type"] == "missing":
                 message = "required field is missing"
             value = item.get("input")
