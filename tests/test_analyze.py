@@ -31,6 +31,17 @@ def test_g80_naive_matmul_cgma_1_bound_21_6(cli):
     assert 0 < doc["predicted_gflops"] < 346.5
 
 
+def test_a_define_may_be_an_expression_over_the_defines_before_it(cli):
+    """-D takes an expression over the -D names given before it (safe evaluator, never eval): Width = 4 x 16."""
+    doc = analyze_json(cli, "matmul_tiled", "--device", "g80", "-D", "TILE_WIDTH=16", "-D", "Width=4*TILE_WIDTH")
+    assert doc["params"]["Width"] == 64 and doc["launch"]["grid"][:2] == [4, 4] and doc["correct"] is True
+    for value, says in (("Width=4*W", "uses W, which no -D before it defines"),
+                        ("Width=__import__('os')", "the call \"__import__('os')\" is not allowed"),
+                        ("Width=16>2", "is not a number")):
+        code, out, err = cli("analyze", "matmul_tiled", "--device", "g80", "-D", value)
+        assert code == 2 and says in err, err
+
+
 def test_g80_tiled_16_cgma_16_bound_345_6(cli):
     doc = analyze_json(cli, "matmul_tiled", "--device", "g80", "-D", "TILE_WIDTH=16", "-D", "Width=64")
     assert doc["cgma"] == pytest.approx(16.0)

@@ -51,7 +51,8 @@ err_console = _LazyConsole(stderr=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 DefineOption = Annotated[
     list[str] | None,
-    typer.Option("-D", "--define", help="Override a spec param or #define: -D NAME=VALUE (repeatable)."),
+    typer.Option("-D", "--define", help="Override a spec param or #define: -D NAME=VALUE (repeatable); VALUE is a "
+                                        "number or an expression over the -D names before it."),
 ]
 
 
@@ -155,7 +156,12 @@ def check_output_path(path, option: str, *, create_parents: bool = False):
 
 
 def parse_defines(items: list[str] | None) -> dict[str, int | float]:
-    """Parse ``-D NAME=VALUE`` items into numbers. Values are numeric literals only (never evaluated)."""
+    """Parse ``-D NAME=VALUE`` items into numbers. A VALUE is a number, or an arithmetic expression over the
+    ``-D`` names given before it (``-D N=1024 -D NZ='(N-2)*3+4'``), evaluated by the spec's safe evaluator
+    (perfmodel.expr: an allow-list of operators and functions, never ``eval``)."""
+    from perfmodel import expr as _expr
+    from perfmodel.errors import SpecError
+
     result: dict[str, int | float] = {}
     for item in items or []:
         name, sep, raw = item.partition("=")
@@ -168,11 +174,32 @@ def parse_defines(items: list[str] | None) -> dict[str, int | float]:
             try:
                 value = float(raw)
             except ValueError:
-                raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} is not a number") from None
+                unknown = sorted(_expr.names_in(raw) - set(result)) if _valid_expression(raw) else []
+                if unknown:
+                    raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} uses {', '.join(unknown)}, which no -D before "
+                                         "it defines (an expression can use the -D names given before it)") from None
+                try:
+                    value = _expr.evaluate(raw, result, field=f"-D {name}")
+                except SpecError as err:
+                    raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} is not a number or an expression over the -D "
+                                         f"names before it ({err})") from None
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} is not a number") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise PerfmodelError(f"-D {item!r}: VALUE must be a finite number, got {raw!r}")
         result[name] = value
     return result
+
+
+def _valid_expression(text: str) -> bool:
+    from perfmodel import expr as _expr
+    from perfmodel.errors import SpecError
+
+    try:
+        _expr.check_syntax(text)
+    except SpecError:
+        return False
+    return True
 
 
 def require_devices(names) -> list:
