@@ -42,6 +42,16 @@ def test_a_define_may_be_an_expression_over_the_defines_before_it(cli):
         assert code == 2 and says in err, err
 
 
+def test_latency_advice_counts_the_warps_the_grid_puts_on_an_sm(cli):
+    """A one-block kernel has one block's 8 warps on its SM, whatever the occupancy would allow (64 warps at 256
+    threads on an H100): the advice said "1 wave(s) of 64 warps/SM" and blamed the occupancy."""
+    doc = analyze_json(cli, "matmul_colwise", "--device", "h100", "-D", "ha=64", "-D", "wa=64", "-D", "wb=256")
+    tip = next(t for t in doc["advice"] if t.startswith("Latency-bound"))
+    assert "with 8 warps on a busy SM (1 block(s) of 8 warps: the grid's 1 block over 132 SMs; the occupancy " \
+           "would allow 64)" in tip, tip
+    assert "occupancy is limited by" not in tip
+
+
 def test_g80_tiled_16_cgma_16_bound_345_6(cli):
     doc = analyze_json(cli, "matmul_tiled", "--device", "g80", "-D", "TILE_WIDTH=16", "-D", "Width=64")
     assert doc["cgma"] == pytest.approx(16.0)

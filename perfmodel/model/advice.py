@@ -46,13 +46,24 @@ def advise(analysis) -> list[str]:
                     "thread from each shared value (register tiling) or use wider loads.")
     elif bound == "latency":
         rates = model.rates
-        tips.append(f"Latency-bound: each warp's own chain of dependent instructions (~"
-                    f"{model.instruction_cycles or rates.dependent_issue_latency_cycles:.1f} cycles an instruction "
-                    "with the independent ones overlapped, plus DRAM round trips of "
-                    f"~{rates.global_latency_cycles:.0f} cycles) sets the time, {math.ceil(model.waves - 1e-9)} "
-                    f"wave(s) of {occ.warps_per_sm} warps/SM - more warps per SM (occupancy is limited by "
-                    f"{', '.join(occ.limiters)}), more blocks, or more independent work per thread (ILP) would "
-                    "overlap those waits.")
+        chain = (f"Latency-bound: each warp's own chain of dependent instructions (~"
+                 f"{model.instruction_cycles or rates.dependent_issue_latency_cycles:.1f} cycles an instruction "
+                 "with the independent ones overlapped, plus DRAM round trips of "
+                 f"~{rates.global_latency_cycles:.0f} cycles) sets the time")
+        # the warps an SM holds: the occupancy's, or fewer when the grid does not fill one wave
+        warps_per_block = math.ceil(a.launch.threads_per_block / dev.warp_size)
+        per_sm = math.ceil(a.launch.total_blocks / dev.sm_count)
+        resident = min(occ.warps_per_sm, per_sm * warps_per_block)
+        if resident < occ.warps_per_sm:
+            tips.append(f"{chain}, with {resident} warps on a busy SM ({per_sm} block(s) of {warps_per_block} "
+                        f"warps: the grid's {a.launch.total_blocks:,} block{'s' if a.launch.total_blocks != 1 else ''}"
+                        f" over {dev.sm_count} SMs; the occupancy "
+                        f"would allow {occ.warps_per_sm}) - more blocks, or more independent work per thread "
+                        "(ILP), would overlap those waits.")
+        else:
+            tips.append(f"{chain}, {math.ceil(model.waves - 1e-9)} wave(s) of {occ.warps_per_sm} warps/SM - more "
+                        f"warps per SM (occupancy is limited by {', '.join(occ.limiters)}), more blocks, or more "
+                        "independent work per thread (ILP) would overlap those waits.")
     elif bound == "blocks":
         tips.append(f"Block-launch-bound: {a.launch.total_blocks:,} blocks of {a.launch.threads_per_block} "
                     "threads finish faster than the scheduler starts them - give each block more threads or "
