@@ -450,7 +450,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
                        "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry),
                        "ilp_by_line": ilp_by_line(program.module, program.entry),
-                       "sass_loops": list(getattr(program, "sass_loop_notes", []))}   # docs/semantics.md
+                       "sass_loops": list(getattr(program, "sass_loop_notes", [])),   # docs/semantics.md
+                       "printf_calls": _printf_calls(program)}
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors
@@ -464,6 +465,12 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         _SIM_CACHE.pop(next(iter(_SIM_CACHE)))
     _SIM_CACHE[key] = outcome
     return launch, outcome
+
+
+def _printf_calls(program) -> int:
+    """printf calls in the kernel's code (its PTX calls to vprintf): the executor does not print them."""
+    return sum(1 for f in program.module.functions.values() for ins in f.instrs
+               if ins.opcode == "call" and len(ins.operands) > 1 and getattr(ins.operands[1], "name", "") == "vprintf")
 
 
 def _lines_json(result) -> dict:

@@ -408,3 +408,19 @@ def test_bfloat16_arrays_from_the_command_line_and_the_api(cli, tmp_path):
     np.save(tmp_path / "exact.npy", 1.5 * x.astype(np.float64) + 1)
     doc = analyze_json(cli, *args, "--check", f"out={tmp_path / 'exact.npy'}")
     assert doc["correct"] is False and "bfloat16, whose rounding alone" in doc["correct_detail"]
+
+
+def test_a_kernel_that_prints_says_that_printf_is_not_run(cli, tmp_path):
+    """printf is not executed (a line per thread) and not modelled: the report says so, with the number of calls
+    in the kernel's code (it was dropped silently); a kernel without printf has no such note."""
+    src = tmp_path / "hello.cu"
+    src.write_text('#include <cstdio>\n__global__ void hello(int *x) {\n    x[threadIdx.x] = threadIdx.x;\n'
+                   '    if (threadIdx.x == 0) printf("block %d\\n", blockIdx.x);\n    printf("bye\\n");\n}\n')
+    args = ("analyze", str(src), "--grid", "2", "--block", "32", "--arg", "x=int32[32]", "--device", "h100")
+    code, out, err = cli(*args)
+    assert code == 0, err
+    assert "note: the kernel's printf (2 calls in its code) prints nothing here" in " ".join(out.split())
+    assert json.loads(cli(*args, "--json")[1])["compile"]["printf_calls"] == 2
+    src.write_text("__global__ void hello(int *x) { x[threadIdx.x] = threadIdx.x; }\n")
+    code, out, err = cli(*args)
+    assert code == 0 and "printf" not in out

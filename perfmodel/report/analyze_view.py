@@ -247,6 +247,11 @@ def notes_section(doc: dict) -> Text:
         text.append(f"registers: {doc['registers_note']}\n", style="yellow")
     for note in doc["model"].get("notes", []):
         text.append(f"note: {note}\n", style="dim")
+    printf = (doc.get("compile") or {}).get("printf_calls")
+    if printf:
+        text.append(f"note: the kernel's printf ({printf} call{'s' if printf != 1 else ''} in its code) prints "
+                    "nothing here and costs nothing in the model (on a GPU each call writes a buffer the host "
+                    "prints after the kernel)\n", style="dim")
     return text
 
 
