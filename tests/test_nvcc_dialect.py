@@ -500,3 +500,45 @@ def test_a_device_side_launch_is_refused_at_its_line(tmp_path):
     with pytest.raises(SimulationError, match=r"cdp.cu:4:\d+: a launch of the kernel child from device code "
                                               r"\(dynamic parallelism; analyse child on its own"):
         simulate(program, 1, 32, [np.zeros(32, np.float32), 32])
+
+
+def test_a_file_level_macro_invocation_that_declares_device_code_is_kept(tmp_path):
+    """cuda-samples' MC_SingleAsianOptionP specialises SharedMemory<float> with a macro invoked at file level
+    (`BUILD_SHAREDMEMORY_TYPE(float, s_float);`). Setting host code aside blanked the invocation as if it were a
+    host prototype: the sample did not compile, and a kernel whose primary template compiles ran the wrong code
+    silently (0 for every element instead of 2 i)."""
+    src = tmp_path / "macro_spec.cu"
+    src.write_text("template <typename T> struct Sh { __device__ T get(int i) { return (T)0; } };\n"
+                   "#define BUILD(t) template <> struct Sh<t> { __device__ t get(int i) { return (t)(2 * i); } }\n"
+                   "BUILD(float);\n"
+                   "#define HOSTY(name) int name(int x)\n"
+                   "HOSTY(host_only);\n"
+                   "__global__ void k(float *o) { Sh<float> s; o[threadIdx.x] = s.get(threadIdx.x); }\n"
+                   "int main() { return 0; }\n")
+    out = np.zeros(32, np.float32)
+    simulate(load_kernel(src, entry="k"), 1, 32, [out])
+    assert out.tolist() == [2.0 * i for i in range(32)]
+
+
+def test_an_explicit_specialization_keeps_to_its_own_arguments(tmp_path):
+    """HeCBench's crossEntropy: `template <> __global__ void loss_bwd<__half, __half>(...)` beside the primary
+    template. The specialization's signature was taken for every instantiation, so k<float> had __half
+    parameters (and ran over half-sized buffers); now each expression gets its own declaration, and the
+    specialization, compiled code of its own, is listed with the file's kernels."""
+    src = tmp_path / "spec.cu"
+    src.write_text("#include <cuda_fp16.h>\n"
+                   "template <typename T> __global__ void k(const T *a, T *b, int n)\n"
+                   "{ int i = threadIdx.x; if (i < n) b[i] = a[i] * (T)2; }\n"
+                   "template <> __global__ void k<__half>(const __half *a, __half *b, int n)\n"
+                   "{ int i = threadIdx.x; if (i < n) b[i] = __hmul(a[i], __float2half(3.f)); }\n")
+    mod = compile_cuda(src, name_expressions=["k<float>"])
+    assert {k.expression: [p.ctype for p in k.params] for k in mod.kernels} == {
+        "k<__half>": ["const __half*", "__half*", "int"], "k<float>": ["const float*", "float*", "int"]}
+    a = np.arange(32, dtype=np.float32)
+    b = np.zeros(32, np.float32)
+    simulate(load_kernel(src, entry="k<float>"), 1, 32, [a, b, 32])
+    assert b.tolist() == (2 * a).tolist()
+    h = np.arange(32).astype(np.float16)
+    hb = np.zeros(32, np.float16)
+    simulate(load_kernel(src, entry="k<__half>"), 1, 32, [h, hb, 32])
+    assert hb.tolist() == (3 * h).tolist()

@@ -159,7 +159,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 7          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 8          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -417,16 +417,28 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
         seen.add(re.sub(r"\s+", "", e))
         out.append((e, decl))
 
+    def decl_for(e: str, names) -> KernelDecl | None:
+        """The declaration an expression instantiates: an explicit specialization for exactly its arguments,
+        else the primary template (or the plain kernel)."""
+        args = re.sub(r"\s+", "", e.split("<", 1)[1].rsplit(">", 1)[0]) if "<" in e else None
+        named = [k for k in kernels if names(k)]
+        return next((k for k in named if k.specialization is not None and k.specialization == args),
+                    next((k for k in named if k.specialization is None), None))
+
     for k in kernels:
         if not k.is_template and k.namespace + k.name not in seen:
             take(k.namespace + k.name, k)
+    for k in kernels:     # explicit specializations are compiled code of their own: listed like kernels
+        e = f"{k.namespace}{k.name}<{k.specialization}>"
+        if k.specialization is not None and re.sub(r"\s+", "", e) not in seen:
+            take(e, k)
     for e in launched:
-        k = next((k for k in kernels if k.is_template and k.namespace + k.name == e.split("<")[0]), None)
+        k = decl_for(e, lambda k: k.is_template and k.namespace + k.name == e.split("<")[0])
         if k is not None and re.sub(r"\s+", "", e) not in seen:
             take(e, k)
     for e in exprs:
         base = re.sub(r"\s+", "", e.split("<")[0])
-        match = next((k for k in kernels if k.namespace + k.name == base or k.name == base), None)
+        match = decl_for(e, lambda k: k.namespace + k.name == base or k.name == base)
         if match is not None and match.namespace and "::" not in base:
             e = match.namespace + e.strip()
         if re.sub(r"\s+", "", e) in seen:

@@ -20,6 +20,11 @@ What is set aside (blanked):
 * host global variables (no ``__device__``/``__constant__``/``__shared__``/``__managed__``), except
   non-pointer ``const``/``constexpr`` ones, which device code may use.
 
+A file-level invocation of a function-like macro whose replacement holds device code (``#define BUILD(T)
+template <> struct Shared<T> { __device__ T *get() ... }`` then ``BUILD(float);``) is kept: it declares device
+code, though it looks like a host function's prototype. An explicit specialization of a template kernel
+(``template <> __global__ void k<__half>(...)``) is recorded with its own arguments beside the primary template.
+
 Preprocessor lines are never blanked (``#if``/``#endif`` stay balanced), except ``#include`` as above and
 ``#define NAME`` when the caller overrides ``NAME`` with ``-D``.
 """
@@ -96,6 +101,8 @@ class KernelDecl:
     line: int
     extern_c: bool = False
     namespace: str = ""                       # "ns::" prefix when declared in a namespace
+    # an explicit specialization (template <> __global__ void k<__half>(...)): its template arguments, "__half"
+    specialization: str | None = None
 
 
 @dataclass
@@ -131,6 +138,9 @@ class _FileProcessor:
         # macros that stand for execution-space or storage words (#define HOST_DEVICE __host__ __device__): the
         # identifiers of each #define's replacement, any branch of an #if (the scan reads every branch)
         self.macro_words: dict[str, set[str]] = {}
+        # function-like macros whose replacement holds device code (#define BUILD(T) template <> struct
+        # Shared<T> { __device__ T *get() ... }): their invocations at file level declare it, and are kept
+        self.device_macros: set[str] = set()
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -200,6 +210,9 @@ class _FileProcessor:
                 m = re.match(r"define\s+([A-Za-z_]\w*)\b(?!\()(.*)", body)
                 if m:
                     self.macro_words.setdefault(m.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", m.group(2)))
+                m = re.match(r"define\s+([A-Za-z_]\w*)\(([^)]*)\)(.*)", body)
+                if m and set(re.findall(r"[A-Za-z_]\w*", m.group(3))) & (DEVICE_WORDS | DEVICE_VAR_WORDS):
+                    self.device_macros.add(m.group(1))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
@@ -288,6 +301,11 @@ class _FileProcessor:
             is_function = c.kind == "function" or (paren >= 0 and "=" not in head[template_prefix_end(head):paren]
                                                    and name is not None
                                                    and "typedef" not in hs and "using" not in hs)
+            if is_function and head and head[0] in self.device_macros and len(head) > 1 and head[1] == "(":
+                # a file-level invocation of a macro that declares device code (BUILD_SHAREDMEMORY_TYPE(float,
+                # s_float);), not a host function's prototype
+                keep(c)
+                continue
             if is_function:
                 if hs & DEVICE_WORDS:
                     keep(c)
@@ -423,10 +441,17 @@ class _FileProcessor:
         tparams = template_params(head)
         is_template = head[0] == "template" and len(head) > 1 and head[1] == "<"
         extern_c = c.extern_c or (head[0] == "extern" and len(head) > 1 and toks[c.first + 1].kind == "str")
+        specialization = None
+        if head[:3] == ["template", "<", ">"]:
+            # an explicit specialization: its own signature, for its own arguments only (the primary template's
+            # instantiations keep theirs)
+            m = re.search(re.escape(name) + r"\s*<(.*)>\s*$", mask(text[toks[c.first].start:toks[po].start]), re.S)
+            specialization = "".join(m.group(1).split()) if m else None
         decl = KernelDecl(name, is_template, tparams, " ".join(params_text.split()), display, line, extern_c,
-                          c.namespace)
+                          c.namespace, specialization)
         for k, old in enumerate(self.result.kernels):
-            if old.name == decl.name and old.namespace == decl.namespace:
+            if old.name == decl.name and old.namespace == decl.namespace and \
+                    old.specialization == decl.specialization:
                 if c.kind == "function":      # the definition wins over a prototype
                     self.result.kernels[k] = decl
                 return
