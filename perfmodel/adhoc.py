@@ -55,14 +55,14 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     from perfmodel import safeload
     from perfmodel.compile.signature import vector_name
     from perfmodel.kernel import load_kernel
-    from perfmodel.spec import DTYPES, macro_names
+    from perfmodel.spec import DTYPES, macro_names_with_headers
 
     cwd = Path(cwd or Path.cwd()).resolve()
     path = (cwd / Path(file).expanduser()).resolve()
     source = safeload.read_text(path, error=SpecError, what="CUDA source", latin1=True)
     defines = dict(defines or {})
-    macros = macro_names(source)
     includes = tuple(str((cwd / d).resolve()) for d in include_dirs)
+    macros = macro_names_with_headers(path, source, includes)
     compile_defines = {k: v for k, v in defines.items() if k in macros}
     program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
     entry = kernel or program.name
@@ -339,16 +339,17 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
     import yaml
 
     from perfmodel.kernel import load_kernel
-    from perfmodel.spec import macro_names
+    from perfmodel.spec import macro_names_with_headers
 
     path = Path(file).expanduser().resolve()
     from perfmodel import safeload
 
     source = safeload.read_text(path, error=SpecError, what="CUDA source", latin1=True)
-    macros = macro_names(source)
+    includes = tuple(str(Path(d).resolve()) for d in include_dirs)
+    macros = macro_names_with_headers(path, source, includes)
     defines = dict(defines or {})
     program = load_kernel(path, entry=kernel, defines={k: v for k, v in defines.items() if k in macros},
-                          include_dirs=tuple(str(Path(d).resolve()) for d in include_dirs))
+                          include_dirs=includes)
     entry = kernel or program.name
     folder = Path(out).expanduser().resolve().parent if out is not None else Path.cwd()
     params: dict[str, Any] = {"N": {"default": 1 << 20, "help": "elements per array - set the problem size"},

@@ -424,3 +424,18 @@ def test_a_kernel_that_prints_says_that_printf_is_not_run(cli, tmp_path):
     src.write_text("__global__ void hello(int *x) { x[threadIdx.x] = threadIdx.x; }\n")
     code, out, err = cli(*args)
     assert code == 0 and "printf" not in out
+
+
+def test_a_define_that_only_an_included_header_tests_reaches_the_compiler(cli, tmp_path):
+    """HeCBench's md tests SINGLE_PRECISION in its MD.h only: -D SINGLE_PRECISION=1 was not passed to NVRTC (only
+    the file's own preprocessor lines were read) and the double build ran, silently. The local headers the file
+    includes (beside it or in -I folders, transitively) count as the source too."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "deep.h").write_text("#ifdef USE_F\n#define VAL 2.0f\n#else\n#define VAL 1.0f\n#endif\n")
+    (tmp_path / "hdr.h").write_text('#include "deep.h"\n')
+    (tmp_path / "k.cu").write_text('#include "hdr.h"\n__global__ void k(float *o) { o[threadIdx.x] = VAL; }\n')
+    (tmp_path / "refs.py").write_text("import numpy as np\ndef twos(o, **kw):\n    return np.full(o.size, 2.0)\n")
+    doc = analyze_json(cli, str(tmp_path / "k.cu"), "--grid", "1", "--block", "32", "-I", str(tmp_path / "inc"),
+                       "-D", "USE_F=1", "--arg", "o=float32[32]", "--check", f"o={tmp_path / 'refs.py'}:twos",
+                       "--device", "h100")
+    assert doc["correct"] is True and doc["launch"]["defines"] == {"USE_F": 1}

@@ -85,13 +85,14 @@ from perfmodel.spec.schema import (
     ParamSpec,
     SpecModel,
     macro_names,
+    macro_names_with_headers,
 )
 
 __all__ = [
     "KernelSpec", "Launch", "ArgValue", "OutputSpec", "OutputResult", "OutputCheck", "RunResult",
     "load_spec", "list_specs", "spec_search_path", "evaluate", "run", "check_outputs", "DTYPES", "SpecModel",
     "InitSpec", "ArgSpec", "ConstantSpec", "ConstraintSpec", "ParamSpec", "NOT_CHECKED", "SPEC_PATH_ENV",
-    "macro_names",
+    "macro_names", "macro_names_with_headers",
 ]
 
 evaluate = _expr.evaluate

@@ -15,7 +15,7 @@ from perfmodel import references as _references
 from perfmodel.errors import SpecError
 from perfmodel.spec.launch import ArgValue, Launch
 from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, FieldArraySpec, InitSpec, OutputSpec, ParamSpec, SpecModel,
-                                   TextureSpec, arg_dtype, macro_names)
+                                   TextureSpec, arg_dtype, macro_names_with_headers)
 
 # ==============================================================================================================
 # KernelSpec: a validated spec file
@@ -36,7 +36,8 @@ class KernelSpec:
                     self.param_help[name] = value.help
             else:
                 self._param_exprs[name] = value
-        self.source_defines: tuple[str, ...] = macro_names(self.source_text)
+        self.source_defines: tuple[str, ...] = macro_names_with_headers(self.source_path, self.source_text,
+                                                                        self.include_dirs)
         self._check()
         self.params: dict[str, int | float] = self._resolve({})
 

@@ -60,6 +60,41 @@ def macro_names(source: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for _, names in sorted(found.items()) for name in names))
 
 
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, ...]:
+    """:func:`macro_names` of a source and of the local headers it includes (``#include "x.h"``, found beside
+    the including file or in ``include_dirs``, transitively): a ``-D`` that only a header tests (``#ifdef
+    SINGLE_PRECISION`` in HeCBench md's MD.h) reaches the compiler too."""
+    from pathlib import Path
+
+    from perfmodel import safeload
+
+    names = list(macro_names(source))
+    seen: set[Path] = set()
+    todo = [(Path(path).resolve().parent, source)] if path is not None else []
+    while todo and len(seen) < 200:
+        folder, text = todo.pop(0)
+        for name in _QUOTED_INCLUDE.findall(text):
+            for base in (folder, *(Path(d) for d in include_dirs)):
+                candidate = (base / name).resolve()
+                if candidate.is_file():
+                    break
+            else:
+                continue
+            if candidate in seen:
+                continue
+            seen.add(candidate)
+            try:
+                inner = safeload.read_text(candidate, what="header", latin1=True)
+            except Exception:       # noqa: BLE001 - an unreadable header names no macros; the compile says why
+                continue
+            names += macro_names(inner)
+            todo.append((candidate.parent, inner))
+    return tuple(dict.fromkeys(names))
+
+
 # ==============================================================================================================
 # The file schema (pydantic). Field names are the YAML keys.
 
