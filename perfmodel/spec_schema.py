@@ -46,7 +46,7 @@ def _init_schema() -> dict:
 def _output_schema() -> dict:
     return {
         "type": "object", "additionalProperties": False, "required": ["arg", "reference"],
-        "description": "An output array checked after the run with numpy.allclose(rtol, atol).",
+        "description": "An output array checked after the run as numpy.isclose(rtol, atol) does: a NaN matches a NaN, integers are compared exactly.",
         "properties": {
             "arg": {"type": "string", "description": "an array arg"},
             "reference": {"anyOf": [

@@ -339,3 +339,29 @@ def test_dynamic_shared_memory_and_multi_dim_launch(tmp_path):
     path = write_spec(tmp_path, text.replace("block: [BLOCK_SIZE, 2]", "block: [BLOCK_SIZE, 0]"))
     with pytest.raises(SpecError, match=r"field 'block\[1\]'.*>= 1"):
         load_spec(path).instantiate()
+
+
+def test_outputs_compare_64_bit_integers_exactly_and_nans_as_equal():
+    """Outputs compare as numpy.isclose, with two differences that real kernels need (HeCBench: murmurhash3's
+    uint64 hashes passed with their last bit flipped - float64 keeps 53 bits; entropy's 0 log 0 is NaN on the GPU
+    and in its reference, and was reported WRONG)."""
+    from perfmodel.spec.launch import compare_elements
+
+    big = np.uint64(1 << 63) + np.arange(4, dtype=np.uint64)
+    bad, diff, _ = compare_elements(big, big ^ np.uint64(1), 0.0, 0.0)
+    assert bad.all() and diff.tolist() == [1.0] * 4
+    assert not compare_elements(big, big.copy(), 0.0, 0.0)[0].any()
+    # signed: the extremes, exactly; a reference's int64 values for a uint32 output wrap as C stores them
+    lo = np.array([np.iinfo(np.int64).min, -1, 0, np.iinfo(np.int64).max], np.int64)
+    hi = lo.copy()
+    hi[0] += 1
+    assert compare_elements(lo, hi, 0.0, 0.0)[0].tolist() == [True, False, False, False]
+    assert not compare_elements(np.array([0xFFFFFFFF], np.uint32), np.array([-1]), 0.0, 0.0)[0].any()
+    # tolerances still apply to integers: a difference of 2 within atol 2, not within atol 1
+    assert not compare_elements(np.array([10], np.int32), np.array([12]), 0.0, 2.0)[0].any()
+    assert compare_elements(np.array([10], np.int32), np.array([12]), 0.0, 1.0)[0].all()
+    # floats: NaN matches NaN, an infinity the same infinity, and nothing else
+    a = np.array([np.nan, np.inf, -np.inf, 1.0, np.nan], np.float32)
+    e = np.array([np.nan, np.inf, np.inf, 1.0, 0.0])
+    bad, diff, _ = compare_elements(a, e, 1e-5, 1e-6)
+    assert bad.tolist() == [False, False, True, False, True] and diff[0] == 0.0 and diff[1] == 0.0

@@ -45,7 +45,8 @@ All fields (unknown ones are errors; every error names the file and the field):
   the host's ``cudaMemcpyToSymbol`` would copy.
 - ``outputs``: ``{arg, reference: NAME | {name: NAME, ...options}, rtol, atol}`` - a named numpy reference of
   :mod:`perfmodel.references`, a Python function ``module:function`` / ``file.py:function`` or a ``.npy`` file
-  of expected values, compared with ``numpy.allclose``; with no outputs the launch is "not checked" (correct
+  of expected values, compared as ``numpy.isclose`` does (a NaN matches a NaN; integer outputs exactly, in their
+  own width: perfmodel.spec.launch.compare_elements); with no outputs the launch is "not checked" (correct
   None); ``rtol``/``atol`` may be expressions over the
   params (float32 rounding of a long sum grows with its length).
 - ``registers``: optional ``{"9.0": 32, ...}`` registers per thread per compute capability (measured).

@@ -256,22 +256,18 @@ class Launch:
             if elements is not None and output.arg in elements:
                 selector = np.asarray(elements[output.arg])
                 actual, expected = actual[selector], expected[selector]
-            actual64 = actual.astype(np.float64)
-            expected64 = expected.astype(np.float64)
-            diff = np.abs(actual64 - expected64)
-            finite = bool(np.all(np.isfinite(actual64)))
+            bad, diff, expected64 = compare_elements(actual, expected, output.rtol, output.atol)
             max_abs = float(diff.max()) if diff.size else 0.0
             nonzero = np.abs(expected64) > 0
             max_rel = float((diff[nonzero] / np.abs(expected64[nonzero])).max()) if nonzero.any() else (
                 0.0 if max_abs == 0 else math.inf)
-            ok = finite and bool(np.allclose(actual64, expected64, rtol=output.rtol, atol=output.atol))
+            ok = not bool(bad.any())
             if not ok:
-                bad = ~np.isclose(actual64, expected64, rtol=output.rtol, atol=output.atol)
-                first = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+                first = int(np.flatnonzero(bad)[0])
                 problems.append(
                     f"{output.arg}: {int(bad.sum())} of {actual.size} elements differ from reference "
                     f"{output.reference!r} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at "
-                    f"[{first}]: got {actual64[first]:.7g}, expected {expected64[first]:.7g}; "
+                    f"[{first}]: got {_shown(actual[first])}, expected {_shown(expected[first])}; "
                     f"rtol={output.rtol:g}, atol={output.atol:g}){_rounding_hint(actual.dtype, output.rtol)}")
             results.append(OutputResult(output.arg, max_abs, max_rel, ok, output.reference, int(actual.size)))
         correct = not problems
@@ -298,6 +294,37 @@ class Launch:
             "constants": {name: {"dtype": str(v.dtype), "length": int(v.size)} for name, v in self.constants.items()},
             "registers": dict(self.registers),
         }
+
+
+def compare_elements(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float):
+    """(mismatch mask, |actual - expected| as float64, expected as float64) of two flat arrays, element by element
+    as ``numpy.isclose``: ``|a - e| <= atol + rtol |e|``. NaN matches NaN and an infinity the same infinity (a
+    GPU computing 0 log 0 gives the NaN its reference does). Integer outputs are compared exactly, in their own
+    width: the difference of two 64-bit integers (hashes, CRCs) is not rounded to float64's 53 bits first, and
+    a reference's integers are taken modulo 2^bits of the output's type, as C stores them."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.dtype.kind in "iu" and e.dtype.kind in "iub":
+        e = e.astype(a.dtype)        # wraps, as the C conversion does
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        au, eu = a.view(unsigned), e.view(unsigned)
+        if a.dtype.kind == "i":      # order as signed, subtract as unsigned: exact for any two values
+            diff = np.where(a >= e, au - eu, eu - au)
+        else:
+            diff = np.where(au >= eu, au - eu, eu - au)
+        e64 = e.astype(np.float64)
+        bad = (diff != 0) & (diff.astype(np.float64) > atol + rtol * np.abs(e64))
+        return bad, diff.astype(np.float64), e64
+    a64, e64 = a.astype(np.float64), e.astype(np.float64)
+    bad = ~np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+    same = (a64 == e64) | (np.isnan(a64) & np.isnan(e64))
+    with np.errstate(invalid="ignore", over="ignore"):      # inf - inf: those elements are `same`
+        diff = np.where(same, 0.0, np.abs(a64 - e64))
+    return bad, diff, e64
+
+
+def _shown(x) -> str:
+    """An element for a message: an integer in full (a 64-bit hash's last digits matter), a float to 7 digits."""
+    return str(int(x)) if np.asarray(x).dtype.kind in "iub" else f"{float(x):.7g}"
 
 
 def check_outputs(launch: Launch, args_after_run: Sequence[Any] | Mapping[str, Any]) -> OutputCheck:

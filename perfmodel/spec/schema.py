@@ -357,9 +357,9 @@ class ConstantSpec(_SizedArray):
 
 
 class OutputSpec(_Strict):
-    """An output arg checked with ``numpy.allclose(rtol, atol)`` against a reference: a named numpy reference of
-    :mod:`perfmodel.references`, a Python callable (``module:function`` or ``path/to/file.py:function``) or
-    the expected values in a ``.npy`` file (see :func:`perfmodel.references.resolve_reference`)."""
+    """An output arg checked with ``numpy.isclose(rtol, atol)`` (NaN matching NaN, integers exactly) against a
+    reference: a named numpy reference of :mod:`perfmodel.references`, a Python callable (``module:function`` or
+    ``path/to/file.py:function``) or the expected values in a ``.npy`` file (see :func:`perfmodel.references.resolve_reference`)."""
 
     arg: str
     reference: str
