@@ -439,3 +439,12 @@ def test_a_define_that_only_an_included_header_tests_reaches_the_compiler(cli, t
                        "-D", "USE_F=1", "--arg", "o=float32[32]", "--check", f"o={tmp_path / 'refs.py'}:twos",
                        "--device", "h100")
     assert doc["correct"] is True and doc["launch"]["defines"] == {"USE_F": 1}
+
+
+def test_a_kernel_in_a_header_is_analysed_as_a_cuda_file(cli, tmp_path):
+    """Kernels also live in .h / .hpp files (cuda-samples' interval keeps them in cuda_interval.h): analyze takes
+    such a file as CUDA source, as `kernels inspect` does (it was taken for a spec that "sets its own launch")."""
+    (tmp_path / "kern.h").write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    doc = analyze_json(cli, str(tmp_path / "kern.h"), "--grid", "1", "--block", "32", "--arg", "x=float32[32]:ones",
+                       "--device", "h100")
+    assert doc["kernel"] == "twice" and doc["counts"]["global"]["stores"] == 32

@@ -542,3 +542,36 @@ def test_an_explicit_specialization_keeps_to_its_own_arguments(tmp_path):
     hb = np.zeros(32, np.float16)
     simulate(load_kernel(src, entry="k<__half>"), 1, 32, [h, hb, 32])
     assert hb.tolist() == (3 * h).tolist()
+
+
+def test_the_device_runtime_is_refused_as_dynamic_parallelism(tmp_path):
+    """A kernel calling the CUDA device runtime (a stream created in device code, as cuda-samples'
+    cdpSimpleQuicksort does) is refused naming the call and dynamic parallelism (it said "the external function
+    '__cudaCDP2StreamCreateWithFlags'"), without the list of unsupported instructions, which is about something
+    else."""
+    from perfmodel.errors import SimulationError
+
+    src = tmp_path / "dev_stream.cu"
+    src.write_text("__global__ void child(float *x) { x[0] = 1.0f; }\n"
+                   "__global__ void k(float *x)\n{\n    cudaStream_t s;\n"
+                   "    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);\n    child<<<1, 1, 0, s>>>(x);\n}\n")
+    with pytest.raises(SimulationError) as info:
+        simulate(load_kernel(src, entry="k"), 1, 1, [np.zeros(1, np.float32)])
+    message = str(info.value)
+    assert "dev_stream.cu:5" in message, message
+    assert "the CUDA device runtime (cudaStreamCreateWithFlags: dynamic parallelism" in message, message
+    assert "tensor-core" not in message
+
+
+def test_missing_headers_are_named_once(tmp_path):
+    """A header included from several places is named once in the compile error's hint (cuda-samples' interval
+    listed the same two boost headers about 35 times)."""
+    from perfmodel.errors import CompileError
+
+    (tmp_path / "a.h").write_text('#include "gone.hpp"\n')
+    (tmp_path / "b.h").write_text('#include "gone.hpp"\n')
+    src = tmp_path / "m.cu"
+    src.write_text('#include "a.h"\n#include "b.h"\n__global__ void k(float *x) { x[0] = GONE; }\n')
+    with pytest.raises(CompileError) as info:
+        compile_cuda(src)
+    assert str(info.value).count('#include "gone.hpp"') == 1, str(info.value)

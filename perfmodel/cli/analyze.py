@@ -9,9 +9,10 @@ import typer
 from perfmodel.cli.common import DefineOption, JsonOption, console, parse_defines
 
 KernelArg = Annotated[str, typer.Argument(
-    help="A shipped kernel name (perfmodel kernels list), a spec .yaml path, or a CUDA file (.cu/.cuh) launched "
-         "with --kernel, --grid, --block and --arg.")]
-CUDA_SUFFIXES = (".cu", ".cuh")
+    help="A shipped kernel name (perfmodel kernels list), a spec .yaml path, or a CUDA file (.cu/.cuh, or a C++ "
+         "file holding kernels) launched with --kernel, --grid, --block and --arg.")]
+# CUDA files, and C++ files kernels also live in (headers a .cu file includes; sources nvcc compiles with -x cu)
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".cpp", ".cc", ".cxx")
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="Device profile name or .yaml path.")]
 RegsOption = Annotated[
     str | None,

@@ -641,7 +641,8 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
     more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     hint = ""
     if prepared.missing_includes:
-        hint = (" Set aside because not found: " + ", ".join(f'#include "{n}"' for n in prepared.missing_includes)
+        hint = (" Set aside because not found: " + ", ".join(f'#include "{n}"'
+                                                              for n in dict.fromkeys(prepared.missing_includes))
                 + "; pass -I DIR if the kernels need them.")
     return CompileError(f"{file}:{line}: error: {msg}{detail}{more}.{hint}",
                         location=Location(file, line))

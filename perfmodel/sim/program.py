@@ -190,8 +190,13 @@ class ProgramBuilder:
     def _location(self, ins) -> Location:
         path = self.module.files.get(ins.file, self.source_file)
         if "__nv_nvrtc_builtin" in path:
-            # code inlined from NVRTC's built-in header (tex2D, ...): report the user's line that called it, the
-            # nearest earlier instruction of the same function located in a real file
+            # code inlined from NVRTC's built-in header (tex2D, cudaStreamCreateWithFlags, ...): report the user's
+            # line that called it - the call site of its .loc's inlined_at chain where that is the user's file,
+            # else the nearest earlier instruction of the same function located in a real file
+            if ins.outer is not None and ins.outer[1]:
+                outer_path = self.module.files.get(ins.outer[0], "")
+                if outer_path and "__nv_nvrtc_builtin" not in outer_path and not _toolkit_header(outer_path):
+                    return Location(outer_path, ins.outer[1], ins.outer[2] or None)
             for prev in reversed(self._instrs_before(ins)):
                 p = self.module.files.get(prev.file, "")
                 if prev.line and p and "__nv_nvrtc_builtin" not in p:
@@ -274,11 +279,12 @@ class ProgramBuilder:
         return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0,
                      dict(ops.slots))
 
-    def _unsupported(self, ins, what: str | None = None) -> SimulationError:
+    def _unsupported(self, ins, what: str | None = None, hint: bool = True) -> SimulationError:
+        """``hint``: add the list of what the executor does not simulate (for an instruction, not for a call)."""
         loc = self._location(ins)
         desc = what or f"the PTX instruction '{ins.opcode}{''.join('.' + m for m in ins.mods)}'"
-        return SimulationError(f"{loc}: {desc} is not supported ({ins.text.strip()}); {UNSUPPORTED_HINT}",
-                               location=loc)
+        return SimulationError(f"{loc}: {desc} is not supported ({ins.text.strip()})"
+                               + (f"; {UNSUPPORTED_HINT}" if hint else ""), location=loc)
 
     def _instr(self, ins, ops):
         b = _builder(ins)
@@ -287,7 +293,7 @@ class ProgramBuilder:
         try:
             return b(ins, ops)
         except UnplacedSymbol as exc:
-            raise self._unsupported(ins, self._unplaced(exc.name)) from None
+            raise self._unsupported(ins, self._unplaced(exc.name), hint=False) from None
         except alu.Unsupported as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.opcode}' with {exc}") from None
         except (TypeError, KeyError, IndexError, ValueError, StopIteration) as exc:
@@ -376,9 +382,13 @@ class ProgramBuilder:
         if name == "__assertfail":
             return self._assert_fail(ins, arg_names)
         if name.startswith("%"):
-            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})")
+            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})", hint=False)
         if name not in self.module.functions:
-            raise self._unsupported(ins, f"a call to the external function '{name}'")
+            if name.startswith("__cudaCDP"):    # the device runtime: cudaMalloc, cudaStreamCreate... in a kernel
+                what = "cuda" + name[len("__cudaCDP"):].lstrip("0123456789")
+                raise self._unsupported(ins, f"a call to the CUDA device runtime ({what}: dynamic parallelism, which "
+                                             "perfmodel does not simulate)", hint=False)
+            raise self._unsupported(ins, f"a call to the external function '{name}'", hint=False)
         ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
         if any(a is None for a in arg_names + ret_names):
             # arguments passed in registers (call f, (%r1)) rather than .param variables
