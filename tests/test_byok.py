@@ -448,3 +448,15 @@ def test_a_kernel_in_a_header_is_analysed_as_a_cuda_file(cli, tmp_path):
     doc = analyze_json(cli, str(tmp_path / "kern.h"), "--grid", "1", "--block", "32", "--arg", "x=float32[32]:ones",
                        "--device", "h100")
     assert doc["kernel"] == "twice" and doc["counts"]["global"]["stores"] == 32
+
+
+def test_a_reference_that_prints_leaves_json_one_document(cli, tmp_path):
+    """A user's reference function may print (debugging); under --json stdout stays exactly one JSON document:
+    the print goes to stderr."""
+    (tmp_path / "refs.py").write_text("import numpy as np\ndef ones(x, **kw):\n    print('computing')\n"
+                                      "    return np.full(x.size, 2.0)\n")
+    (tmp_path / "kern.cu").write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    code, out, err = cli("analyze", str(tmp_path / "kern.cu"), "--grid", "1", "--block", "32", "--arg",
+                         "x=float32[32]:ones", "--check", f"x={tmp_path / 'refs.py'}:ones", "--device", "h100",
+                         "--json")
+    assert code == 0 and json.loads(out)["correct"] is True and "computing" in err

@@ -2,7 +2,9 @@
 outputs after a run against their references (``correct`` is None when no output names a reference)."""
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -200,7 +202,9 @@ class Launch:
             ref = self.spec.reference_for(spec_output)
             context = _references.ReferenceContext(self._context, self.constants, self.params, output)
             try:
-                values = ref.function(context, **spec_output.options)
+                # a user's reference may print: to stderr, so that --json keeps one document on stdout
+                with contextlib.redirect_stdout(sys.stderr):
+                    values = ref.function(context, **spec_output.options)
             except SpecError as err:
                 raise SpecError(f"{self.spec.path}: field 'outputs' ({output}): {err.message}") from None
             except TypeError as err:
