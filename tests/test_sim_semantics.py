@@ -1115,3 +1115,24 @@ def test_the_clock_moves_on_while_a_kernel_runs():
     run(src, 4, 32, [t, 1000, spins])
     assert (t[1::2] - t[0::2] >= 1000).all(), t
     assert (spins > 0).all() and (spins < 1000000).all(), spins
+
+
+def test_bounds_in_bytes_and_vector_pointers_take_arrays_of_their_component():
+    """A byte buffer read as words reports an access past its end in bytes and in the array's own elements (it
+    said "a[16] but a has 16 elements of 4 bytes" for 64 uint8 values); a double4* given float32 data is refused
+    before the run (it failed later, at the first access past half the data)."""
+    from perfmodel.errors import SimulationError
+
+    src = r"""
+    __global__ void k(const unsigned char *a, unsigned *o) { o[threadIdx.x] = ((const unsigned *)a)[threadIdx.x]; }"""
+    with pytest.raises(SimulationError, match=r"4 bytes at byte 64 of a, which has 64 bytes \(64 elements of "
+                                              r"uint8\)"):
+        run(src, 1, 32, [np.zeros(64, np.uint8), np.zeros(32, np.uint32)])
+    src4 = r"""
+    __global__ void k(const double4 *a, double *o) { o[threadIdx.x] = a[threadIdx.x].x; }"""
+    with pytest.raises(SimulationError, match=r"argument a is const double4\* \(4 x float64\) but the array has "
+                                              r"dtype float32"):
+        run(src4, 1, 32, [np.zeros(128, np.float32), np.zeros(32, np.float64)])
+    o = np.zeros(32, np.float64)
+    run(src4, 1, 32, [np.arange(128, dtype=np.float64), o])
+    assert o.tolist() == [4.0 * i for i in range(32)]

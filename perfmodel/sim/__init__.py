@@ -118,6 +118,13 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                 raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
             if p.dtype is not None and p.dtype.fields is None and not array_fits(p.dtype, a.dtype):
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
+            if p.dtype is not None and p.dtype.fields is not None and a.dtype.fields is None:
+                # a CUDA vector type (double4*) given a flat array: elements of its component's size (float32 for
+                # float4), or the whole vector's raw bits (uint32 for half2), not a size that splits neither
+                parts = {f[0] for f in p.dtype.fields.values()}
+                if len(parts) == 1 and a.dtype.itemsize not in (next(iter(parts)).itemsize, p.dtype.itemsize):
+                    raise SimulationError(f"argument {p.name} is {p.ctype} ({len(p.dtype.fields)} x "
+                                          f"{next(iter(parts))}) but the array has dtype {a.dtype}")
             if not a.flags.c_contiguous:
                 raise SimulationError(f"argument {p.name}: the array must be C-contiguous (it is written in place)")
         elif isinstance(a, Mapping) and getattr(p, "layout", None) is None:

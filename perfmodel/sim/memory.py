@@ -113,10 +113,19 @@ class MemoryMixin:
                 j = self._array_of(gid, v)
                 elem = (v - heap.offsets[j]) // size
                 n_el = heap.sizes[j] // size
+                kind = "store" if values is not None else "load"
+                arrays = self.launch.arg_arrays
+                own = arrays[j].dtype if j < len(arrays) and hasattr(arrays[j], "dtype") else None
                 if (v - heap.offsets[j]) % size:
                     msg = f"misaligned global access to {heap.names[j]} (byte {v - heap.offsets[j]})"
+                elif own is not None and own.itemsize != size:
+                    # the access is wider or narrower than the array's elements (a uint8 array read as words, a
+                    # double4 pointer given float32 data): say it in bytes and in the array's own elements
+                    msg = (f"out-of-bounds global {kind}: {size} bytes at byte {v - heap.offsets[j]:,} of "
+                           f"{heap.names[j]}, which has {heap.sizes[j]:,} bytes ({heap.sizes[j] // own.itemsize:,} "
+                           f"elements of {own})")
                 else:
-                    msg = (f"out-of-bounds global {'store' if values is not None else 'load'}: "
+                    msg = (f"out-of-bounds global {kind}: "
                            f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
                 self.fault_where(badm, msg, gid)
             off = np.where(ok, off, heap.offsets[k])
