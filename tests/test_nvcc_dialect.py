@@ -575,3 +575,18 @@ def test_missing_headers_are_named_once(tmp_path):
     with pytest.raises(CompileError) as info:
         compile_cuda(src)
     assert str(info.value).count('#include "gone.hpp"') == 1, str(info.value)
+
+
+def test_a_kernel_after_a_macro_invocation_without_a_semicolon_is_found(tmp_path):
+    """`DEFINE_SCALE(triple, 3.0f)` (a macro that defines a device function, invoked with no ';') joined the kernel
+    after it into one declaration for the scan: the kernel was not listed and its parameters had no names
+    (`float* arg0`). The invocation stays; the kernel after it is read on its own."""
+    src = tmp_path / "macro_fn.cu"
+    src.write_text("#define DEFINE_SCALE(name, f) __device__ float name(float x) { return x * f; }\n"
+                   "DEFINE_SCALE(triple, 3.0f)\n"
+                   "__global__ void k(float *o) { o[threadIdx.x] = triple((float)threadIdx.x); }\n")
+    mod = compile_cuda(src)
+    assert [(k.name, [p.name for p in k.params], k.line) for k in mod.kernels] == [("k", ["o"], 3)]
+    out = np.zeros(32, np.float32)
+    simulate(load_kernel(src, entry="k"), 1, 32, [out])
+    assert out.tolist() == [3.0 * i for i in range(32)]

@@ -141,6 +141,7 @@ class _FileProcessor:
         # function-like macros whose replacement holds device code (#define BUILD(T) template <> struct
         # Shared<T> { __device__ T *get() ... }): their invocations at file level declare it, and are kept
         self.device_macros: set[str] = set()
+        self.function_macros: set[str] = set()     # every function-like macro of the translation unit
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -211,6 +212,8 @@ class _FileProcessor:
                 if m:
                     self.macro_words.setdefault(m.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", m.group(2)))
                 m = re.match(r"define\s+([A-Za-z_]\w*)\(([^)]*)\)(.*)", body)
+                if m:
+                    self.function_macros.add(m.group(1))
                 if m and set(re.findall(r"[A-Za-z_]\w*", m.group(3))) & (DEVICE_WORDS | DEVICE_VAR_WORDS):
                     self.device_macros.add(m.group(1))
             if word == "include":
@@ -287,6 +290,15 @@ class _FileProcessor:
 
         for c in chunks:
             head = head_words(toks, c)
+            # a function-like macro's invocation with no ';' after it (DEFINE_SCALE(triple, 3.0f)) in front of a
+            # declaration: it stays as it is, and the declaration after it is read on its own
+            while len(head) > 2 and head[0] in self.function_macros and head[1] == "(":
+                close = match_close(toks, c.first + 1)
+                if close + 1 >= (c.body[0] if c.body else c.last):
+                    break
+                keep(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c))
+                c = Chunk(close + 1, c.last, c.kind, c.body, c.namespace, c.extern_c)
+                head = head_words(toks, c)
             hs = self._words(head)
             if c.kind == "class":
                 classes.append(c)
