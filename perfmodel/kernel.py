@@ -506,9 +506,16 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
         raise SimulationError(f"{info.expression}: the PTX has no entry {info.mangled}")
     f = module.functions[info.mangled]
     primary = next((ins.file for ins in f.instrs if ins.line), None)
+    # the per-line figures are the lines of the file the kernel is written in: a header the .cu file includes
+    # has its own lines (the .cu file's text at those numbers is something else)
+    lines = list(compiled.source_lines)
+    primary_path = module.files.get(primary) if primary is not None else None
+    if primary_path and compiled.source_file and primary_path != compiled.source_file and \
+            primary_path in compiled.files:
+        lines = compiled.files[primary_path].splitlines()
     return KernelProgram(
         name=info.expression, path=str(compiled.source_path or path or "<source>"),
-        source_lines=list(compiled.source_lines), params=list(info.params), module=module, entry=info.mangled,
+        source_lines=lines, params=list(info.params), module=module, entry=info.mangled,
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
         ptxas_shared_bytes=info.static_shared_bytes, primary_file=primary, defines=dict(defines or {}),

@@ -460,3 +460,18 @@ def test_a_reference_that_prints_leaves_json_one_document(cli, tmp_path):
                          "x=float32[32]:ones", "--check", f"x={tmp_path / 'refs.py'}:ones", "--device", "h100",
                          "--json")
     assert code == 0 and json.loads(out)["correct"] is True and "computing" in err
+
+
+def test_hot_lines_of_a_kernel_in_an_included_header_quote_the_header(cli, tmp_path):
+    """A kernel defined in a header the .cu file includes: its per-line figures are the header's lines, and the
+    hottest-lines table quoted the .cu file's text at those numbers (HeCBench lud showed `exit(EXIT_FAILURE);`)."""
+    (tmp_path / "kern.cuh").write_text("// a kernel in a header\n\n__global__ void scale(float *x, int n) {\n"
+                                       "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                       "  if (i < n) x[i] = x[i] * 2.0f;\n}\n")
+    (tmp_path / "main.cu").write_text('#include <cstdio>\n#include "kern.cuh"\nint main() {\n'
+                                      '  printf("host line 4\\n");\n  printf("host line 5\\n");\n  return 0;\n}\n')
+    doc = analyze_json(cli, str(tmp_path / "main.cu"), "--kernel", "scale", "--grid", "4", "--block", "256",
+                       "--arg", "x=float32[1024]:random", "--arg", "n=1024", "--device", "h100")
+    by_line = {h["line"]: h["source"] for h in doc["hot_lines"]}
+    assert by_line[5] == "if (i < n) x[i] = x[i] * 2.0f;" and by_line[4].startswith("int i = blockIdx.x"), by_line
+    assert not any("printf" in text for text in by_line.values())
