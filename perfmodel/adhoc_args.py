@@ -16,8 +16,8 @@ from perfmodel.errors import PerfmodelError, SpecError
 
 RANDOM_FLOAT = (-1.0, 1.0)
 RANDOM_INT = (0, 100)
-_ARRAY = re.compile(r"^\s*(?P<dtype>[A-Za-z_][A-Za-z0-9_ ]*?)\s*\[(?P<count>.*)\]\s*(?::\s*(?P<init>.*?))?\s*$",
-                    re.S)
+_ARRAY = re.compile(r"^\s*(?P<dtype>[A-Za-z_][A-Za-z0-9_ ]*?)\s*\[(?P<count>.*)\]\s*(?:@\s*(?P<offset>[^:]*?)\s*)?"
+                    r"(?::\s*(?P<init>.*?))?\s*$", re.S)
 
 
 class LaunchArgumentError(PerfmodelError):
@@ -158,6 +158,18 @@ def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | No
         raise LaunchArgumentError(f"{option}: expected a COUNT between the brackets, e.g. {dtype}[N]")
     _check_expression(count, set(values), option)
     size = _evaluate(count, values, option + " (COUNT)", integer=True, minimum=0)
+    offset = None
+    if m["offset"] is not None:
+        # DTYPE[COUNT]@OFFSET: the kernel gets a pointer OFFSET elements into the array (the host's d + OFFSET)
+        if what.startswith("field"):
+            raise LaunchArgumentError(f"{option}: @OFFSET is for a pointer parameter, not a struct's field")
+        offset = m["offset"].strip()
+        if not offset:
+            raise LaunchArgumentError(f"{option}: expected an OFFSET after @, e.g. {dtype}[{count}]@1")
+        _check_expression(offset, set(values), option)
+        at = _evaluate(offset, values, option + " (OFFSET)", integer=True, minimum=0)
+        if at > size:
+            raise LaunchArgumentError(f"{option}: OFFSET {at:,} is beyond the array's {size:,} elements")
     init = _parse_init(m["init"], option, cwd)
     if isinstance(init, dict) and "random" in init:
         for key in ("low", "high"):
@@ -174,7 +186,7 @@ def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | No
         held = load_npy(init["file"], option).size
         if held != size:
             raise LaunchArgumentError(f"{option}: {init['file']} holds {held:,} elements, COUNT is {size:,}")
-    return {"dtype": dtype, "length": count, "init": init}
+    return {"dtype": dtype, "length": count, "init": init, **({"offset": offset} if offset is not None else {})}
 
 
 def _struct_example(layout) -> str:

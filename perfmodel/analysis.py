@@ -260,7 +260,8 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
-                      cc1_counts=cc1_counts, write_back=outputs, first_touch=first_touch, **(limits or {}))
+                      cc1_counts=cc1_counts, write_back=outputs, first_touch=first_touch,
+                      pointer_offsets=launch.pointer_offsets(), **(limits or {}))
     return result, args
 
 

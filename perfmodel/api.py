@@ -103,6 +103,22 @@ def _dims(value: Any, what: str) -> tuple[int, int, int]:
     return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
 
 
+def _pointer_into(value: np.ndarray) -> tuple[np.ndarray, int]:
+    """(array, offset): a view that starts inside a larger contiguous array of the same type (``b[1:]``) is
+    passed as CuPy passes it, a pointer ``offset`` elements into that array - the kernel may read the elements
+    before it (``g_s[-1]``) and its writes land in the array; anything else is its own array, offset 0."""
+    base = value.base
+    while isinstance(base, np.ndarray) and base.base is not None and isinstance(base.base, np.ndarray):
+        base = base.base
+    if not isinstance(base, np.ndarray) or base.dtype != value.dtype or not base.flags.c_contiguous \
+            or not value.flags.c_contiguous or not base.flags.writeable:
+        return value, 0
+    start = value.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if start <= 0 or start % value.itemsize or start + value.nbytes > base.nbytes:
+        return value, 0
+    return base.reshape(-1), start // value.itemsize
+
+
 class RawModule:
     """CUDA source (``code=``) or a ``.cu`` file (``path=``), compiled with NVRTC; ``get_function(name)`` gives a
     launchable kernel. ``name_expressions`` lists the template instantiations to make (``"f<float, 2>"``)."""
@@ -234,8 +250,10 @@ class RawKernel:
                     raise ApiError(f"{where}: arrays of {value.dtype} are not supported (numbers only)")
                 if not value.flags.writeable:
                     raise ApiError(f"{where}: the array is read-only; the kernel's writes could not be returned")
-                arrays[i] = value
-                values.append(ArgValue(p.name, "array", value.dtype, np.ascontiguousarray(value).reshape(-1).copy()))
+                host, offset = _pointer_into(value)
+                arrays[i] = host
+                values.append(ArgValue(p.name, "array", value.dtype, np.ascontiguousarray(host).reshape(-1).copy(),
+                                       offset))
             elif p.dtype is not None and p.dtype.names:
                 values.append(ArgValue(p.name, "scalar", p.dtype, _vector(value, p.dtype, where)))
             elif p.layout is not None:

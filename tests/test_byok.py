@@ -475,3 +475,33 @@ def test_hot_lines_of_a_kernel_in_an_included_header_quote_the_header(cli, tmp_p
     by_line = {h["line"]: h["source"] for h in doc["hot_lines"]}
     assert by_line[5] == "if (i < n) x[i] = x[i] * 2.0f;" and by_line[4].startswith("int i = blockIdx.x"), by_line
     assert not any("printf" in text for text in by_line.values())
+
+
+NEGATIVE_INDEX = "__global__ void diff(const float *s, float *o, int n)\n" \
+                 "{ int i = threadIdx.x; if (i < n) o[i] = s[i] - s[i - 1]; }\n"
+
+
+def test_a_pointer_into_an_array_reads_before_it(cli, tmp_path):
+    """cuda-samples' eigenvalues pass `g_b + 1` and read `g_s[-1]`: with no way to say so, every launch ended out of
+    bounds. `--arg s=float32[n+1]@1` (the spec's `offset: 1`, and from Python a view `b[1:]` as CuPy passes it)
+    gives the kernel a pointer one element into the array; --check sees the whole array. Against numpy."""
+    import perfmodel
+
+    (tmp_path / "neg.cu").write_text(NEGATIVE_INDEX)
+    (tmp_path / "refs.py").write_text("import numpy as np\ndef diff(s, n, **kw):\n"
+                                      "    s = np.asarray(s, np.float64)\n    return s[1:n + 1] - s[:n]\n")
+    base = ("analyze", str(tmp_path / "neg.cu"), "--grid", "1", "--block", "32", "-D", "n=32", "--arg", "o=float32[n]",
+            "--arg", "n=n", "--check", f"o={tmp_path / 'refs.py'}:diff", "--device", "h100")
+    spec = tmp_path / "neg.yaml"
+    code, out, err = cli(*base, "--arg", "s=float32[n+1]@1:random", "--json", "--save-spec", str(spec))
+    assert code == 0 and json.loads(out)["correct"] is True, err
+    assert "offset: '1'" in spec.read_text()
+    assert json.loads(cli("analyze", str(spec), "--device", "h100", "--json")[1])["correct"] is True
+    code, out, err = cli(*base, "--arg", "s=float32[n+1]:random")
+    assert code == 2 and "out-of-bounds global load: s[-1]" in err
+    code, out, err = cli(*base, "--arg", "s=float32[n+1]@34:random")
+    assert code == 2 and "OFFSET 34 is beyond the array's 33 elements" in err
+    s = (np.arange(33, dtype=np.float32) ** 2)
+    o = np.zeros(32, np.float32)
+    perfmodel.RawKernel(NEGATIVE_INDEX, "diff")((1,), (32,), (s[1:], o, 32), device="h100")
+    assert o.tolist() == np.diff(s).tolist()

@@ -294,7 +294,7 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
             if arg.kind == "array":
                 dev = cp.asarray(np.ascontiguousarray(host))
                 device_args.append(dev)
-                kernel_args.append(dev)
+                kernel_args.append(dev[arg.offset:] if arg.offset else dev)    # d + offset, as the host passes
             elif arg.kind == "texture":
                 raise GpuError(f"{spec.path}: arg {arg.name} is a texture object; the GPU runner does not create "
                                "texture objects (measure such kernels with a host program)")

@@ -16,6 +16,9 @@ representatives count their long loops from a few iterations (their outputs are 
 ``blank_inputs=True`` (counts only): the pointer arguments give only their sizes; the simulated heap starts zeroed
 and nothing is copied in or written back. Accepted only for a kernel whose data reaches no branch, guard or
 address (:func:`data_blind`), whose counts then do not depend on the values.
+``pointer_offsets={name: bytes}``: the kernel's pointer parameter ``name`` points that many bytes into its array,
+as when the host passes ``d + 1`` (the array holds elements before the pointer, which the kernel may read at
+negative indices).
 """
 from __future__ import annotations
 
@@ -101,7 +104,8 @@ def _dim3(v, what) -> tuple:
 def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
-             cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False) -> SimResult:
+             cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False,
+             pointer_offsets: dict | None = None) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -139,7 +143,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                               f"address ({data_blind(program).reason})")
     launch = LaunchState(program, grid, block, args, constants, dynamic_shared_bytes,
                          max_steps or DEFAULT_MAX_STEPS, timeout or DEFAULT_TIMEOUT_S, blank_inputs=blank_inputs,
-                         count_cc1=cc1_counts)
+                         count_cc1=cc1_counts, pointer_offsets=pointer_offsets)
     launch.keep_outputs = write_back
     launch.count_first_touch = first_touch
     if block_ids is None:

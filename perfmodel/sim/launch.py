@@ -43,7 +43,7 @@ def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
 
 class LaunchState:
     def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout,
-                 blank_inputs: bool = False, count_cc1: bool = True):
+                 blank_inputs: bool = False, count_cc1: bool = True, pointer_offsets: dict | None = None):
         self.program = program
         module: Module = program.module
         entry = module.functions[program.entry]
@@ -106,13 +106,25 @@ class LaunchState:
             blocks.append((v.name, v.nbytes))
         self.heap = GlobalHeap(blocks)
         ptr_values = {}
+        self.pointer_offsets = {str(k): int(v) for k, v in (pointer_offsets or {}).items()}
+        for name, off in self.pointer_offsets.items():
+            k = next((i for i, (n, path) in enumerate(owners) if n == name and path is None), None)
+            if k is None:
+                raise SimulationError(f"pointer offset for {name!r}: not a pointer parameter of {program.name}")
+            if not 0 <= off <= self.arg_arrays[k].nbytes:
+                raise SimulationError(f"pointer offset for {name!r}: {off} bytes, outside its array's "
+                                      f"{self.arg_arrays[k].nbytes} bytes")
+        # per heap block: bytes between the array's start and the pointer the kernel gets (bounds messages)
+        self.block_pointer_offsets = {k: self.pointer_offsets.get(n, 0) for k, (n, path) in enumerate(owners)
+                                      if path is None}
         struct_addresses: dict[str, dict[str, int]] = {name: {} for name in structs}
         self.blank_inputs = blank_inputs      # the heap starts zeroed; nothing is copied in or written back
         for k, (a, (name, path)) in enumerate(zip(self.arg_arrays, owners)):
             if not blank_inputs:
                 self.heap.write(k, a.reshape(-1).view(np.uint8) if a.size else b"")
             if path is None:
-                ptr_values[name] = self.heap.address(k)
+                # a pointer into its array (the host passes d + 1): the array's start plus that many bytes
+                ptr_values[name] = self.heap.address(k) + self.pointer_offsets.get(name, 0)
             else:
                 struct_addresses[name][path] = int(self.heap.address(k))
         k = len(self.arg_arrays)

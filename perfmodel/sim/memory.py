@@ -111,7 +111,8 @@ class MemoryMixin:
             if badm.any():
                 v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
                 j = self._array_of(gid, v)
-                elem = (v - heap.offsets[j]) // size
+                before = self.launch.block_pointer_offsets.get(j, 0)    # the pointer is this far into its array
+                elem = (v - heap.offsets[j] - before) // size
                 n_el = heap.sizes[j] // size
                 kind = "store" if values is not None else "load"
                 arrays = self.launch.arg_arrays
@@ -127,6 +128,8 @@ class MemoryMixin:
                 else:
                     msg = (f"out-of-bounds global {kind}: "
                            f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
+                    if before:
+                        msg += f", the pointer at element {before // size} of them"
                 self.fault_where(badm, msg, gid)
             off = np.where(ok, off, heap.offsets[k])
             # lanes spread over several arrays: attribute them to each

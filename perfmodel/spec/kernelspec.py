@@ -345,7 +345,13 @@ class KernelSpec:
                                      self._struct(arg.fields or {}, params, f"args[{i}].fields", cache, values)))
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
-                args.append(ArgValue(arg.name, "array", dtype, array))
+                offset = 0
+                if arg.offset is not None:
+                    offset = _expr.evaluate_int(arg.offset, params, file=file, field=f"args[{i}].offset", minimum=0)
+                    if offset > array.size:
+                        raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond the array's "
+                                        f"{array.size:,}")
+                args.append(ArgValue(arg.name, "array", dtype, array, offset))
         constants = {}
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],

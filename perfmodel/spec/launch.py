@@ -30,6 +30,7 @@ class ArgValue:
     dtype: np.dtype
     value: Any                 # np.ndarray (initial contents) or a Python int/float; a struct's: field -> number,
                                # list of numbers, or np.ndarray (a pointer field's array)
+    offset: int = 0            # an array arg: elements of the array before the kernel's pointer (d + offset)
 
     def arrays(self, value: Any = None) -> dict[str, np.ndarray]:
         """The arrays this arg puts in global memory, by the name outputs give them: an array arg's own, a
@@ -59,6 +60,8 @@ class ArgValue:
                                "dtype": vector_name(self.dtype) or str(self.dtype)}
         if self.kind == "array":
             out["length"] = int(self.value.size)
+            if self.offset:
+                out["offset"] = int(self.offset)
         elif self.kind in ("texture", "surface"):
             out[self.kind] = self.value.describe()
         elif self.dtype.names:
@@ -143,6 +146,10 @@ class Launch:
             if arg.name == name:
                 return arg
         raise SpecError(f"{self.spec.path}: no arg named {name!r} (args: {', '.join(a.name for a in self.args)})")
+
+    def pointer_offsets(self) -> dict[str, int]:
+        """Bytes into its array that each offset array arg's pointer is (the simulator's ``pointer_offsets``)."""
+        return {a.name: int(a.offset) * a.value.dtype.itemsize for a in self.args if a.kind == "array" and a.offset}
 
     def arg_values(self) -> list[Any]:
         """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars.

@@ -123,6 +123,7 @@ def run(spec_or_name: str | os.PathLike | KernelSpec, params: Mapping[str, Any] 
                           include_dirs=spec.include_dirs)
     args = launch.arg_values()
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
-                      dynamic_shared_bytes=launch.dynamic_shared_bytes, block_ids=block_ids, **simulate_kwargs)
+                      dynamic_shared_bytes=launch.dynamic_shared_bytes, block_ids=block_ids,
+                      pointer_offsets=launch.pointer_offsets(), **simulate_kwargs)
     check = launch.check_outputs(args) if block_ids is None else None
     return RunResult(launch, program, result, check, args)

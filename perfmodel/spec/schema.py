@@ -271,6 +271,9 @@ class ArgSpec(_Strict):
     texture: TextureSpec | None = None
     surface: SurfaceSpec | None = None
     fields: dict[str, Expr | list[Expr] | FieldArraySpec] | None = None
+    # an array arg: the kernel's pointer is this many elements into the array (the host passes d + offset), and
+    # the elements before it are the kernel's at negative indices
+    offset: Expr | None = None
 
     @field_validator("name")
     @classmethod
@@ -342,6 +345,8 @@ class ArgSpec(_Strict):
             init_kind = self.init.kind if self.init else "zeros"
             if self.length is None and self.shape is None and init_kind not in ("values", "generator", "file"):
                 raise ValueError("an array arg needs length: EXPR (or shape: [..])")
+        if self.offset is not None and kind != "array":
+            raise ValueError("offset: is for an array arg (the pointer's position in its array)")
         object.__setattr__(self, "kind", kind)
         return self
 
