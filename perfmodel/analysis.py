@@ -80,6 +80,7 @@ class SimOutcome:
     compile: dict = field(default_factory=dict)   # arch, arch_note, registers, spills, local bytes (compiler)
     replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
     grid_sync: bool = False   # the kernel synchronises the grid: a cooperative launch, all its blocks resident
+    notes: list = field(default_factory=list)     # the simulator's notes (SimResult.notes)
     # the args after the run, in order (only with keep_args=True: the Python API writes them back)
     final_args: list | None = field(default=None, repr=False)
 
@@ -210,6 +211,7 @@ class Analysis:
             "advice": self.advice,
             "simulation_seconds": self.sim.sim_seconds,
             "compile": dict(self.sim.compile),
+            "simulation_notes": list(self.sim.notes),
         }
 
 
@@ -445,7 +447,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
             per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
-            sim_seconds=0.0, final_args=args if keep_args else None)
+            sim_seconds=0.0, final_args=args if keep_args else None, notes=list(result.notes))
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
@@ -498,6 +500,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
              keep_args: bool = False, fast_loops: bool = False, cc1_counts: bool = True) -> SimOutcome:
     sample = stratified_blocks(launch.grid, n)
     skipped = 0
+    notes: list[str] = []
     per_stratum = []
     lines_weighted = []
     per_block_all: dict[str, list] = {}
@@ -515,6 +518,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops, cc1_counts=cc1_counts,
                             outputs=bool(initial))
         skipped += result.skipped_iterations
+        notes += [n for n in result.notes if n not in notes]
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))
         lines_weighted.append((_lines_json(result), stratum.weight))
@@ -563,6 +567,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         idle = {"partially_idle_blocks": round(idle_partial), "fully_idle_blocks": round(idle_full),
                 "blocks": launch.total_blocks, "extrapolated": True}
     return SimOutcome(
+        notes=notes,
         kernel=spec.name, params=dict(launch.params), counts=counts, sampled=True, sample=sample,
         blocks_simulated=sample.blocks_simulated, total_blocks=launch.total_blocks, spread=spread,
         correct=correct, correct_detail=detail, lines=_scale_lines(lines_weighted),

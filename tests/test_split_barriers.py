@@ -27,7 +27,7 @@ __global__ void halves(const float *in, float *out) {
         out[b + t] = s[t] * 10.0f;
     }
 }
-// only one half syncs: a real barrier divergence
+// only one half syncs, and the other goes on running after it: a real barrier divergence
 __global__ void one_sided(float *out) {
     __shared__ float s[128];
     int t = threadIdx.x;
@@ -38,6 +38,7 @@ __global__ void one_sided(float *out) {
     } else {
         out[t] = 0;
     }
+    out[t] += s[t];
 }
 """
 

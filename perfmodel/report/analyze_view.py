@@ -245,6 +245,8 @@ def notes_section(doc: dict) -> Text:
             text.append("spread across sampled blocks: " + ", ".join(parts[:5]) + "\n", style="dim")
     if doc["registers_source"] == "estimate":
         text.append(f"registers: {doc['registers_note']}\n", style="yellow")
+    for note in doc.get("simulation_notes") or []:
+        text.append(f"note: {note}\n", style="yellow")
     for note in doc["model"].get("notes", []):
         text.append(f"note: {note}\n", style="dim")
     printf = (doc.get("compile") or {}).get("printf_calls")

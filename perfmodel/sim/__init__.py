@@ -197,6 +197,11 @@ def _result(program, launch, counters, ids, total_blocks, args, replication) -> 
                           primary_file=getattr(program, "primary_file", None))
     result.replication = replication
     result.skipped_iterations = launch.skipped_iterations
+    if launch.early_exit_barrier is not None:
+        loc = launch.builder._location(launch.builder.instrs[launch.early_exit_barrier])
+        result.notes.append(f"threads of some blocks left the kernel before the __syncthreads() at {loc}, which the "
+                            "others reach: the GPU counts exited threads as arrived, and so does perfmodel (CUDA asks "
+                            "that a barrier's condition be the same across the block)")
     return result
 
 

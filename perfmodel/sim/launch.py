@@ -60,6 +60,8 @@ class LaunchState:
         self.keep_outputs = True        # write the heap back into the argument arrays at the end
         self.count_first_touch = False  # count each global load's sectors no earlier load touched (memory.py)
         self.skipped_iterations = 0     # loop iterations counted from identical ones (sim.loops), not executed
+        # the first bar.sync that completed with threads of its blocks on their way out of the kernel (a note)
+        self.early_exit_barrier = None
         self.deadline = time.perf_counter() + timeout if timeout else float("inf")
         symbols = Symbols()
         self.symbols = symbols

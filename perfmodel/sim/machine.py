@@ -102,6 +102,9 @@ class State(MemoryMixin):
         self.async_copies = None  # cp.async copies issued and not yet completed (perfmodel.sim.async_copy)
         self.mbarriers = None     # mbarrier objects of the batch (perfmodel.sim.mbarrier)
         self.mbar_blocked = None  # the mbarrier wait (instruction id) that no active lane passed, if one just did
+        # (nB, Tp) threads whose path reached a block that only returns (they leave the kernel without running
+        # anything else) while the others go on: a barrier counts them as arrived, as the GPU counts exited threads
+        self.exiting = None
         self.bar_waiting = None   # (nB, Tp) threads stopped at a bar.sync until the other branch's threads arrive
         self.bar_wait_gid = -1    # that bar.sync
         self.can_suspend = False  # run_function's path has a sibling path to run while this one waits
@@ -271,8 +274,9 @@ class State(MemoryMixin):
             # the threads of another branch wait at a bar.sync: this one completes it if every live thread is
             # then there (the hardware counts arrivals at barrier 0, from whichever bar.sync instruction)
             arrived = waiting | mb
-            live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+            live = self._live()
             if not (live & ~arrived & arrived.any(axis=1)[:, None]).any():
+                self._note_early_exit(arrived, gid)
                 self.bar_waiting = None
                 return
             mb = arrived
@@ -281,8 +285,10 @@ class State(MemoryMixin):
             c.block_execs[gid] += int(blocks_active.sum())
         if not check:
             return
-        live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+        live = self._live()
         missing = live & ~mb & blocks_active[:, None]
+        if not missing.any():
+            self._note_early_exit(mb, gid)
         if missing.any() and self.can_suspend:
             # a branch of the block reached a barrier the other branch has yet to reach (warp-specialised code:
             # each half of the block syncs in its own branch): wait here, run the other branch (run_function)
@@ -293,10 +299,21 @@ class State(MemoryMixin):
             self.bar_waiting, self.bar_wait_gid = mb, gid
             self.barrier_divergence()
 
+    def _live(self) -> np.ndarray:
+        """Threads a barrier waits for: those that have not left the kernel and are not on their way out."""
+        live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+        return live if self.exiting is None else live & ~self.exiting
+
+    def _note_early_exit(self, arrived, gid) -> None:
+        """Remember the first barrier that completed with threads of its blocks on their way out (for the note)."""
+        if self.exiting is not None and self.launch.early_exit_barrier is None and \
+                (self.exiting & ~arrived & arrived.any(axis=1)[:, None]).any():
+            self.launch.early_exit_barrier = gid
+
     def barrier_divergence(self):
         """The threads of ``bar_waiting`` reached barrier ``bar_wait_gid`` and the others of their block never do."""
         mb, gid = self.bar_waiting, self.bar_wait_gid
-        live = np.ones((self.nB, self.Tp), bool) if self.exited is None else ~self.exited
+        live = self._live()
         missing = live & ~mb & mb.any(axis=1)[:, None]
         thread, block = self.first_lane(missing if missing.any() else mb)
         ins = self.builder.instrs[gid]
@@ -419,6 +436,11 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
         top = stack[-1]
         pc, rpc, m = top[0], top[1], top[2]
         if pc == rpc or pc < 0:
+            if is_kernel and 0 <= pc < len(blocks) and blocks[pc].term == "ret" and not blocks[pc].body:
+                # these threads wait at a block that only returns: they leave the kernel without running anything
+                # else (an early `return` in front of a __syncthreads(): NVVM sends it to the kernel's one ret block)
+                full = np.broadcast_to(np.ones((1, 1), bool) if m is None else m, (st.nB, st.Tp))
+                st.exiting = full.copy() if st.exiting is None else (st.exiting | full)
             stack.pop()
             continue
         done = st.exited if is_kernel else _or(st.exited, fr.done)

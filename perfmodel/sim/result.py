@@ -73,6 +73,7 @@ class SimResult:
     # source line -> (global load sectors, of them first touches: sectors no earlier load of the run touched);
     # only from a run with first_touch=True
     load_reuse_by_line: dict | None = None
+    notes: list = field(default_factory=list)     # what the run did that the user should know (messages)
 
     @property
     def sampled(self) -> bool:
