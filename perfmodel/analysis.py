@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.errors import OccupancyError
+from perfmodel.errors import OccupancyError, RunawayKernel
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_in_flight_by_line, round_miss_factor,
                                  weighted_loads_in_flight)
@@ -45,6 +45,12 @@ REPLICATE_MIN_WARP_INSTRUCTIONS = 1e6
 # (perfmodel.sim.loops): the same counts, but the values of the skipped iterations - so the outputs - are not
 # computed.
 FAST_LOOPS_MIN_WARP_INSTRUCTIONS = 2e6
+# The block simulated alone first (the pilot) gets this many basic-block executions when the whole grid is small
+# (at most PILOT_RETRY_WHOLE_MAX_THREADS threads): one that runs away alone may be waiting for other blocks' writes
+# (HeCBench mis: every block iterates until no block changes a node), and is run again with the whole grid.
+# 1/16 of the default limit: a few seconds, where the default takes 20-40 s to give up.
+PILOT_SHORT_STEPS = (3 << 18) // 16
+PILOT_RETRY_WHOLE_MAX_THREADS = 1 << 16
 
 
 def _skipped_detail(n: int) -> str:
@@ -358,8 +364,21 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     fast = allowed = not (execute_all or keep_args)
     outputs = check or keep_args      # whether any run's outputs are read
     alone = total == 1 or not whole                     # one block ran alone: its per-block figures count
-    pilot, pilot_args = _run(program, launch, None if whole else [rep], limits, fast_loops=fast,
-                             cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=alone)
+    # a block that waits for what other blocks write (a spin on a volatile flag, an iteration until no block
+    # changes anything) never ends alone: with a small grid, a block that runs away alone within a short budget is
+    # run again with all the others, as the GPU runs them
+    short = not whole and "max_steps" not in (limits or {}) and \
+        launch.total_threads <= PILOT_RETRY_WHOLE_MAX_THREADS
+    try:
+        pilot, pilot_args = _run(program, launch, None if whole else [rep],
+                                 {**(limits or {}), "max_steps": PILOT_SHORT_STEPS} if short else limits,
+                                 fast_loops=fast, cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=alone)
+    except RunawayKernel:
+        if not short:
+            raise
+        whole, alone = True, False
+        pilot, pilot_args = _run(program, launch, None, limits, fast_loops=fast, cc1_counts=cc1_counts,
+                                 outputs=outputs, first_touch=False)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * (1 if whole else total) <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too

@@ -69,6 +69,11 @@ class SimulationError(PerfmodelError):
     kind = "simulation"
 
 
+class RunawayKernel(SimulationError):
+    """A batch of blocks ran past its step or time limit (a loop that does not end, or ends only when other blocks
+    write what it waits for)."""
+
+
 class BudgetError(PerfmodelError):
     """A `perfmodel check` budget or baseline file is invalid."""
 

@@ -110,3 +110,36 @@ outputs: []
     code, out, err = cli("analyze", str(tmp_path / "two_phase.yaml"), "--device", "h100")
     assert code == 2, (out, err)
     assert "holds at most 1,056 of them (8 per SM x 132 SMs" in err and "the grid has 1,057" in err, err
+
+
+SPIN = r"""
+__global__ void wait1(volatile int *flag, int *out)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) flag[0] = 1;
+    if (blockIdx.x == 1 && threadIdx.x == 0) { while (flag[0] == 0) ; out[0] = 7; }
+}
+"""
+
+
+def test_a_block_waiting_for_another_blocks_write_runs_with_the_grid(tmp_path, cli, monkeypatch):
+    """Block 1 spins on a flag block 0 sets (HeCBench mis: every block iterates until no block changes a node).
+    The block analysed alone first never ends - nothing sets its flag - and the analysis ran away at the step
+    limit after 20-40 s; with a small grid it now gives the lone block a short budget and runs every block
+    together, as the GPU does. A loop that runs away with the whole grid too is still an error."""
+    import json
+
+    from perfmodel import analysis
+
+    monkeypatch.setattr(analysis, "PILOT_SHORT_STEPS", 2000)     # the lone block's budget, shortened for the test
+    (tmp_path / "spin.cu").write_text(SPIN)
+    (tmp_path / "refs.py").write_text("import numpy as np\ndef seven(out, **kw):\n    return np.array([7])\n")
+    code, out, err = cli("analyze", str(tmp_path / "spin.cu"), "--grid", "2", "--block", "32", "--arg",
+                         "flag=int32[1]", "--arg", "out=int32[1]", "--check", f"out={tmp_path / 'refs.py'}:seven",
+                         "--device", "h100", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["correct"] is True and doc["blocks_simulated"] == 2
+    (tmp_path / "never.cu").write_text(SPIN.replace("flag[0] = 1;", "flag[0] = 0;"))
+    code, out, err = cli("analyze", str(tmp_path / "never.cu"), "--grid", "2", "--block", "32", "--arg",
+                         "flag=int32[1]", "--arg", "out=int32[1]", "--device", "h100", "--max-steps", "5000")
+    assert code == 2 and "runaway kernel" in err

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from perfmodel.errors import Location, SimulationError
+from perfmodel.errors import Location, RunawayKernel, SimulationError
 from perfmodel.sim import regroup
 from perfmodel.sim.memory import MemoryMixin
 from perfmodel.sim.values import Frame, as_type
@@ -592,7 +592,7 @@ def _runaway(st: State, cf, pc: int):
     thread, block = st.first_lane(st.mask_full())
     reason = (f"more than {st.max_steps:,} basic-block executions" if st.steps > st.max_steps
               else "the simulation time limit")
-    raise SimulationError(f"{loc}: runaway kernel: {reason} in one batch of blocks, still looping at this line "
+    raise RunawayKernel(f"{loc}: runaway kernel: {reason} in one batch of blocks, still looping at this line "
                           f"(thread {thread}, block {block}); raise --max-steps / --timeout if the loop is meant to "
                           "run that long", location=loc, thread=thread, block=block)
 
