@@ -505,3 +505,22 @@ def test_a_pointer_into_an_array_reads_before_it(cli, tmp_path):
     o = np.zeros(32, np.float32)
     perfmodel.RawKernel(NEGATIVE_INDEX, "diff")((1,), (32,), (s[1:], o, 32), device="h100")
     assert o.tolist() == np.diff(s).tolist()
+
+
+def test_coalescing_advice_counts_the_bytes_a_lane_loads(cli, tmp_path):
+    """A warp of 16-byte loads (float4, Packed128) needs 16 sectors at best: it was told "Uncoalesced global loads:
+    16.0 sectors per request where 4.0 would do". A stride of 32 floats between lanes still is."""
+    (tmp_path / "v4.cu").write_text(
+        "__global__ void copy4(const float4 *in, float4 *out, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[i]; }\n"
+        "__global__ void stride32(const float *in, float *out, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[32 * i]; }\n")
+    v4 = analyze_json(cli, str(tmp_path / "v4.cu"), "--kernel", "copy4", "--grid", "64", "--block", "256", "--arg",
+                      "in=float32[65536]:random", "--arg", "out=float32[65536]", "--arg", "n=16384", "--device", "h100")
+    assert v4["counts"]["global"]["load_sectors"] == 16 * v4["counts"]["global"]["load_requests"]
+    assert not any(t.startswith("Uncoalesced") for t in v4["advice"]), v4["advice"]
+    s32 = analyze_json(cli, str(tmp_path / "v4.cu"), "--kernel", "stride32", "--grid", "64", "--block", "256",
+                       "--arg", "in=float32[524288]:random", "--arg", "out=float32[16384]", "--arg", "n=16384",
+                       "--device", "h100")
+    assert any(t.startswith("Uncoalesced global loads: 32.0 sectors per request where 4.0 would do")
+               for t in s32["advice"]), s32["advice"]

@@ -79,7 +79,10 @@ def advise(analysis) -> list[str]:
     loads = float(g.get("loads", 0))
     if requests > 0 and loads > 0:
         per_request = sectors / requests
-        ideal = max(1.0, (loads / requests) * 4 / 32)  # 4-byte elements of the active lanes, packed
+        # the bytes the active lanes ask for, packed: 4 sectors for 32 floats, 16 for 32 float4s (a 16-byte load
+        # per lane is coalesced at 16 sectors)
+        load_bytes = float(g.get("load_bytes", 0) or 0) or loads * 4
+        ideal = max(1.0, load_bytes / requests / 32)
         if per_request > 2 * ideal and per_request > 4:
             tips.append(f"Uncoalesced global loads: {per_request:.1f} sectors per request where "
                         f"{ideal:.1f} would do - make consecutive threads (threadIdx.x) read consecutive words.")
