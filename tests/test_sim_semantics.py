@@ -1136,3 +1136,52 @@ def test_bounds_in_bytes_and_vector_pointers_take_arrays_of_their_component():
     o = np.zeros(32, np.float64)
     run(src4, 1, 32, [np.arange(128, dtype=np.float64), o])
     assert o.tolist() == [4.0 * i for i in range(32)]
+
+
+def test_half_precision_and_vector_atomic_adds_round_per_add_in_lane_order():
+    """atomicAdd on __half, __nv_bfloat16, their x2 pairs (each half on its own) and CC 9.0's float2/float4 (each
+    element on its own) - llm.c's atomicAddX for bf16 gradients stopped the run as unsupported. Lanes add in lane
+    order, each add rounded to the element type (numpy's float16 / ml_dtypes' bfloat16 arithmetic, one add at a
+    time, is the reference); the returned old values are the running sums."""
+    import ml_dtypes
+
+    src = r"""
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    __global__ void h(__half *a, __half *old) { old[threadIdx.x] = atomicAdd(&a[threadIdx.x % 2], __float2half(0.25f * threadIdx.x)); }
+    __global__ void h2(__half2 *a) { atomicAdd(&a[threadIdx.x % 2], __floats2half2_rn(0.25f, 0.5f * threadIdx.x)); }
+    __global__ void b(__nv_bfloat16 *a) { atomicAdd(&a[threadIdx.x % 2], __float2bfloat16(0.25f * threadIdx.x)); }
+    __global__ void b2(__nv_bfloat162 *a) { atomicAdd(&a[threadIdx.x % 2], __floats2bfloat162_rn(0.25f, 0.5f * threadIdx.x)); }
+    __global__ void f4(float4 *a) { atomicAdd(&a[threadIdx.x % 2], make_float4(1.f, 2.f, 0.5f * threadIdx.x, 3.f)); }
+    """
+    bf = ml_dtypes.bfloat16
+
+    def lane_sums(values, dt):
+        acc, out = dt(0), []
+        for v in values:
+            out.append(acc)
+            acc = dt(acc + dt(v))
+        return acc, out
+
+    def program(name):
+        return load_kernel(source=src, entry=name)
+
+    a, old = np.zeros(2, np.float16), np.zeros(64, np.float16)
+    simulate(program("h"), 1, 64, [a, old])
+    for j in range(2):
+        total, olds = lane_sums([0.25 * t for t in range(j, 64, 2)], np.float16)
+        assert a[j] == total and old[j::2].tolist() == [float(x) for x in olds]
+    a = np.zeros(4, np.float16)
+    simulate(program("h2"), 1, 64, [a])
+    assert a.tolist() == [float(lane_sums([0.25] * 32, np.float16)[0]), float(lane_sums(
+        [0.5 * t for t in range(0, 64, 2)], np.float16)[0]), 8.0, float(lane_sums([0.5 * t for t in range(1, 64, 2)],
+                                                                                  np.float16)[0])]
+    a = np.zeros(2, bf)
+    simulate(program("b"), 1, 64, [a])
+    assert [float(x) for x in a] == [float(lane_sums([0.25 * t for t in range(j, 64, 2)], bf)[0]) for j in range(2)]
+    a = np.zeros(4, bf)
+    simulate(program("b2"), 1, 64, [a])
+    assert float(a[1]) == float(lane_sums([0.5 * t for t in range(0, 64, 2)], bf)[0]) != 496.0   # bf16 rounding
+    a = np.zeros(8, np.float32)
+    simulate(program("f4"), 1, 64, [a])
+    assert a.tolist() == [32.0, 64.0, 496.0, 96.0, 32.0, 64.0, 512.0, 96.0]

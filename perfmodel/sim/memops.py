@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel.ptx.ir import TYPES, Addr, Imm, Sym, Vec
 from perfmodel.sim import warps as W
 from perfmodel.sim.alu import Unsupported
-from perfmodel.sim.values import DT
+from perfmodel.sim.values import DT, as_type
 
 SPACES = ("global", "shared", "local", "const", "param")
 
@@ -200,13 +200,10 @@ def b_atom(ins, ops):
     op = next((m for m in ins.mods if m in ATOM_OPS), None)
     if op is None:
         raise Unsupported(f"{ins.opcode} with modifiers {'.'.join(ins.mods)}")
-    vec = 1
-    for m in ins.mods:
-        if m in ("v2", "v4", "v8"):
-            raise Unsupported(f"vector {ins.opcode}")
+    vec = next((int(m[1:]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
     t = ins.type
-    if t in ("f16x2", "bf16x2", "f16", "bf16"):
-        raise Unsupported(f"{ins.opcode}.{op}.{t}")
+    if t in ("f16x2", "bf16x2", "f16", "bf16") or vec > 1:
+        return _atom_parts(ins, ops, red, space, op, t, vec)
     operands = ins.operands if red else ins.operands[1:]
     ga = address_getter(operands[0], ops)
     gb = ops.reader(operands[1], t)
@@ -215,7 +212,6 @@ def b_atom(ins, ops):
     idx = ins.index
     dt = DT[t]
     size = TYPES[t][1]
-    _ = vec
 
     def atom(st, fr):
         a = ga(st, fr)
@@ -224,6 +220,56 @@ def b_atom(ins, ops):
         old = st.atomic(idx, space, a, size, dt, op, b, c)
         if w is not None and old is not None:
             w(st, fr, old)
+    return atom
+
+
+def _atom_parts(ins, ops, red, space, op, t, vec):
+    """Float atomic adds on 16-bit halves (``atom.add.noftz.f16 / .bf16``, and ``.f16x2 / .bf16x2``: both halves of
+    a word, each on its own) and vector atomic adds (``atom.global.add.v2.f32 / .v4.f32``, CC 9.0: each element on
+    its own), each element rounded to its type after every add, as the GPU does (PTX ISA, atom). One request per
+    warp for the whole access."""
+    import ml_dtypes
+
+    BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+    if op != "add" or (vec > 1 and t not in ("f32", "f16x2", "bf16x2", "f16", "bf16")):
+        raise Unsupported(f"{ins.opcode}.{op}{'.v' + str(vec) if vec > 1 else ''}.{t}")
+    elem = {"f16": np.dtype(np.float16), "f16x2": np.dtype(np.float16), "bf16": BFLOAT16, "bf16x2": BFLOAT16,
+            "f32": np.dtype(np.float32)}[t]
+    halves = 2 if t in ("f16x2", "bf16x2") else 1
+    operands = ins.operands if red else ins.operands[1:]
+    ga = address_getter(operands[0], ops)
+    srcs = list(operands[1].items) if isinstance(operands[1], Vec) else [operands[1]]
+    dests = [] if red else (list(ins.operands[0].items) if isinstance(ins.operands[0], Vec) else [ins.operands[0]])
+    if len(srcs) != vec or (dests and len(dests) != vec):
+        raise Unsupported(f"{ins.opcode} with {len(srcs)} values for .v{vec}")
+    readers = [ops.reader(r, t) for r in srcs]
+    writers = [ops.writer(d) for d in dests]
+    idx = ins.index
+
+    def parts_of(v):
+        """A register's elements, as ``elem``: the two halves of an x2 word, a 16-bit float's bits."""
+        v = np.ascontiguousarray(v)
+        if halves == 2:
+            v = v.astype(np.uint32, copy=False).view(np.uint16)
+            return [v[..., 0::2].view(elem), v[..., 1::2].view(elem)]
+        return [as_type(v, elem)]
+
+    def atom(st, fr):
+        a = ga(st, fr)
+        b = [p for g in readers for p in parts_of(g(st, fr))]
+        if len(b) == 1:
+            old = st.atomic(idx, space, a, elem.itemsize, elem, op, b[0], None)
+            old = None if old is None else [old]
+        else:
+            old = st.atomic(idx, space, a, elem.itemsize, elem, op, b, None, parts=len(b))
+        if not writers or old is None:
+            return
+        for k, wr in enumerate(writers):
+            if halves == 2:
+                lo, hi = (np.ascontiguousarray(o).view(np.uint16).astype(np.uint32) for o in old[2 * k:2 * k + 2])
+                wr(st, fr, lo | (hi << 16))
+            else:
+                wr(st, fr, old[k])
     return atom
 
 

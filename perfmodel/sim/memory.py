@@ -394,7 +394,10 @@ class MemoryMixin:
         return out
 
     # ---- atomics ---------------------------------------------------------------------------------------------
-    def atomic(self, gid, space, a, size, dt, op, b, cval):
+    def atomic(self, gid, space, a, size, dt, op, b, cval, parts: int = 1):
+        """``parts`` > 1: each lane's access holds that many consecutive elements of ``dt`` (``size`` bytes each),
+        each updated on its own (f16x2 halves, ``atom.add.v4.f32``); ``b`` is then a list of one operand per part
+        and so is the result."""
         m = self.mask
         st = self.stats()
         n, nw = st[0], st[1]
@@ -417,19 +420,19 @@ class MemoryMixin:
         c = self.counters
         c.threads[gid] += n
         c.requests[gid] += nw
-        c.bytes[gid] += n * size
+        c.bytes[gid] += n * size * parts
         self.mark_worked()
         shape = (self.nB, self.Tp)      # every active lane performs its own atomic, same operands or not
         mb = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
         if space == "global":
             off = a - GLOBAL_BASE
-            self._global_bounds_atomic(gid, off, size, mb)
+            self._global_bounds_atomic(gid, off, size * parts, mb)
             view = self.heap.view(dt)
             flat = np.broadcast_to(off // size, shape)
             conf, f = M.max_same_address(off, m, self.nB, self.Tp)
         else:
-            off = self._check(gid, a, 0, self.launch.shared_bytes - size + 1, "shared-memory atomic",
-                              self._reserved(size))
+            off = self._check(gid, a, 0, self.launch.shared_bytes - size * parts + 1, "shared-memory atomic",
+                              self._reserved(size * parts))
             view = self.shared.view(dt).reshape(-1)
             words = self.shared.view(dt).shape[1]
             flat = np.broadcast_to(np.arange(self.nB).reshape(-1, 1) * words + off // size, shape)
@@ -443,11 +446,24 @@ class MemoryMixin:
         ATOM.tally(c.atomic_ops, space, off, mb, dt, op_kind, len(self.heap.bytes),
                    combined=self._combined(gid))                                # atomic_count.py, uniform.py
         idx = flat[mb]
-        bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
+        if parts > 1:
+            # the parts are separate addresses: one pass over all of them keeps each address's lanes in lane order
+            k = idx.size
+            idx = np.concatenate([idx + p for p in range(parts)])
+            bv = np.concatenate([np.broadcast_to(bp, shape)[mb].astype(dt, copy=False) for bp in b])
+        else:
+            bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
         old = _apply_atomic(view, idx, bv, cv, op, dt)
         if space == "global":
             self.heap.atomic_dirty[(idx * dt.itemsize) >> 5] = True
+        if parts > 1:
+            out = []
+            for p in range(parts):
+                res = np.zeros(shape, dt)
+                res[mb] = old[p * k:(p + 1) * k]
+                out.append(res)
+            return out
         res = np.zeros(shape, dt)
         res[mb] = old
         return res
