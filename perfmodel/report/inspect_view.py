@@ -10,9 +10,19 @@ def inspect_json(mod) -> list[dict]:
     """One object per compiled kernel of a ``CompiledModule``."""
     from perfmodel.compile.support import ptx_instructions, unsupported_opcodes
 
+    from perfmodel.kernel import _parsed
+    from perfmodel.sim.program import first_unsupported
+
+    module = _parsed(mod)
     rows = []
     for k in mod.kernels:
         body = mod.ptx_body(k)
+        unsupported = unsupported_opcodes(body)
+        if not unsupported and k.mangled in module.functions:
+            # a form of a supported opcode the executor does not run: the instruction, in full
+            err = first_unsupported(module, k.mangled, mod.source_path or "<source>")
+            if err is not None:
+                unsupported = [getattr(err, "short", None) or "see analyze"]
         rows.append({
             "name": k.name,
             "expression": k.expression,
@@ -32,7 +42,7 @@ def inspect_json(mod) -> list[dict]:
                         **({"struct": _struct_json(p.layout)} if getattr(p, "layout", None) is not None else {})}
                        for p in k.params],
             "ptx_instructions": len(ptx_instructions(body)),
-            "unsupported": unsupported_opcodes(body),
+            "unsupported": unsupported,
         })
     return rows
 

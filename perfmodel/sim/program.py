@@ -279,12 +279,16 @@ class ProgramBuilder:
         return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0,
                      dict(ops.slots))
 
-    def _unsupported(self, ins, what: str | None = None, hint: bool = True) -> SimulationError:
-        """``hint``: add the list of what the executor does not simulate (for an instruction, not for a call)."""
+    def _unsupported(self, ins, what: str | None = None, hint: bool = True, short: str | None = None) \
+            -> SimulationError:
+        """``hint``: add the list of what the executor does not simulate (for an instruction, not for a call);
+        ``short``: what `kernels inspect` lists (default: the instruction's opcode with its modifiers)."""
         loc = self._location(ins)
         desc = what or f"the PTX instruction '{ins.opcode}{''.join('.' + m for m in ins.mods)}'"
-        return SimulationError(f"{loc}: {desc} is not supported ({ins.text.strip()})"
-                               + (f"; {UNSUPPORTED_HINT}" if hint else ""), location=loc)
+        err = SimulationError(f"{loc}: {desc} is not supported ({ins.text.strip()})"
+                              + (f"; {UNSUPPORTED_HINT}" if hint else ""), location=loc)
+        err.short = short or ins.text.strip().split()[0]
+        return err
 
     def _instr(self, ins, ops):
         b = _builder(ins)
@@ -293,7 +297,9 @@ class ProgramBuilder:
         try:
             return b(ins, ops)
         except UnplacedSymbol as exc:
-            raise self._unsupported(ins, self._unplaced(exc.name), hint=False) from None
+            f = self.module.functions.get(exc.name)
+            short = "device-side launch" if f is not None and f.is_entry else "function pointer"
+            raise self._unsupported(ins, self._unplaced(exc.name), hint=False, short=short) from None
         except alu.Unsupported as exc:
             raise self._unsupported(ins, f"the PTX instruction '{ins.opcode}' with {exc}") from None
         except (TypeError, KeyError, IndexError, ValueError, StopIteration) as exc:
@@ -382,13 +388,15 @@ class ProgramBuilder:
         if name == "__assertfail":
             return self._assert_fail(ins, arg_names)
         if name.startswith("%"):
-            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})", hint=False)
+            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})", hint=False,
+                                    short="call.indirect")
         if name not in self.module.functions:
             if name.startswith("__cudaCDP"):    # the device runtime: cudaMalloc, cudaStreamCreate... in a kernel
                 what = "cuda" + name[len("__cudaCDP"):].lstrip("0123456789")
                 raise self._unsupported(ins, f"a call to the CUDA device runtime ({what}: dynamic parallelism, which "
-                                             "perfmodel does not simulate)", hint=False)
-            raise self._unsupported(ins, f"a call to the external function '{name}'", hint=False)
+                                             "perfmodel does not simulate)", hint=False, short=f"call {what}")
+            raise self._unsupported(ins, f"a call to the external function '{name}'", hint=False,
+                                    short=f"call {name}")
         ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
         if any(a is None for a in arg_names + ret_names):
             # arguments passed in registers (call f, (%r1)) rather than .param variables
@@ -411,3 +419,25 @@ def param_layout(params) -> tuple[dict, int]:
         off += p.nbytes
     return out, off
 
+
+def first_unsupported(module: Module, entry: str, source_file: str) -> SimulationError | None:
+    """The error the executor gives for the first instruction of ``entry`` (and the functions it calls) it cannot
+    run, building them as a launch would but with every variable placed at 0 (what an instruction resolves at build
+    time does not depend on where): None when it can run them all. `kernels inspect` lists what this finds beyond
+    the opcodes (an fp8 conversion, a cube-map fetch, a device-side launch, a call through a pointer)."""
+    symbols = Symbols()
+    for v in module.variables:
+        symbols.add(v.name, v.space, 0)
+    for f in module.functions.values():
+        for v in f.variables:
+            symbols.add(v.name, v.space, 0)
+        for p in f.params:
+            symbols.add(p.name, "param", 0)
+    builder = ProgramBuilder(module, symbols, source_file)
+    try:
+        for name in [entry, *module.callees(entry)]:
+            if name in module.functions:
+                builder.get(name)
+    except SimulationError as err:
+        return err
+    return None
