@@ -151,18 +151,17 @@ def test_inspect_errors_exit_2_with_one_paragraph(cli, tmp_path):
 
 
 def test_inspect_lists_forms_of_supported_opcodes_the_executor_does_not_run(cli, tmp_path):
-    """`kernels inspect` checked base opcodes only: an fp8 conversion (`cvt.rn.satfinite.e4m3x2.f32`, HeCBench
-    f8cast) or a device-side launch listed nothing, and the run then stopped. It now builds the kernel as a launch
-    would and lists the first instruction the executor refuses; a kernel it runs lists nothing."""
+    """`kernels inspect` checked base opcodes only: a device-side launch or a call to the device runtime listed
+    nothing (they are `mov` and `call`), and the run then stopped. It now builds the kernel as a launch would and
+    lists the first instruction the executor refuses; a kernel it runs lists nothing."""
     import json
 
     src = tmp_path / "forms.cu"
-    src.write_text("#include <cuda_fp8.h>\n"
-                   "__global__ void to_fp8(__nv_fp8x2_e4m3 *d, const float2 *s) { d[threadIdx.x] = __nv_fp8x2_e4m3(s[threadIdx.x]); }\n"
-                   "__global__ void child(float *x) { x[threadIdx.x] = 1.0f; }\n"
-                   "__global__ void parent(float *x) { if (threadIdx.x == 0) child<<<1, 32>>>(x); }\n")
+    src.write_text("__global__ void child(float *x) { x[threadIdx.x] = 1.0f; }\n"
+                   "__global__ void parent(float *x) { if (threadIdx.x == 0) child<<<1, 32>>>(x); }\n"
+                   "__global__ void streams(float *x)\n{ cudaStream_t s; cudaStreamCreateWithFlags(&s, 1);"
+                   " child<<<1, 1, 0, s>>>(x); }\n")
     code, out, err = cli("kernels", "inspect", str(src), "--json")
     assert code == 0, err
     rows = {r["name"]: r["unsupported"] for r in json.loads(out)}
-    assert rows["child"] == [] and rows["parent"] == ["device-side launch"]
-    assert rows["to_fp8"] and rows["to_fp8"][0].startswith("cvt.") and "e4m3x2" in rows["to_fp8"][0], rows
+    assert rows == {"child": [], "parent": ["device-side launch"], "streams": ["call cudaStreamCreateWithFlags"]}

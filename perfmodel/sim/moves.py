@@ -151,11 +151,85 @@ def to_tf32(x: np.ndarray, mode: str, satfinite: bool = False, relu: bool = Fals
     return out
 
 
+_FP8 = {"e4m3x2": ("float8_e4m3fn", 448.0), "e5m2x2": ("float8_e5m2", 57344.0)}
+
+
+def _fp8_dtype(name: str) -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, _FP8[name][0]))
+
+
+def to_fp8(x: np.ndarray, name: str, relu: bool) -> np.ndarray:
+    """float32 / float16 values to fp8 bytes (uint8) as ``cvt.rn.satfinite``: round to nearest even, a value beyond
+    the largest finite one (infinities included) becomes that largest one with its sign, NaN stays NaN (PTX ISA,
+    cvt: .satfinite); ``.relu`` makes negatives 0. ml_dtypes gives the formats: float8_e4m3fn (the OCP/NVIDIA e4m3,
+    largest 448, no infinity) and float8_e5m2 (largest 57344)."""
+    v = np.asarray(x, np.float32)
+    top = np.float32(_FP8[name][1])
+    v = np.where(np.isnan(v), v, np.clip(v, -top, top))
+    if relu:
+        v = np.where(v < 0, np.float32(0), v)
+    out = v.astype(_fp8_dtype(name)).view(np.uint8)
+    # NaN is 0x7f in both formats on the GPU (measured: validation/raw/h200_fp8_convert.json; ml_dtypes gives e5m2's
+    # NaN as 0x7e)
+    return np.where(np.isnan(v), np.uint8(0x7F), out)
+
+
+def from_fp8(b: np.ndarray, name: str) -> np.ndarray:
+    """fp8 bytes (uint8) to float16, exactly (every e4m3 and e5m2 value is a float16 value); every NaN becomes the
+    half 0x7fff, as the GPU gives it (measured: validation/raw/h200_fp8_convert.json)."""
+    h = np.asarray(b, np.uint8).view(_fp8_dtype(name)).astype(np.float16)
+    return np.where(np.isnan(h), np.uint16(0x7FFF).view(np.float16), h)
+
+
+def _b_cvt_fp8(ins, ops):
+    """``cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b`` (d = {fp8(a) high byte, fp8(b) low byte}),
+    ``.f16x2 d, a`` (each half to its byte), and back, ``cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a`` (each byte to
+    its half): CUDA's cuda_fp8.h conversions on CC 8.9 and later."""
+    f8 = next(m for m in ins.mods if m in _FP8)
+    w = ops.writer(ins.operands[0])
+    relu = ins.has("relu")
+    src = ins.mods[-1]
+    if ins.mods[-1] == f8:         # fp8 pair -> f16x2
+        if "f16x2" not in ins.mods:
+            raise Unsupported(f"cvt from {f8} to {ins.mods[-2]}")
+        g = ops.reader(ins.operands[1], "b16")
+
+        def from8(st, fr):
+            bits = g(st, fr).astype(np.uint16)
+            lo = from_fp8((bits & 0xFF).astype(np.uint8), f8)
+            hi = from_fp8((bits >> 8).astype(np.uint8), f8)
+            if relu:
+                lo, hi = np.maximum(lo, np.float16(0)), np.maximum(hi, np.float16(0))
+            w(st, fr, lo.view(np.uint16).astype(np.uint32) | (hi.view(np.uint16).astype(np.uint32) << 16))
+        return from8
+    if not ins.has("satfinite") or src not in ("f32", "f16x2"):
+        raise Unsupported(f"cvt to {f8} from {src} (cvt.rn.satfinite from .f32 or .f16x2 is run)")
+    if src == "f32":
+        ga, gb = ops.reader(ins.operands[1], "f32"), ops.reader(ins.operands[2], "f32")
+
+        def to8(st, fr):
+            hi, lo = to_fp8(ga(st, fr), f8, relu), to_fp8(gb(st, fr), f8, relu)
+            w(st, fr, lo.astype(np.uint16) | (hi.astype(np.uint16) << 8))
+        return to8
+    g = ops.reader(ins.operands[1], "b32")
+
+    def to8h(st, fr):
+        bits = g(st, fr).astype(np.uint32)
+        lo = to_fp8((bits & 0xFFFF).astype(np.uint16).view(np.float16), f8, relu)
+        hi = to_fp8((bits >> 16).astype(np.uint16).view(np.float16), f8, relu)
+        w(st, fr, lo.astype(np.uint16) | (hi.astype(np.uint16) << 8))
+    return to8h
+
+
 @builder("cvt")
 def b_cvt(ins, ops):
     types = ins.types
+    if any(m in _FP8 for m in ins.mods):
+        return _b_cvt_fp8(ins, ops)
     if len(types) < 2:
-        raise Unsupported(f"cvt with types {types}")
+        raise Unsupported(f"cvt with the types {'.'.join(ins.mods)}")
     dt_t, at = types[0], types[1]
     if dt_t in ("f16x2", "bf16x2"):
         # cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) high, cvt(b) low}
