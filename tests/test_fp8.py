@@ -25,7 +25,8 @@ def test_the_measurement_is_whole():
 def test_conversions_to_fp8_are_the_gpus_bit_for_bit(kernel, source):
     v = np.array(GPU["f32_bits"], np.uint32).view(np.float32)
     n = v.size // 2
-    given = v.copy() if source == "f32" else v.astype(np.float16)
+    with np.errstate(over="ignore"):           # values beyond half's range become infinities, as on the host
+        given = v.copy() if source == "f32" else v.astype(np.float16)
     e4, e5 = np.zeros(n, np.uint16), np.zeros(n, np.uint16)
     simulate(load_kernel(SRC, entry=kernel), (n + 127) // 128, 128, [given, e4, e5, n])
     for ours, name in ((e4, "e4m3x2"), (e5, "e5m2x2")):
