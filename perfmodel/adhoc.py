@@ -102,6 +102,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         elif i in given:
             value, item = given[i]
             is_array = _ARRAY.match(value) is not None
+            pointers = {q.name for q in params if q.is_pointer and q.name != p.name}
+            if p.is_pointer and not is_array and value.strip() in pointers:
+                continue        # --arg out=in: the other pointer's very array (an in-place kernel, bit_rev(d, d))
             if p.is_pointer and not is_array:
                 raise LaunchArgumentError(
                     f"--arg {item!r}: parameter {p.name!r} of {entry} is a pointer ({p.ctype}); give it an array, "
@@ -161,9 +164,18 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         raise LaunchArgumentError(_plain(err.message)) from None
 
     spec_args: list[dict] = []
+    pointer_names = {q.name for q in params if q.is_pointer}
     for i, p in enumerate(params):
         if p.is_pointer:
             value, item = given[i]
+            if value.strip() in pointer_names - {p.name}:
+                other = value.strip()
+                j = next(k for k, q in enumerate(params) if q.name == other)
+                if not _ARRAY.match(given[j][0]):
+                    raise LaunchArgumentError(f"--arg {item!r}: {other!r} must have an array of its own "
+                                              f"(--arg {other}=DTYPE[COUNT]:INIT) for {p.name!r} to share it")
+                spec_args.append({"name": p.name, "same_as": other})
+                continue
             spec_args.append({"name": p.name, **_array_arg(value, f"--arg {item}", f"parameter {p.name!r}", p.ctype,
                                                            _dtype_name(p.dtype), i + 1, values, cwd)})
         elif i in struct_exprs:
@@ -205,7 +217,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         _evaluate(smem, values, f"--smem {smem}", integer=True, minimum=0)
 
     outputs = []
-    arrays = {a["name"] for a in spec_args if "length" in a}
+    arrays = {a["name"] for a in spec_args if "length" in a or "same_as" in a}
     arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
     for key, ref, item in _parse_assignments(checks, "--check"):
         if key.isdigit() and int(key) < len(params):

@@ -263,7 +263,7 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
     the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
 
-    args = launch.arg_values() if outputs else [a.value for a in launch.args]
+    args = launch.arg_values(copy=outputs)
     result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),

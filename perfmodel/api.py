@@ -251,9 +251,13 @@ class RawKernel:
                 if not value.flags.writeable:
                     raise ApiError(f"{where}: the array is read-only; the kernel's writes could not be returned")
                 host, offset = _pointer_into(value)
+                # the same buffer as an earlier pointer (k(x, x), or x and x[1:]): one array, as CuPy passes it
+                alias = next((values[j].name for j, h in arrays.items() if not isinstance(j, tuple) and
+                              h.__array_interface__["data"][0] == host.__array_interface__["data"][0]
+                              and h.nbytes == host.nbytes and h.dtype == host.dtype), None)
                 arrays[i] = host
                 values.append(ArgValue(p.name, "array", value.dtype, np.ascontiguousarray(host).reshape(-1).copy(),
-                                       offset))
+                                       offset, alias))
             elif p.dtype is not None and p.dtype.names:
                 values.append(ArgValue(p.name, "scalar", p.dtype, _vector(value, p.dtype, where)))
             elif p.layout is not None:

@@ -524,3 +524,43 @@ def test_coalescing_advice_counts_the_bytes_a_lane_loads(cli, tmp_path):
                        "--device", "h100")
     assert any(t.startswith("Uncoalesced global loads: 32.0 sectors per request where 4.0 would do")
                for t in s32["advice"]), s32["advice"]
+
+
+def test_one_buffer_passed_twice_is_one_array():
+    """An in-place kernel called with one buffer for two pointers (HeCBench bitpermute's bit_rev(d, d)): CuPy passes
+    the same pointer twice; the Python API copied each argument apart, so the kernel saw two buffers and its writes
+    to one were lost (x came back unchanged, `out == in` false). A view one element in (x, x[1:]) shares the array
+    too."""
+    import perfmodel
+
+    k = perfmodel.RawKernel(r'''
+    extern "C" __global__ void inc(float *out, const float *in, int *same) {
+        int i = threadIdx.x; out[i] = in[i] + 1.0f; if (i == 0) same[0] = (out == in); }''', "inc")
+    x, s = np.zeros(4, np.float32), np.zeros(1, np.int32)
+    k((1,), (4,), (x, x, s), device="h100")
+    assert x.tolist() == [1.0] * 4 and s[0] == 1
+    shift = perfmodel.RawKernel(r'''
+    extern "C" __global__ void shift(float *out, const float *in) { out[threadIdx.x] = in[threadIdx.x] * 10.0f; }''',
+                                "shift")
+    y = np.arange(5, dtype=np.float32)
+    shift((1,), (1,), (y, y[1:]), device="h100")          # out[0] = in[0] = y[1] * 10: y[0] becomes 10
+    assert y.tolist() == [10.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_an_in_place_kernel_gets_one_buffer_for_two_pointers(cli, tmp_path):
+    """`--arg out=in` (the spec's `same_as: in`) gives two pointer parameters one array, as the host's rev(d, d):
+    a reversal in place through shared timing (every thread reads before the barrier, writes after) is right only
+    if both pointers see the same memory. With two arrays `out` came back as the reversal of zeros' neighbour."""
+    (tmp_path / "rev.cu").write_text("__global__ void rev(float *out, const float *in, int n)\n"
+                                     "{ int i = threadIdx.x; float v = in[n - 1 - i]; __syncthreads(); out[i] = v; }\n")
+    (tmp_path / "refs.py").write_text("import numpy as np\ndef rev(**kw):\n    return np.asarray(kw['in'])[::-1]\n")
+    spec = tmp_path / "rev.yaml"
+    doc = analyze_json(cli, str(tmp_path / "rev.cu"), "--grid", "1", "--block", "32", "--arg", "in=float32[32]:random",
+                       "--arg", "out=in", "--arg", "n=32", "--check", f"out={tmp_path / 'refs.py'}:rev",
+                       "--device", "h100", "--save-spec", str(spec))
+    assert doc["correct"] is True
+    assert "{name: out, same_as: in}" in spec.read_text()
+    assert analyze_json(cli, str(spec), "--device", "h100")["correct"] is True
+    code, out, err = cli("analyze", str(tmp_path / "rev.cu"), "--grid", "1", "--block", "32", "--arg", "in=out",
+                         "--arg", "out=in", "--arg", "n=32", "--device", "h100")
+    assert code == 2 and "must have an array of its own" in err

@@ -73,10 +73,16 @@ class LaunchState:
         self.arg_arrays: list = []
         owners: list[tuple[str, str | None]] = []     # per arg array: (parameter, struct field or None)
         params = program.params
+        self.aliases: dict[str, int] = {}   # a pointer given the very array of an earlier one: that heap block
         for p, a in zip(params, args):
             if p.is_pointer:
                 if not isinstance(a, np.ndarray):
                     raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
+                same = next((k for k, b in enumerate(self.arg_arrays) if b is a), None)
+                if same is not None:
+                    # the host passes one buffer twice (an in-place kernel, bit_rev(d, d)): one allocation
+                    self.aliases[p.name] = same
+                    continue
                 blocks.append((p.name, a.nbytes))
                 self.arg_arrays.append(a)
                 owners.append((p.name, None))
@@ -110,7 +116,8 @@ class LaunchState:
         ptr_values = {}
         self.pointer_offsets = {str(k): int(v) for k, v in (pointer_offsets or {}).items()}
         for name, off in self.pointer_offsets.items():
-            k = next((i for i, (n, path) in enumerate(owners) if n == name and path is None), None)
+            k = self.aliases.get(name, next((i for i, (n, path) in enumerate(owners) if n == name and path is None),
+                                            None))
             if k is None:
                 raise SimulationError(f"pointer offset for {name!r}: not a pointer parameter of {program.name}")
             if not 0 <= off <= self.arg_arrays[k].nbytes:
@@ -127,6 +134,9 @@ class LaunchState:
             if path is None:
                 # a pointer into its array (the host passes d + 1): the array's start plus that many bytes
                 ptr_values[name] = self.heap.address(k) + self.pointer_offsets.get(name, 0)
+                for alias, j in self.aliases.items():
+                    if j == k:
+                        ptr_values[alias] = self.heap.address(k) + self.pointer_offsets.get(alias, 0)
             else:
                 struct_addresses[name][path] = int(self.heap.address(k))
         k = len(self.arg_arrays)

@@ -343,6 +343,9 @@ class KernelSpec:
             elif arg.kind == "struct":
                 args.append(ArgValue(arg.name, "struct", np.dtype(np.void),
                                      self._struct(arg.fields or {}, params, f"args[{i}].fields", cache, values)))
+            elif arg.same_as is not None:
+                args.append(ArgValue(arg.name, "array", None, None, 0, arg.same_as))     # filled in below
+                continue
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
                 offset = 0
@@ -352,6 +355,22 @@ class KernelSpec:
                         raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond the array's "
                                         f"{array.size:,}")
                 args.append(ArgValue(arg.name, "array", dtype, array, offset))
+        by_name = {a.name: a for a in args}
+        for i, arg in enumerate(model.args):
+            if arg.same_as is None:
+                continue
+            other = by_name.get(arg.same_as)
+            if other is None or other.kind != "array" or other.alias is not None:
+                own = ", ".join(a.name for a in args if a.kind == "array" and a.alias is None) or "none"
+                raise SpecError(f"{file}: field 'args[{i}].same_as': {arg.same_as!r} is not an array arg of its own "
+                                f"(array args: {own})")
+            offset = 0
+            if arg.offset is not None:
+                offset = _expr.evaluate_int(arg.offset, params, file=file, field=f"args[{i}].offset", minimum=0)
+                if offset > other.value.size:
+                    raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond "
+                                    f"{arg.same_as}'s {other.value.size:,}")
+            args[i] = ArgValue(arg.name, "array", other.dtype, other.value, offset, arg.same_as)
         constants = {}
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],

@@ -31,6 +31,7 @@ class ArgValue:
     value: Any                 # np.ndarray (initial contents) or a Python int/float; a struct's: field -> number,
                                # list of numbers, or np.ndarray (a pointer field's array)
     offset: int = 0            # an array arg: elements of the array before the kernel's pointer (d + offset)
+    alias: str | None = None   # an array arg that is another arg's very array (the host passes one buffer twice)
 
     def arrays(self, value: Any = None) -> dict[str, np.ndarray]:
         """The arrays this arg puts in global memory, by the name outputs give them: an array arg's own, a
@@ -151,15 +152,25 @@ class Launch:
         """Bytes into its array that each offset array arg's pointer is (the simulator's ``pointer_offsets``)."""
         return {a.name: int(a.offset) * a.value.dtype.itemsize for a in self.args if a.kind == "array" and a.offset}
 
-    def arg_values(self) -> list[Any]:
+    def arg_values(self, copy: bool = True) -> list[Any]:
         """The args for the simulator, in order: fresh array copies (the run mutates them) and Python scalars.
-        A blank launch's arrays are fresh zeros (allocated lazily: a run that skips its inputs never touches them)."""
+        A blank launch's arrays are fresh zeros (allocated lazily: a run that skips its inputs never touches them).
+        ``copy=False``: the launch's own arrays (a run that writes nothing back). An arg that is another's array
+        (``alias``) is the same object, which the simulator gives one allocation."""
         def fresh(a: np.ndarray) -> np.ndarray:
+            if not copy:
+                return a
             return np.zeros(a.shape, a.dtype) if self.blank else a.copy()
 
-        return [fresh(arg.value) if arg.kind == "array" else self._fresh(arg) if arg.kind == "surface" else
-                {k: fresh(v) if isinstance(v, np.ndarray) else v for k, v in arg.value.items()}
-                if arg.kind == "struct" else arg.value for arg in self.args]
+        out = [fresh(arg.value) if arg.kind == "array" and arg.alias is None else self._fresh(arg)
+               if arg.kind == "surface" else
+               {k: fresh(v) if isinstance(v, np.ndarray) else v for k, v in arg.value.items()}
+               if arg.kind == "struct" else arg.value for arg in self.args]
+        names = [a.name for a in self.args]
+        for i, arg in enumerate(self.args):
+            if arg.kind == "array" and arg.alias is not None:
+                out[i] = out[names.index(arg.alias)]      # the same array object: the simulator shares it
+        return out
 
     @staticmethod
     def _fresh(arg):

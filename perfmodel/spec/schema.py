@@ -274,6 +274,9 @@ class ArgSpec(_Strict):
     # an array arg: the kernel's pointer is this many elements into the array (the host passes d + offset), and
     # the elements before it are the kernel's at negative indices
     offset: Expr | None = None
+    # an array arg that is another array arg's very array (the host passes one buffer twice: bit_rev(d, d));
+    # it takes no dtype, length or init of its own
+    same_as: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -292,6 +295,14 @@ class ArgSpec(_Strict):
 
     @model_validator(mode="after")
     def _shape_of_arg(self) -> ArgSpec:
+        if self.same_as is not None:
+            others = [k for k in ("dtype", "length", "shape", "init", "value", "texture", "surface", "fields")
+                      if getattr(self, k) is not None]
+            if others or self.kind not in (None, "array"):
+                raise ValueError(f"same_as: is the whole of an array arg (its array is {self.same_as}'s), not "
+                                 f"{', '.join(others) or 'kind: ' + str(self.kind)}")
+            object.__setattr__(self, "kind", "array")
+            return self
         is_scalar = self.value is not None
         kind = self.kind or ("texture" if self.texture is not None else "surface" if self.surface is not None
                              else "struct" if self.fields is not None else "scalar" if is_scalar else "array")
