@@ -240,6 +240,24 @@ def test_idle_threads_and_divergence_of_partial_blocks():
     assert r.counts.divergent_branches == 8 * 3 + 7
 
 
+def test_threads_that_only_compute_in_a_loop_are_not_idle():
+    """A search where only the finder stores (HeCBench md5hash: each thread hashes ten keys, one writes): its
+    threads did integer work in a loop, no flop and no memory access, and were all reported idle ("bounds-check
+    losers"), and their blocks left out of the model as doing nothing. Integer work in a loop counts as work; a
+    thread that only computes its index and fails a bounds check still does not."""
+    program = compile_src(r"""
+    __global__ void search(unsigned *out, unsigned target, int iters, int n)
+    {
+        unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        unsigned x = i;
+        for (int k = 0; k < iters; k++) x = x * 1664525u + 1013904223u;
+        if (x == target) out[0] = i;
+    }""")
+    out = np.zeros(1, np.uint32)
+    r = simulate(program, 4, 64, [out, 12345, 50, 200])
+    assert r.counts.idle_threads == 256 - 200          # only the 56 threads past n
+    assert r.per_block["idle_threads"].tolist() == [0, 0, 0, 56]
 
 
 def test_a_reused_shared_address_is_counted_under_each_mask_and_reads_current_data():

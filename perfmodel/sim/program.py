@@ -79,7 +79,7 @@ class CBlock:
     flop_total: int = 0
     fp64: int = 0
     int_ops: int = 0
-    works: bool = False         # has a flop or a memory access (for the idle-thread report)
+    works: bool = False         # has a flop or a memory access, or integer work in a loop (the idle-thread report)
     first: int = 0              # global id of the first instruction
     last_gid: int = 0
     gids: list = field(default_factory=list)     # global id of the instruction behind each closure of body
@@ -276,6 +276,13 @@ class ProgramBuilder:
                 cb.body.append(fn)
                 cb.gids.append(ins.index)
             blocks.append(cb)
+        # integer work inside a loop is work too (a hash or a search that only its finder stores: md5hash's threads
+        # each hash ten keys): a thread that only computes its index and fails a bounds check runs no loop
+        for j, cb in enumerate(blocks):
+            if cb.term in ("bra", "cbra") and 0 <= cb.target <= j:
+                for k in range(cb.target, j + 1):
+                    if blocks[k].int_ops:
+                        blocks[k].works = True
         return CFunc(f, blocks, ops.nregs, [p.name for p in f.params], [p.name for p in f.rets], gid0,
                      dict(ops.slots))
 
