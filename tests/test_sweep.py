@@ -81,3 +81,15 @@ def test_compare_cli(cli):
     doc = json.loads(out)
     assert [p["device"] for p in doc["points"]] == ["g80", "fermi", "kepler_gk110", "v100", "a100", "h100"]
     assert all(p["valid"] for p in doc["points"])
+
+
+def test_sweep_and_compare_of_a_cuda_file_say_to_keep_its_launch_as_a_spec(cli, tmp_path):
+    """Their help named a CUDA file launched with --kernel, --grid, ... - options they do not have; a .cu file was
+    read as YAML ("expected a YAML mapping"). They take a spec, and say how to make one from the file."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    for command in (("compare", str(src), "--devices", "h100,a100"), ("sweep", str(src), "--vary", "N=1,2")):
+        code, out, err = cli(*command)
+        assert code == 2 and f"{command[0]} takes a spec" in err and "--save-spec k.yaml" in err, err
+    code, out, err = cli("compare", "--help")
+    assert "--save-spec" in " ".join(out.split())

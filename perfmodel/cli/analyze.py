@@ -11,6 +11,10 @@ from perfmodel.cli.common import DefineOption, JsonOption, console, parse_define
 KernelArg = Annotated[str, typer.Argument(
     help="A shipped kernel name (perfmodel kernels list), a spec .yaml path, or a CUDA file (.cu/.cuh, or a C++ "
          "file holding kernels) launched with --kernel, --grid, --block and --arg.")]
+# sweep and compare take a spec: a CUDA file's launch becomes one with analyze's --save-spec
+SpecArg = Annotated[str, typer.Argument(
+    help="A shipped kernel name (perfmodel kernels list) or a spec .yaml path; for a CUDA file, keep its launch as a "
+         "spec first: perfmodel analyze FILE.cu --kernel ... --save-spec k.yaml.")]
 # CUDA files, and C++ files kernels also live in (headers a .cu file includes; sources nvcc compiles with -x cu)
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".cpp", ".cc", ".cxx")
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="Device profile name or .yaml path.")]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfmodel.cli.analyze import KernelArg, L2Option, RegsOption, SampleOption, parse_l2, parse_regs
+from perfmodel.cli.analyze import L2Option, RegsOption, SampleOption, SpecArg, parse_l2, parse_regs
 from perfmodel.cli.common import (DefineOption, JsonOption, check_output_path, console, err_console, parse_defines,
                                   require_devices)
 from perfmodel.errors import PerfmodelError
@@ -48,7 +48,7 @@ def split_devices(text: str, option: str) -> list[str]:
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     def sweep_command(
-        kernel: KernelArg, vary: VaryOption = None,
+        kernel: SpecArg, vary: VaryOption = None,
         device: Annotated[str | None, typer.Option("--device", "-d", help="Device name(s) or .yaml path(s), "
                                                    "comma-separated.")] = None,
         devices: Annotated[str | None, typer.Option("--devices", help="Same as --device.")] = None,
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare_command(
-        kernel: KernelArg,
+        kernel: SpecArg,
         devices: Annotated[str, typer.Option("--devices", help="Comma-separated device names or paths.")]
         = DEFAULT_DEVICES,
         vary: VaryOption = None, define: DefineOption = None, regs: RegsOption = None, sample: SampleOption = None,
@@ -99,6 +99,12 @@ def _run(kernel, names, vary, define, regs, sample, jobs, scheduler, no_cache, p
         check_plot_path(plot)
     if metric not in ("gflops", "time"):
         raise PerfmodelError(f"--metric {metric!r}: expected gflops or time")
+    from perfmodel.cli.analyze import is_cuda_file
+
+    if is_cuda_file(kernel):
+        raise PerfmodelError(f"{kernel}: {command} takes a spec; keep the CUDA file's launch as one first: perfmodel "
+                             f"analyze {kernel} --kernel ... --grid ... --block ... --arg ... --save-spec k.yaml, "
+                             f"then perfmodel {command} k.yaml")
     for item in vary:
         parse_vary(item)   # a bad range is an error before any device is loaded or anything runs
     require_devices(names)
