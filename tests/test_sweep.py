@@ -88,7 +88,8 @@ def test_sweep_and_compare_of_a_cuda_file_say_to_keep_its_launch_as_a_spec(cli, 
     read as YAML ("expected a YAML mapping"). They take a spec, and say how to make one from the file."""
     src = tmp_path / "k.cu"
     src.write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
-    for command in (("compare", str(src), "--devices", "h100,a100"), ("sweep", str(src), "--vary", "N=1,2")):
+    for command in (("compare", str(src), "--devices", "h100,a100"), ("sweep", str(src), "--vary", "N=1,2",
+                                                                     "--devices", "h100")):
         code, out, err = cli(*command)
         assert code == 2 and f"{command[0]} takes a spec" in err and "--save-spec k.yaml" in err, err
     code, out, err = cli("compare", "--help")
