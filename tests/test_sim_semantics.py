@@ -1185,3 +1185,37 @@ def test_half_precision_and_vector_atomic_adds_round_per_add_in_lane_order():
     a = np.zeros(8, np.float32)
     simulate(program("f4"), 1, 64, [a])
     assert a.tolist() == [32.0, 64.0, 496.0, 96.0, 32.0, 64.0, 512.0, 96.0]
+
+
+def test_double_fma_rounds_once():
+    """fma.rn.f64 (DFMA, what nvcc makes of a*b+c in double) rounds once. numpy has no fused multiply-add: a*b+c
+    rounded twice gave 4.382739 but 0000000002 for the book "Professional CUDA C Programming"'s fmad example, where an
+    H200 gives ...0011. Checked against exact rational arithmetic (Python's fractions, rounded once) on lanes that
+    cancel, sit at rounding midpoints, overflow and underflow."""
+    from fractions import Fraction
+
+    src = r"""
+    __global__ void k(const double *a, const double *b, const double *c, double *d)
+    { int i = blockIdx.x * blockDim.x + threadIdx.x; d[i] = a[i] * b[i] + c[i]; }"""
+    rng = np.random.default_rng(3)
+    n = 4096
+    a = rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20, n)
+    b = rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20, n)
+    c = -(a * b) * (1 + rng.standard_normal(n) * 1e-12)                     # near cancellation
+    c[::4] = rng.standard_normal(n // 4)
+    c[1::8] = (a * b)[1::8] * rng.integers(-5, 5, n // 8) * 2.0 ** -53       # about the last bit of a*b
+    a[:3], b[:3], c[:3] = [2.891903, 1e308, 1e-200], [2.891903, 10.0, 1e-200], [-3.980364, -1e308, 0.0]
+    d = np.zeros(n)
+    with np.errstate(all="ignore"):
+        run(src, n // 256, 256, [a, b, c, d])
+    exact = []
+    for x, y, z in zip(a, b, c):
+        q = Fraction(x) * Fraction(y) + Fraction(z)
+        try:
+            exact.append(float(q))
+        except OverflowError:
+            exact.append(np.inf if q > 0 else -np.inf)
+    assert d[0] == 4.3827389614090011 and d[1] == np.inf and d[2] == 0.0
+    assert (d == np.array(exact)).all(), np.flatnonzero(d != np.array(exact))[:5]
+    with np.errstate(all="ignore"):
+        assert (a * b + c != np.array(exact)).sum() > 1000          # what rounding twice gave

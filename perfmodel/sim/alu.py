@@ -11,7 +11,7 @@ import numpy as np
 
 from perfmodel.ptx.ir import TYPES, PredPair
 from perfmodel.sim.numeric import (Unsupported, _directed_mode, _floaty, _sat_int, _udt, directed, elementwise,
-                                   fused_multiply_add)
+                                   fma_f64, fused_multiply_add)
 from perfmodel.sim.values import DT, SIGNED
 
 BUILDERS: dict = {}
@@ -180,8 +180,9 @@ def b_mad(ins, ops):
             return elementwise(ins, ops, fused_multiply_add, t)
         if t == "f16x2":
             return elementwise(ins, ops, lambda a, b, c: fused_multiply_add(a, b, c, np.float64), t)
-        # .f64 (and .bf16, whose lift rounds through f32): a*b+c with two roundings (numpy has no fused
-        # multiply-add): results can differ from the GPU's single rounding in the last bit (docs/semantics.md)
+        if t == "f64":
+            return elementwise(ins, ops, fma_f64, t)
+        # .bf16 (whose lift rounds through f32): a*b+c with two roundings (docs/semantics.md)
         return elementwise(ins, ops, lambda a, b, c: a * b + c, t)
     if ins.opcode == "mad24":
         if ins.has("sat"):

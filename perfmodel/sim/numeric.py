@@ -222,6 +222,65 @@ def directed(op, t, mode):
     return fn
 
 
+_SPLIT = 134217729.0              # 2^27 + 1: Veltkamp's split of a double into two 26-bit halves
+
+
+def fma_f64(a, b, c):
+    """a*b+c rounded once, for float64 (``fma.rn.f64``, the GPU's DFMA), where numpy has no fused multiply-add.
+
+    The product is split exactly into p + e (Dekker's TwoProduct, Veltkamp halves) and the sum p + c into s + t
+    (Knuth's TwoSum), so a*b + c = s + t + e exactly; r = s + (t + e) is the correctly rounded result unless the
+    rounding error of t + e moves the exact sum across the midpoint between r and a neighbour, which the lanes'
+    remainders show. Those lanes, and those with non-finite operands or magnitudes where the splitting overflows or
+    the error terms underflow, are computed exactly with Python's fractions and rounded once (``float(Fraction)``
+    rounds to nearest even), one lane at a time: they are rare."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c)))
+    with np.errstate(all="ignore"):
+        p = a * b
+        ah = a * _SPLIT
+        ah = ah - (ah - a)
+        al = a - ah
+        bh = b * _SPLIT
+        bh = bh - (bh - b)
+        bl = b - bh
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        s = p + c
+        bv = s - p
+        t = (p - (s - bv)) + (c - bv)
+        w = t + e
+        wv = w - t
+        werr = (t - (w - wv)) + (e - wv)
+        r = s + w
+        rv = r - s
+        d = (s - (r - rv)) + (w - rv)         # s + w = r + d exactly
+        # the exact sum is r + d + werr: r is its correct rounding unless werr moves it across the midpoint
+        # between r and a neighbour (|d| is at most half an ulp of r)
+        settled = (werr == 0) | (np.abs(d) + np.abs(werr) < 0.5 * np.spacing(np.abs(r)))
+        mag = np.maximum(np.abs(a), np.abs(b))
+        safe = settled & np.isfinite(r) & np.isfinite(e) & np.isfinite(t) & (mag < 2.0 ** 995) & \
+            ((p == 0) | (np.abs(p) > 2.0 ** -960)) & ((c == 0) | (np.abs(c) > 2.0 ** -960))
+    if safe.all():
+        return r
+    from fractions import Fraction
+
+    r = np.array(r, copy=True)
+    for i in zip(*np.nonzero(~safe)):
+        x, y, z = float(a[i]), float(b[i]), float(c[i])
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            with np.errstate(all="ignore"):
+                r[i] = np.float64(x) * np.float64(y) + np.float64(z)    # infinities and NaN: IEEE's rules
+            continue
+        exact = Fraction(x) * Fraction(y) + Fraction(z)
+        try:
+            v = float(exact)
+        except OverflowError:
+            v = np.inf if exact > 0 else -np.inf
+        if v == 0.0 and exact == 0:          # an exact zero's sign, as IEEE's fma gives it
+            v = 0.0 if (np.copysign(1.0, x * y) > 0 or np.copysign(1.0, z) > 0) else -0.0
+        r[i] = v
+    return r
+
+
 def fused_multiply_add(a, b, c, out=None):
     """a*b+c rounded once, for float32 and float16 operands (the result keeps a's dtype; float32 inputs of the
     f16x2 lift give a float64 result that :func:`pack_x2` rounds once to f16).
