@@ -61,17 +61,7 @@ def grid_sync(program) -> bool:
     grid-sync workspace pointer the driver passes a cooperative launch in ``%envreg1`` / ``%envreg2``. Every block
     of such a launch must run at once, as on the GPU (which refuses a cooperative launch whose blocks cannot all
     be resident)."""
-    found = getattr(program, "_grid_sync", None)
-    if found is None:
-        from perfmodel.ptx.ir import Special
-
-        found = any(isinstance(op, Special) and op.name in ("%envreg1", "%envreg2")
-                    for f in program.module.functions.values() for ins in f.instrs for op in ins.operands)
-        try:
-            program._grid_sync = found
-        except AttributeError:       # pragma: no cover - a frozen program object
-            pass
-    return found
+    return _reads_special(program, "_grid_sync", lambda name: name in ("%envreg1", "%envreg2"))
 
 
 def reserved_shared(program) -> bool:
@@ -79,14 +69,20 @@ def reserved_shared(program) -> bool:
     groups keep the scratch of their multi-warp tiles there on CC 8.0 and later (cooperative_groups/details/
     memory.h, ``reserved_shared_ptr``), in the 1 KB per block the system reserves (CUDA C++ Programming Guide,
     "Technical Specifications": reserved shared memory per thread block, 1 KB on CC 8.0 and later)."""
-    found = getattr(program, "_reserved_shared", None)
+    return _reads_special(program, "_reserved_shared", lambda name: name.startswith("%reserved_smem_offset"))
+
+
+def _reads_special(program, memo: str, wanted) -> bool:
+    """Whether any instruction of the program's module reads a special register whose name ``wanted`` accepts,
+    remembered on the program under ``memo``."""
+    found = getattr(program, memo, None)
     if found is None:
         from perfmodel.ptx.ir import Special
 
-        found = any(isinstance(op, Special) and op.name.startswith("%reserved_smem_offset")
+        found = any(isinstance(op, Special) and wanted(op.name)
                     for f in program.module.functions.values() for ins in f.instrs for op in ins.operands)
         try:
-            program._reserved_shared = found
+            setattr(program, memo, found)
         except AttributeError:       # pragma: no cover - a frozen program object
             pass
     return found

@@ -20,6 +20,16 @@ from perfmodel.spec.schema import (_IDENT, DTYPES, Expr, FieldArraySpec, InitSpe
 # ==============================================================================================================
 # KernelSpec: a validated spec file
 
+
+def _offset(arg, params, file: str, i: int, size: int, whose: str) -> int:
+    """An array arg's ``offset:`` (elements of its array before the kernel's pointer), checked against ``size``."""
+    if arg.offset is None:
+        return 0
+    offset = _expr.evaluate_int(arg.offset, params, file=file, field=f"args[{i}].offset", minimum=0)
+    if offset > size:
+        raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond {whose} {size:,}")
+    return offset
+
 class KernelSpec:
     """A loaded, validated kernel spec. ``instantiate(overrides)`` makes a :class:`Launch`."""
 
@@ -348,13 +358,8 @@ class KernelSpec:
                 continue
             else:
                 array = self._array(arg.length, arg.shape, arg.init, dtype, params, f"args[{i}]", cache, values)
-                offset = 0
-                if arg.offset is not None:
-                    offset = _expr.evaluate_int(arg.offset, params, file=file, field=f"args[{i}].offset", minimum=0)
-                    if offset > array.size:
-                        raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond the array's "
-                                        f"{array.size:,}")
-                args.append(ArgValue(arg.name, "array", dtype, array, offset))
+                args.append(ArgValue(arg.name, "array", dtype, array, _offset(arg, params, file, i, array.size,
+                                                                              "the array's")))
         by_name = {a.name: a for a in args}
         for i, arg in enumerate(model.args):
             if arg.same_as is None:
@@ -364,13 +369,8 @@ class KernelSpec:
                 own = ", ".join(a.name for a in args if a.kind == "array" and a.alias is None) or "none"
                 raise SpecError(f"{file}: field 'args[{i}].same_as': {arg.same_as!r} is not an array arg of its own "
                                 f"(array args: {own})")
-            offset = 0
-            if arg.offset is not None:
-                offset = _expr.evaluate_int(arg.offset, params, file=file, field=f"args[{i}].offset", minimum=0)
-                if offset > other.value.size:
-                    raise SpecError(f"{file}: field 'args[{i}].offset': {offset:,} elements, beyond "
-                                    f"{arg.same_as}'s {other.value.size:,}")
-            args[i] = ArgValue(arg.name, "array", other.dtype, other.value, offset, arg.same_as)
+            args[i] = ArgValue(arg.name, "array", other.dtype, other.value,
+                               _offset(arg, params, file, i, other.value.size, f"{arg.same_as}'s"), arg.same_as)
         constants = {}
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
