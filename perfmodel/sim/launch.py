@@ -134,11 +134,10 @@ class LaunchState:
             if path is None:
                 # a pointer into its array (the host passes d + 1): the array's start plus that many bytes
                 ptr_values[name] = self.heap.address(k) + self.pointer_offsets.get(name, 0)
-                for alias, j in self.aliases.items():
-                    if j == k:
-                        ptr_values[alias] = self.heap.address(k) + self.pointer_offsets.get(alias, 0)
             else:
                 struct_addresses[name][path] = int(self.heap.address(k))
+        for alias, k in self.aliases.items():      # the same buffer as an earlier pointer: its block
+            ptr_values[alias] = self.heap.address(k) + self.pointer_offsets.get(alias, 0)
         k = len(self.arg_arrays)
         self.textures: dict = {}         # handle -> (Texture or Surface, heap address of its texels)
         self.surfaces: list = []         # (Surface, heap block): written back after the run
