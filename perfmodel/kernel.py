@@ -154,6 +154,26 @@ def _is_fp64_ptx(ins) -> bool:
     return ins.opcode in ("add", "sub", "mul", "fma", "mad") and ins.type == "f64"
 
 
+# kernel-parameter and __constant__ loads: ptxas turns each PTX ld.param / ld.const into constant-bank loads
+# (LDC, ULDC), whose bytes show a loop's further unrolling where the loop reads neither global nor shared memory
+# (a loop over a __grid_constant__ struct's array that ptxas unrolls completely)
+_SASS_CONST = ("LDC", "ULDC")
+
+
+def _is_const_ptx(ins) -> bool:
+    return ins.opcode in ("ld", "ldu") and any(m in ins.mods for m in ("param", "const"))
+
+
+def _loop_blocks(f) -> set:
+    """Blocks inside a PTX loop: those laid out between a back edge's target and its source."""
+    out = set()
+    for b, blk in enumerate(f.blocks):
+        for s in blk.succ:
+            if s <= b:
+                out |= set(range(s, b + 1))
+    return out
+
+
 _PTX_REFUSE = {"atom", "red", "bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "call", "ret",
                "exit", "membar", "fence", "tex", "suld", "sust", "cp"}
 
@@ -439,15 +459,27 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
         if _is_shared_ptx(ins) and i not in in_loop:
             ptx_s[k] += _ptx_bytes(ins)
+    sass_c = Counter()
+    for inner, _outer, t in rest:
+        if _sass_op(t) in _SASS_CONST:
+            sass_c[key(*inner)] += _sass_bytes(t)
+    ptx_c = Counter()
+    for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
+        if _is_const_ptx(ins) and i not in in_loop:
+            ptx_c[k] += _ptx_bytes(ins)
+    looped = _loop_blocks(f)
     sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
     ptx_d = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_fp64_ptx(ins) and i not in in_loop)
     replication = []
-    for blk in f.blocks:
+    for b_index, blk in enumerate(f.blocks):
         rep = 1.0
         # global accesses first; shared ones (in bytes: ptxas merges them into 64/128-bit accesses) where the
-        # block has no global access; double-precision arithmetic where it has no memory access at all
-        for is_kind, n_ptx, n_sass in ((_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s),
-                                       (_is_fp64_ptx, ptx_d, sass_d)):
+        # block has no global access; in a loop, parameter and constant loads (in bytes: LDC.64 loads two words)
+        # where it has neither; double-precision arithmetic where it has no memory access at all
+        kinds = [(_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s)]
+        if b_index in looped:
+            kinds.append((_is_const_ptx, ptx_c, sass_c))
+        for is_kind, n_ptx, n_sass in (*kinds, (_is_fp64_ptx, ptx_d, sass_d)):
             lines = {ptx_keys[i] for i in range(blk.start, blk.end) if is_kind(f.instrs[i])}
             a = sum(n_ptx[k] for k in lines)
             b = sum(n_sass[k] for k in lines)

@@ -470,3 +470,35 @@ def test_an_array_of_pointers_is_refused(tmp_path):
                     "__global__ void k(Two t) { t.p[threadIdx.x & 1][0] = t.n; }\n")
     layout = load_kernel(path, entry="k").params[0].layout
     assert layout.error == "its field p is an array of pointers (not supported)"
+
+
+GRID_CONSTANT_SUM = r"""
+#define N 4096
+struct Big { int v[N]; };
+__global__ void sum_params(__grid_constant__ const Big p, int* out)
+{
+  int t = 0;
+  for (int i = 0; i < N; ++i)
+    t += p.v[i];
+  *out = t;
+}
+"""
+
+
+def test_a_loop_over_a_struct_that_ptxas_unrolls_completely_counts_its_sass_once(cli, tmp_path):
+    """A loop over a 4,096-int ``__grid_constant__`` struct: NVVM unrolls it 32x in PTX and ptxas completely, into
+    straight-line constant-bank loads (LDC.64, two ints each) and three-input adds (IADD3, two ints each), so the
+    one thread issues about one SASS instruction per int: 4,096 and a few. The block reads no global or shared
+    memory, so the unrolling shows only in its parameter loads' bytes; counting each PTX run with the whole line's
+    SASS had given about 128 times that (the 128 PTX iterations each weighed like the whole unrolled loop). The sum
+    is checked against numpy."""
+    path = tmp_path / "big.cu"
+    path.write_text(GRID_CONSTANT_SUM)
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef out(p):\n    return np.array([4096 * 3], np.int32)\n")
+    code, out, err = cli("analyze", str(path), "--grid", "1", "--block", "1", "--device", "h100", "--arg",
+                         "p={v=3}", "--arg", "out=int32[1]:zeros", "--check", f"out={tmp_path / 'ref.py'}:out",
+                         "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["correct"] is True, doc["correct_detail"]
+    assert 4096 <= doc["counts"]["warp_instructions"] <= 4096 * 1.01
