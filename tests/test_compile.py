@@ -252,6 +252,22 @@ def test_compile_error_maps_to_the_original_line():
     assert "\n" not in str(err)
 
 
+@pytest.mark.parametrize("call", ["__shfl_down(v, 1)", "__ballot(v > 0)"])
+def test_a_legacy_warp_intrinsic_says_why_it_is_undefined(call):
+    """The warp intrinsics without a mask do not exist for compute capability 7.0 and later (the CUDA C++
+    Programming Guide's removal notices), which is all NVRTC 13 compiles for: the error names the _sync form."""
+    name = call.split("(")[0]
+    src = "__global__ void k(float *x) { float v = x[threadIdx.x]; x[threadIdx.x] = %s; }\n" % call
+    with pytest.raises(CompileError) as info:
+        compile_cuda("legacy.cu", source=src)
+    text = str(info.value)
+    if name == "__ballot":     # declared by the headers; ptxas refuses the PTX vote without .sync
+        assert "Instruction 'vote' without '.sync'" in text
+    else:
+        assert text.startswith(f'legacy.cu:1: error: identifier "{name}" is undefined')
+    assert f"{name}_sync(0xffffffff, ...)" in text and "7.0" in text and "\n" not in text
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

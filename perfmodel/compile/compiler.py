@@ -596,6 +596,15 @@ def _cast_expression(decl: KernelDecl) -> str:
     return f"static_cast<void(*)({types})>({decl.namespace}{decl.name})"
 
 
+def _legacy_warp_hint(name: str) -> str:
+    """Why a warp intrinsic without a mask does not compile, and what to write instead."""
+    example = name.split(",")[0]
+    return (f" {name}: a warp intrinsic without a mask. CUDA 9.0 deprecated these, and they do not exist when "
+            f"compiling for compute capability 7.0 or later (CUDA C++ Programming Guide, Warp Shuffle and Warp "
+            f"Vote Functions), which is what NVRTC 13 targets for every device profile; the kernel needs the "
+            f"_sync form, e.g. {example}_sync(0xffffffff, ...).")
+
+
 _DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")
 
 
@@ -610,7 +619,10 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
             errors.append((m.group(1), int(m.group(2)), m.group(4).strip(), i))
     if not errors:
         text = " ".join(line.strip() for line in lines if line.strip())[:600] or "unknown error"
-        return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}",
+        # ptxas refuses a vote or shuffle without .sync (__ballot, __any, __all: the front end still declares them)
+        m = re.search(r"Instruction '(vote|shfl)' without '\.sync'", text)
+        hint = _legacy_warp_hint("__ballot, __any or __all" if m.group(1) == "vote" else "__shfl") if m else ""
+        return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}{hint}",
                             location=Location(display))
     file, line, msg, idx = errors[0]
     if file == "__nv_name_map":      # a name expression that does not instantiate
@@ -639,9 +651,10 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         file = "<source>"
     detail = ""
     more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    hint = ""
+    legacy = re.fullmatch(r'identifier "(__shfl(?:_up|_down|_xor)?|__any|__all|__ballot)" is undefined', msg)
+    hint = _legacy_warp_hint(legacy.group(1)) if legacy else ""
     if prepared.missing_includes:
-        hint = (" Set aside because not found: " + ", ".join(f'#include "{n}"'
+        hint += (" Set aside because not found: " + ", ".join(f'#include "{n}"'
                                                               for n in dict.fromkeys(prepared.missing_includes))
                 + "; pass -I DIR if the kernels need them.")
     return CompileError(f"{file}:{line}: error: {msg}{detail}{more}.{hint}",
