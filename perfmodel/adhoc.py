@@ -50,7 +50,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                       args: Sequence[str] | None = None, defines: Mapping[str, int | float] | None = None,
                       include_dirs: Sequence[str] = (), checks: Sequence[str] | None = None,
                       rtol: float | None = None, atol: float | None = None, arch: str = "sm_90",
-                      cwd: str | Path | None = None):
+                      cwd: str | Path | None = None, constants: Sequence[str] | None = None):
     """Build the KernelSpec of a command-line launch (see the module docstring). Raises LaunchArgumentError."""
     from perfmodel import safeload
     from perfmodel.compile.signature import vector_name
@@ -238,6 +238,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     data = {"name": _identifier(entry), "source": str(path), "entry": entry, "params": model_params,
             "grid": dims["--grid"], "block": dims["--block"], "args": spec_args, "outputs": outputs,
             "include_dirs": list(includes)}
+    if constants:
+        data["constants"] = _constants(constants, program, values, cwd)
     if smem is not None:
         data["dynamic_shared_memory"] = smem
     # a spec param named like one of the file's macros is a -D of the compile; a kernel argument given with --arg
@@ -245,6 +247,35 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     for name in [n for n in scalar_exprs if n in macros]:
         data = _renamed(data, name, _free_name(name, set(model_params) | set(macros)))
     return _build(data, cwd, entry)
+
+
+def _constants(items: Sequence[str], program, values: Mapping[str, Any], cwd: Path) -> dict:
+    """``--const NAME=DTYPE[COUNT][:INIT]``: the spec's ``constants`` entries, each a ``__constant__`` array the
+    kernel names, no larger than it."""
+    from perfmodel.ptx.ir import TYPES
+    from perfmodel.spec import DTYPES
+
+    named = program.module.named_symbols(program.entry)
+    declared = {v.name: v for v in program.module.variables if v.space == "const" and v.name in named}
+    out: dict[str, dict] = {}
+    for key, value, item in _parse_assignments(items, "--const"):
+        option = f"--const {item}"
+        if key not in declared:
+            raise LaunchArgumentError(f"{option}: {program.name} reads no __constant__ symbol {key!r} (it reads: "
+                                      f"{', '.join(sorted(declared)) or 'none'})")
+        if key in out:
+            raise LaunchArgumentError(f"{option}: {key!r} is given twice")
+        if not _ARRAY.match(value) or "@" in value:
+            raise LaunchArgumentError(f"{option}: expected NAME=DTYPE[COUNT][:INIT], e.g. --const {key}=float32[16]:"
+                                      "random")
+        v = declared[key]
+        entry = _array_arg(value, option, f"__constant__ {key!r}", f"{TYPES[v.type][0]}[{v.count}]", None, 1000,
+                           values, cwd)
+        nbytes = _evaluate(entry["length"], values, option) * DTYPES[entry["dtype"]].itemsize
+        if nbytes > v.nbytes:
+            raise LaunchArgumentError(f"{option}: __constant__ {key} holds {v.nbytes:,} bytes; {nbytes:,} given")
+        out[key] = entry
+    return out
 
 
 def _free_name(name: str, taken: set[str]) -> str:

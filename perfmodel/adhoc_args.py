@@ -114,6 +114,20 @@ def _parse_init(text: str | None, option: str, cwd: Path) -> dict | str:
     key, sep, value = text.partition("=")
     if sep and key.strip() == "value" and value.strip():
         return {"constant": value.strip()}
+    if sep and key.strip() == "values" and value.strip():
+        # values=(1, 2, 3): every element, as numbers (a small mask or table)
+        inner = value.strip()
+        if inner.startswith("(") and inner.endswith(")"):
+            inner = inner[1:-1]
+        numbers = []
+        for part in _split_expressions(inner):
+            try:
+                numbers.append(int(part) if re.fullmatch(r"[+-]?\d+", part) else float(part))
+            except ValueError:
+                raise LaunchArgumentError(f"{option}: values=(...) takes numbers, not {part!r}") from None
+        if not numbers:
+            raise LaunchArgumentError(f"{option}: values=(...) needs at least one number")
+        return {"values": numbers}
     if sep and key.strip() == "file" and value.strip():
         path = (cwd / Path(value.strip()).expanduser()).resolve()
         if not path.is_file():
@@ -124,7 +138,7 @@ def _parse_init(text: str | None, option: str, cwd: Path) -> dict | str:
 
 def _bad_init(text: str, option: str):
     raise LaunchArgumentError(f"{option}: unknown initialiser {text!r}; expected zeros, ones, arange, random, "
-                              "random(LOW,HIGH), value=EXPR or file=PATH.npy")
+                              "random(LOW,HIGH), value=EXPR, values=(V1, V2, ...) or file=PATH.npy")
 
 
 def _components(text: str, fields: tuple[str, ...], p, item: str) -> list[str]:

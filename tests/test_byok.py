@@ -564,3 +564,39 @@ def test_an_in_place_kernel_gets_one_buffer_for_two_pointers(cli, tmp_path):
     code, out, err = cli("analyze", str(tmp_path / "rev.cu"), "--grid", "1", "--block", "32", "--arg", "in=out",
                          "--arg", "out=in", "--arg", "n=32", "--device", "h100")
     assert code == 2 and "must have an array of its own" in err
+
+
+CONV_CONSTANT = str(ROOT / "kernels_spec" / "conv1d_constant.cu")
+CONV_ARGS = [CONV_CONSTANT, "--grid", "4", "--block", "256", "--arg", "N=float32[1000]:random",
+             "--arg", "P=float32[1000]", "--arg", "Mask_Width=5", "--arg", "Width=1000", "--device", "h100"]
+
+
+def test_a_constant_array_from_the_command_line(cli, tmp_path):
+    """``--const M=float32[5]:values=(...)`` plays the host's cudaMemcpyToSymbol: the convolution with that mask
+    matches numpy's (np.convolve of a symmetric mask, 'same' mode = the kernel's zero-padded halo). Without it
+    the mask holds zeros, and the report says so instead of passing silently."""
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def P(N, Mask_Width):\n"
+        "    mask = np.array([1, 2, 3, 2, 1], np.float64)[:Mask_Width]\n"
+        "    return np.convolve(N.astype(np.float64), mask, 'same').astype(np.float32)\n")
+    check = ["--check", f"P={tmp_path / 'ref.py'}:P", "--rtol", "1e-5", "--atol", "1e-5"]
+    doc = analyze_json(cli, *CONV_ARGS, "--const", "M=float32[5]:values=(1, 2, 3, 2, 1)", *check)
+    assert doc["correct"] is True, doc["correct_detail"]
+    assert not doc["simulation_notes"]
+    unset = analyze_json(cli, *CONV_ARGS, *check)
+    assert unset["correct"] is False
+    assert any("__constant__ M (40 bytes) was given no values" in n for n in unset["simulation_notes"])
+
+
+@pytest.mark.parametrize("const, needle", [
+    ("X=float32[5]", "reads no __constant__ symbol 'X' (it reads: M)"),
+    ("M=float32[11]", "__constant__ M holds 40 bytes; 44 given"),
+    ("M=float32[2]:values=(1, x)", "values=(...) takes numbers, not 'x'"),
+    ("M=float32[5]:values=(1, 2)", "values has 2 elements but the length is 5"),
+    ("M=2.0", "expected NAME=DTYPE[COUNT][:INIT]"),
+])
+def test_bad_constant_arrays(cli, const, needle):
+    code, out, err = cli("analyze", *CONV_ARGS, "--const", const, "--json")
+    document = json.loads(out)
+    assert code == 2 and needle in document["error"]["message"], document

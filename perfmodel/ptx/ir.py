@@ -195,6 +195,17 @@ class Module:
                         todo.append(name)
         return seen
 
+    def named_symbols(self, entry: str) -> set[str]:
+        """The module-level symbols that ``entry`` or its callees name in an operand."""
+        named: set[str] = set()
+        for n in [entry] + self.callees(entry):
+            for ins in self.functions[n].instrs:
+                for o in ins.operands:
+                    o = o.base if isinstance(o, Addr) else o
+                    if isinstance(o, Sym):
+                        named.add(o.name)
+        return named
+
     def shared_variables(self, entry: str) -> list[Variable]:
         """The ``.shared`` variables a block of ``entry`` holds, in declaration order (the order of their offsets):
         the module-level ones that the entry or its callees name, then the function-level (demoted ``__shared__``)
@@ -202,13 +213,7 @@ class Module:
         each kernel only its own (cuda-samples' matrixMul compiles MatrixMulCUDA<16> and <32>; <32> has 8,192
         bytes, not 10,240)."""
         mine = [entry] + self.callees(entry)
-        named: set[str] = set()
-        for n in mine:
-            for ins in self.functions[n].instrs:
-                for o in ins.operands:
-                    o = o.base if isinstance(o, Addr) else o
-                    if isinstance(o, Sym):
-                        named.add(o.name)
+        named = self.named_symbols(entry)
         out = [v for v in self.variables if v.space == "shared" and v.name in named]
         for n, f in self.functions.items():
             if n in mine:

@@ -169,6 +169,7 @@ class LaunchState:
             coff += v.nbytes
         self.const = ByteSpace(coff)
         constants = dict(constants or {})
+        given_constants = set(constants)
         for v, off in layout:
             symbols.add(v.name, "const", off)
             if v.init:
@@ -182,6 +183,11 @@ class LaunchState:
         if constants:
             raise SimulationError(f"unknown __constant__ symbol(s) {sorted(constants)}; the kernel declares "
                                   f"{[v.name for v in cvars]}")
+        # __constant__ arrays the kernel names that start as zeros: no initialiser in the source, none given (the
+        # host's cudaMemcpyToSymbol does not run here)
+        named = module.named_symbols(program.entry)
+        self.unset_constants = [(v.name, v.nbytes) for v in cvars
+                                if v.name in named and not v.init and v.name not in given_constants]
 
         # shared memory: module-level and demoted function-level variables, then the dynamic allocation
         soff = 0
