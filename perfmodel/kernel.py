@@ -154,14 +154,20 @@ def _is_fp64_ptx(ins) -> bool:
     return ins.opcode in ("add", "sub", "mul", "fma", "mad") and ins.type == "f64"
 
 
-# kernel-parameter and __constant__ loads: ptxas turns each PTX ld.param / ld.const into constant-bank loads
-# (LDC, ULDC), whose bytes show a loop's further unrolling where the loop reads neither global nor shared memory
-# (a loop over a __grid_constant__ struct's array that ptxas unrolls completely)
+# kernel-parameter and __constant__ arrays read by index: ptxas turns each PTX ld.param / ld.const into constant-bank
+# loads (LDC, ULDC), whose bytes show a loop's further unrolling where the loop reads neither global nor shared
+# memory (a loop over a __grid_constant__ struct's array that ptxas unrolls completely)
 _SASS_CONST = ("LDC", "ULDC")
 
 
 def _is_const_ptx(ins) -> bool:
-    return ins.opcode in ("ld", "ldu") and any(m in ins.mods for m in ("param", "const"))
+    """A parameter or constant load at a register address: an array read by index, which ptxas neither hoists out
+    of the loop nor merges with another (a load of a named parameter or constant, ``[k_param_4]``, it may)."""
+    from perfmodel.ptx.ir import Addr, Reg
+
+    if ins.opcode not in ("ld", "ldu") or not any(m in ins.mods for m in ("param", "const")):
+        return False
+    return any(isinstance(o, Addr) and isinstance(o.base, Reg) for o in ins.operands[1:])
 
 
 def _loop_blocks(f) -> set:
