@@ -101,6 +101,12 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             struct_exprs[i] = (_struct_text(value, p, item), item)
         elif i in given:
             value, item = given[i]
+            if p.is_pointer and p.ctype.count("*") > 1:
+                raise LaunchArgumentError(
+                    f"--arg {item!r}: parameter {p.name!r} of {entry} is {p.ctype}, an array of device pointers, "
+                    "which the command line cannot build (its elements would be the addresses of other arrays): "
+                    "a pointer-to-pointer parameter is not supported; a kernel that takes each array as a pointer "
+                    "of its own, or one array with offsets, can be analysed")
             is_array = _ARRAY.match(value) is not None
             pointers = {q.name for q in params if q.is_pointer and q.name != p.name}
             if p.is_pointer and not is_array and value.strip() in pointers:
@@ -118,6 +124,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                         continue
                     raise LaunchArgumentError(f"--arg {item!r}: {p.name!r} is also given with -D; give it once")
                 scalar_exprs[p.name] = (value, item)
+        elif p.is_pointer and p.ctype.count("*") > 1:
+            missing.append(f"{p.name!r} ({p.ctype}, an array of device pointers, which perfmodel cannot build: "
+                           "not supported)")
         elif p.is_pointer:
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
                            f"{_dtype_name(p.dtype) or 'float32'}[COUNT]:random)")

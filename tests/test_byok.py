@@ -600,3 +600,19 @@ def test_bad_constant_arrays(cli, const, needle):
     code, out, err = cli("analyze", *CONV_ARGS, "--const", const, "--json")
     document = json.loads(out)
     assert code == 2 and needle in document["error"]["message"], document
+
+
+def test_a_pointer_to_pointers_is_refused_by_name(cli, tmp_path):
+    """``float** rows``: its elements are 8-byte device addresses (not floats), which no command-line array can
+    hold; both a given and a missing one say so, exit 2."""
+    path = tmp_path / "pp.cu"
+    path.write_text("__global__ void k(float **rows, float *out, int n)\n"
+                    "{ int i = threadIdx.x; if (i < n) out[i] = rows[i][0]; }\n")
+    base = [str(path), "--grid", "1", "--block", "32", "--arg", "out=float32[32]", "--arg", "n=32", "--device", "h100"]
+    code, _, err = cli("analyze", *base, "--arg", "rows=float32[32]:random")
+    assert code == 2 and "float**, an array of device pointers" in err and "not supported" in err, err
+    code, _, err = cli("analyze", *base)
+    assert code == 2 and "'rows' (float**, an array of device pointers" in err, err
+    from perfmodel.compile.signature import dtype_of
+
+    assert dtype_of("float**", True) == np.dtype("uint64") and dtype_of("const int* const*", True) == np.uint64

@@ -157,6 +157,8 @@ def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None 
     (only those defined once: a typedef chosen by #if/#else stays unknown)."""
     base = ctype
     if is_pointer:
+        if ctype.count("*") > 1:
+            return np.dtype("uint64")       # a pointer to pointers: its elements are 8-byte addresses
         base = base.split("*")[0]
     base = base.replace("&", " ")
     words = [w for w in base.split() if w not in _QUALIFIERS]
