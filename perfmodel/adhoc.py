@@ -35,6 +35,10 @@ from perfmodel.adhoc_args import (  # noqa: F401  (LaunchArgumentError, _dtype_n
 from perfmodel.errors import SpecError
 
 
+# --arg NAME=null: a pointer the host passes as NULL
+_NULL = ("null", "nullptr")
+
+
 def _parse_assignments(items: Sequence[str] | None, option: str) -> list[tuple[str, str, str]]:
     out = []
     for item in items or ():
@@ -101,12 +105,17 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             struct_exprs[i] = (_struct_text(value, p, item), item)
         elif i in given:
             value, item = given[i]
+            if value.strip().lower() in _NULL:
+                if not p.is_pointer:
+                    raise LaunchArgumentError(f"--arg {item!r}: parameter {p.name!r} of {entry} is {p.ctype}, not a "
+                                              "pointer; only a pointer can be NULL")
+                continue
             if p.is_pointer and p.ctype.count("*") > 1:
                 raise LaunchArgumentError(
                     f"--arg {item!r}: parameter {p.name!r} of {entry} is {p.ctype}, an array of device pointers, "
                     "which the command line cannot build (its elements would be the addresses of other arrays): "
-                    "a pointer-to-pointer parameter is not supported; a kernel that takes each array as a pointer "
-                    "of its own, or one array with offsets, can be analysed")
+                    "a pointer-to-pointer parameter takes only NULL (--arg NAME=null); a kernel that takes each array "
+                    "as a pointer of its own, or one array with offsets, can be analysed")
             is_array = _ARRAY.match(value) is not None
             pointers = {q.name for q in params if q.is_pointer and q.name != p.name}
             if p.is_pointer and not is_array and value.strip() in pointers:
@@ -126,7 +135,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                 scalar_exprs[p.name] = (value, item)
         elif p.is_pointer and p.ctype.count("*") > 1:
             missing.append(f"{p.name!r} ({p.ctype}, an array of device pointers, which perfmodel cannot build: "
-                           "not supported)")
+                           f"only NULL, --arg {p.name}=null)")
         elif p.is_pointer:
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
                            f"{_dtype_name(p.dtype) or 'float32'}[COUNT]:random)")
@@ -177,6 +186,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     for i, p in enumerate(params):
         if p.is_pointer:
             value, item = given[i]
+            if value.strip().lower() in _NULL:
+                spec_args.append({"name": p.name, "null": True})
+                continue
             if value.strip() in pointer_names - {p.name}:
                 other = value.strip()
                 j = next(k for k, q in enumerate(params) if q.name == other)

@@ -240,9 +240,12 @@ class RawKernel:
         arrays: dict[int, np.ndarray] = {}
         for i, (p, value) in enumerate(zip(params, args)):
             where = f"argument {i} ({p.ctype} {p.name})"
-            if p.is_pointer:
+            if p.is_pointer and value is None:
+                values.append(ArgValue(p.name, "null", None, None))     # None: a NULL pointer
+            elif p.is_pointer:
                 if not isinstance(value, np.ndarray):
-                    raise ApiError(f"{where}: a pointer takes a numpy array, got {type(value).__name__}")
+                    raise ApiError(f"{where}: a pointer takes a numpy array (or None for NULL), got "
+                                   f"{type(value).__name__}")
                 pointee = _dtype_name(p.dtype)
                 if pointee is not None and not array_fits(DTYPES[pointee], value.dtype):
                     raise ApiError(f"{where}: its elements are {pointee}, the array holds {value.dtype}")

@@ -301,6 +301,9 @@ def run_spec(spec, overrides: dict[str, Any] | None = None, *, device_index: int
             elif arg.kind == "struct":
                 raise GpuError(f"{spec.path}: arg {arg.name} is a struct passed by value; the GPU runner does not "
                                "pack structs (measure such kernels with a host program)")
+            elif arg.kind == "null":
+                device_args.append(None)
+                kernel_args.append(np.uint64(0))      # NULL: CuPy passes a 64-bit integer as the pointer's bits
             else:
                 device_args.append(None)
                 kernel_args.append(_scalar(arg))

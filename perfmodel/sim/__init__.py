@@ -114,8 +114,10 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                               f"({', '.join(p.name for p in program.params)}), {len(args)} given")
     for p, a in zip(program.params, args):
         if p.is_pointer:
+            if a is None:           # NULL: address 0, which the kernel may test but not dereference
+                continue
             if not isinstance(a, np.ndarray):
-                raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
+                raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array or None (NULL)")
             if p.dtype is not None and p.dtype.fields is None and not array_fits(p.dtype, a.dtype):
                 raise SimulationError(f"argument {p.name} is {p.ctype} but the array has dtype {a.dtype}")
             if p.dtype is not None and p.dtype.fields is not None and a.dtype.fields is None:

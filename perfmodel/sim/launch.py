@@ -74,8 +74,12 @@ class LaunchState:
         owners: list[tuple[str, str | None]] = []     # per arg array: (parameter, struct field or None)
         params = program.params
         self.aliases: dict[str, int] = {}   # a pointer given the very array of an earlier one: that heap block
+        self.null_pointers: set[str] = set()    # pointer parameters given NULL: address 0, no array
         for p, a in zip(params, args):
             if p.is_pointer:
+                if a is None:
+                    self.null_pointers.add(p.name)
+                    continue
                 if not isinstance(a, np.ndarray):
                     raise SimulationError(f"argument {p.name} ({p.ctype}) must be a numpy array")
                 same = next((k for k, b in enumerate(self.arg_arrays) if b is a), None)
@@ -136,6 +140,8 @@ class LaunchState:
                 ptr_values[name] = self.heap.address(k) + self.pointer_offsets.get(name, 0)
             else:
                 struct_addresses[name][path] = int(self.heap.address(k))
+        for name in self.null_pointers:
+            ptr_values[name] = 0
         for alias, k in self.aliases.items():      # the same buffer as an earlier pointer: its block
             ptr_values[alias] = self.heap.address(k) + self.pointer_offsets.get(alias, 0)
         k = len(self.arg_arrays)

@@ -110,6 +110,7 @@ class MemoryMixin:
             badm = ~ok if m is None else (~ok & m)
             if badm.any():
                 v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
+                self._null_fault(gid, v, badm, "store" if values is not None else "load")
                 j = self._array_of(gid, v)
                 before = self.launch.block_pointer_offsets.get(j, 0)    # the pointer is this far into its array
                 elem = (v - heap.offsets[j] - before) // size
@@ -468,6 +469,17 @@ class MemoryMixin:
         res[mb] = old
         return res
 
+    def _null_fault(self, gid, v: int, bad, kind: str) -> None:
+        """An access below every array (heap offset < 0: an address under the heap's base) through a pointer the
+        launch gave NULL: say so, naming the parameter."""
+        launch = self.launch
+        if v >= 0 or not launch.null_pointers:
+            return
+        names = {launch.param_names.get(p, p) for p, _off in self.builder.address_params(gid)}
+        null = sorted(names & launch.null_pointers) or sorted(launch.null_pointers)
+        self.fault_where(bad, f"global {kind} through a null pointer: {' or '.join(null)} was given NULL (address "
+                              f"{v + GLOBAL_BASE:#x}), and the kernel dereferences it", gid)
+
     def _array_of(self, gid, v: int) -> int:
         """The heap array an out-of-bounds global address belongs to: the one pointer its address is computed from
         (the PTX's dataflow), else the array nearest below it."""
@@ -492,6 +504,7 @@ class MemoryMixin:
         badm = ~ok & mb
         if badm.any():
             v = int(np.broadcast_to(off, badm.shape)[badm][0])
+            self._null_fault(gid, v, badm, "atomic")
             j = self._array_of(gid, v)
             self.fault_where(badm, f"out-of-bounds global atomic on {heap.names[j]} "
                                    f"(element {(v - heap.offsets[j]) // size} of {heap.sizes[j] // size})", gid)

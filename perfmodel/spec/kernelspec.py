@@ -353,6 +353,8 @@ class KernelSpec:
             elif arg.kind == "struct":
                 args.append(ArgValue(arg.name, "struct", np.dtype(np.void),
                                      self._struct(arg.fields or {}, params, f"args[{i}].fields", cache, values)))
+            elif arg.kind == "null":
+                args.append(ArgValue(arg.name, "null", None, None))
             elif arg.same_as is not None:
                 args.append(ArgValue(arg.name, "array", None, None, 0, arg.same_as))     # filled in below
                 continue

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class ArgValue:
     name: str
     kind: str                  # "array" | "scalar" | "texture" | "surface" (perfmodel.sim.texture objects) | "struct"
+                               # | "null" (a pointer given NULL: value None)
     dtype: np.dtype
     value: Any                 # np.ndarray (initial contents) or a Python int/float; a struct's: field -> number,
                                # list of numbers, or np.ndarray (a pointer field's array)
@@ -53,6 +54,8 @@ class ArgValue:
     def to_json(self) -> dict:
         from perfmodel.compile.signature import vector_name
 
+        if self.kind == "null":
+            return {"name": self.name, "kind": "null"}
         if self.kind == "struct":
             return {"name": self.name, "kind": "struct", "fields": {
                 k: {"dtype": str(v.dtype), "length": int(v.size)} if isinstance(v, np.ndarray) else v

@@ -263,7 +263,7 @@ class ArgSpec(_Strict):
 
     name: str
     dtype: str | None = None          # required, except for a texture (its handle is a 64-bit integer) or a struct
-    kind: Literal["array", "scalar", "texture", "surface", "struct"] | None = None
+    kind: Literal["array", "scalar", "texture", "surface", "struct", "null"] | None = None
     length: Expr | None = None
     shape: list[Expr] | None = None
     init: InitSpec | None = None
@@ -277,6 +277,8 @@ class ArgSpec(_Strict):
     # an array arg that is another array arg's very array (the host passes one buffer twice: bit_rev(d, d));
     # it takes no dtype, length or init of its own
     same_as: str | None = None
+    # a pointer arg the host passes as NULL (an optional array the kernel tests before using): no array at all
+    null: bool = False
 
     @field_validator("name")
     @classmethod
@@ -295,6 +297,14 @@ class ArgSpec(_Strict):
 
     @model_validator(mode="after")
     def _shape_of_arg(self) -> ArgSpec:
+        if self.null or self.kind == "null":
+            others = [k for k in ("dtype", "length", "shape", "init", "value", "texture", "surface", "fields",
+                                  "offset", "same_as") if getattr(self, k) is not None]
+            if others:
+                raise ValueError(f"null: true is the whole of a NULL pointer arg (no array), not {', '.join(others)}")
+            object.__setattr__(self, "kind", "null")
+            object.__setattr__(self, "null", True)
+            return self
         if self.same_as is not None:
             others = [k for k in ("dtype", "length", "shape", "init", "value", "texture", "surface", "fields")
                       if getattr(self, k) is not None]
