@@ -195,8 +195,11 @@ class Module:
                         todo.append(name)
         return seen
 
-    def named_symbols(self, entry: str) -> set[str]:
-        """The module-level symbols that ``entry`` or its callees name in an operand."""
+    def named_symbols(self, entry: str) -> frozenset[str]:
+        """The module-level symbols that ``entry`` or its callees name in an operand (computed once per entry)."""
+        cache = self.__dict__.setdefault("_named_symbols", {})
+        if entry in cache:
+            return cache[entry]
         named: set[str] = set()
         for n in [entry] + self.callees(entry):
             for ins in self.functions[n].instrs:
@@ -204,7 +207,8 @@ class Module:
                     o = o.base if isinstance(o, Addr) else o
                     if isinstance(o, Sym):
                         named.add(o.name)
-        return named
+        cache[entry] = frozenset(named)
+        return cache[entry]
 
     def shared_variables(self, entry: str) -> list[Variable]:
         """The ``.shared`` variables a block of ``entry`` holds, in declaration order (the order of their offsets):
