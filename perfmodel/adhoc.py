@@ -54,7 +54,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                       args: Sequence[str] | None = None, defines: Mapping[str, int | float] | None = None,
                       include_dirs: Sequence[str] = (), checks: Sequence[str] | None = None,
                       rtol: float | None = None, atol: float | None = None, arch: str = "sm_90",
-                      cwd: str | Path | None = None, constants: Sequence[str] | None = None):
+                      cwd: str | Path | None = None, symbols: Sequence[str] | None = None):
     """Build the KernelSpec of a command-line launch (see the module docstring). Raises LaunchArgumentError."""
     from perfmodel import safeload
     from perfmodel.compile.signature import vector_name
@@ -237,15 +237,22 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         _check_expression(smem, names, "--smem")
         _evaluate(smem, values, f"--smem {smem}", integer=True, minimum=0)
 
+    constants, device_variables = _symbols(symbols or (), program, values, cwd)
+    declared = _module_variables(program)
     outputs = []
     arrays = {a["name"] for a in spec_args if "length" in a or "same_as" in a}
     arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
+    devices = sorted(n for n, v in declared.items() if v.space == "global")
     for key, ref, item in _parse_assignments(checks, "--check"):
         if key.isdigit() and int(key) < len(params):
             key = params[int(key)].name
-        if key not in arrays:
-            raise LaunchArgumentError(f"--check {item!r}: {key!r} is not an array argument of {entry} (arrays: "
-                                      f"{', '.join(sorted(arrays)) or 'none'})")
+        if key not in arrays and key in devices:
+            if key not in device_variables:
+                # read back from the symbol after the run (cudaMemcpyFromSymbol): its declared elements
+                device_variables[key] = _declared_array(declared[key], program, f"--check {item}")
+        elif key not in arrays:
+            raise LaunchArgumentError(f"--check {item!r}: {key!r} is not an array argument or __device__ variable "
+                                      f"of {entry} (those: {', '.join(sorted(arrays) + devices) or 'none'})")
         if ref.endswith(".npy") or re.match(r"^[^:]+\.py:", ref):
             target, sep, attr = ref.rpartition(":") if not ref.endswith(".npy") else (ref, "", "")
             ref = str((cwd / Path(target).expanduser()).resolve()) + (f":{attr}" if sep else "")
@@ -260,7 +267,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             "grid": dims["--grid"], "block": dims["--block"], "args": spec_args, "outputs": outputs,
             "include_dirs": list(includes)}
     if constants:
-        data["constants"] = _constants(constants, program, values, cwd)
+        data["constants"] = constants
+    if device_variables:
+        data["device_variables"] = device_variables
     if smem is not None:
         data["dynamic_shared_memory"] = smem
     # a spec param named like one of the file's macros is a -D of the compile; a kernel argument given with --arg
@@ -270,33 +279,65 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     return _build(data, cwd, entry)
 
 
-def _constants(items: Sequence[str], program, values: Mapping[str, Any], cwd: Path) -> dict:
-    """``--const NAME=DTYPE[COUNT][:INIT]``: the spec's ``constants`` entries, each a ``__constant__`` array the
-    kernel names, no larger than it."""
+def _module_variables(program) -> dict:
+    """The ``__constant__`` and ``__device__`` variables the kernel names, by name."""
+    named = program.module.named_symbols(program.entry)
+    return {v.name: v for v in program.module.variables
+            if v.space in ("const", "global") and v.count is not None and v.name in named}
+
+
+def _declared_array(v, program, option: str) -> dict:
+    """A ``__device__`` variable as its declaration gives it, zeros: its element type from the source line that
+    declares it (``__device__ float d_out[256];``; the PTX declares an array as bytes), else the PTX's scalar type."""
+    import numpy as np
+
+    from perfmodel.compile.signature import dtype_of
     from perfmodel.ptx.ir import TYPES
     from perfmodel.spec import DTYPES
 
-    named = program.module.named_symbols(program.entry)
-    declared = {v.name: v for v in program.module.variables if v.space == "const" and v.name in named}
-    out: dict[str, dict] = {}
-    for key, value, item in _parse_assignments(items, "--const"):
-        option = f"--const {item}"
+    decl = re.compile(rf"__device__\s+(?:(?:static|volatile|const)\s+)*([A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)*)\s+"
+                      rf"{re.escape(v.name)}\s*(\[|=|;)")
+    dtype = None
+    for line in getattr(program, "source_lines", None) or ():
+        m = decl.search(line)
+        if m:
+            dtype = dtype_of(m.group(1), False)
+            break
+    if dtype is None and v.type not in ("b8", "b16", "b32", "b64"):
+        dtype = np.dtype(TYPES[v.type][0])
+    name = next((n for n, d in DTYPES.items() if d == dtype), None) if dtype is not None else None
+    if name is None or v.nbytes % dtype.itemsize:
+        raise LaunchArgumentError(f"{option}: the element type of __device__ {v.name} ({v.nbytes:,} bytes) is not one "
+                                  f"perfmodel reads from its declaration; give it with --symbol {v.name}=DTYPE[COUNT]")
+    return {"dtype": name, "length": str(v.nbytes // dtype.itemsize), "init": "zeros"}
+
+
+def _symbols(items: Sequence[str], program, values: Mapping[str, Any], cwd: Path) -> tuple[dict, dict]:
+    """``--symbol NAME=DTYPE[COUNT][:INIT]``: the spec's ``constants`` (a ``__constant__`` variable) and
+    ``device_variables`` (a ``__device__`` one) entries, each a variable the kernel names, no larger than it."""
+    from perfmodel.spec import DTYPES
+
+    declared = _module_variables(program)
+    constants: dict[str, dict] = {}
+    device: dict[str, dict] = {}
+    for key, value, item in _parse_assignments(items, "--symbol"):
+        option = f"--symbol {item}"
         if key not in declared:
-            raise LaunchArgumentError(f"{option}: {program.name} reads no __constant__ symbol {key!r} (it reads: "
-                                      f"{', '.join(sorted(declared)) or 'none'})")
-        if key in out:
+            raise LaunchArgumentError(f"{option}: {program.name} names no __constant__ or __device__ variable {key!r} "
+                                      f"(it names: {', '.join(sorted(declared)) or 'none'})")
+        if key in constants or key in device:
             raise LaunchArgumentError(f"{option}: {key!r} is given twice")
         if not _ARRAY.match(value) or "@" in value:
-            raise LaunchArgumentError(f"{option}: expected NAME=DTYPE[COUNT][:INIT], e.g. --const {key}=float32[16]:"
+            raise LaunchArgumentError(f"{option}: expected NAME=DTYPE[COUNT][:INIT], e.g. --symbol {key}=float32[16]:"
                                       "random")
         v = declared[key]
-        entry = _array_arg(value, option, f"__constant__ {key!r}", f"{TYPES[v.type][0]}[{v.count}]", None, 1000,
-                           values, cwd)
+        space = "__constant__" if v.space == "const" else "__device__"
+        entry = _array_arg(value, option, f"{space} {key!r}", f"{space} {key}", None, 1000, values, cwd)
         nbytes = _evaluate(entry["length"], values, option) * DTYPES[entry["dtype"]].itemsize
         if nbytes > v.nbytes:
-            raise LaunchArgumentError(f"{option}: __constant__ {key} holds {v.nbytes:,} bytes; {nbytes:,} given")
-        out[key] = entry
-    return out
+            raise LaunchArgumentError(f"{option}: {space} {key} holds {v.nbytes:,} bytes; {nbytes:,} given")
+        (constants if v.space == "const" else device)[key] = entry
+    return constants, device
 
 
 def _free_name(name: str, taken: set[str]) -> str:

@@ -89,6 +89,8 @@ class SimOutcome:
     notes: list = field(default_factory=list)     # the simulator's notes (SimResult.notes)
     # the args after the run, in order (only with keep_args=True: the Python API writes them back)
     final_args: list | None = field(default=None, repr=False)
+    # keep_args: the __device__ variables after the run, by name (a sampled run: where its blocks wrote)
+    final_symbols: dict | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -257,14 +259,21 @@ def _representative_block(grid: tuple[int, int, int]) -> int:
     return int(x + gx * (y + gy * z))
 
 
+class RunArgs(list):
+    """A run's arguments in order, and its ``__device__`` variables after it by name (``symbols``)."""
+    symbols: dict
+
+
 def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False,
          cc1_counts: bool = True, outputs: bool = True, first_touch: bool = False):
     """One simulation of ``launch``; ``outputs=False``: nobody reads the arrays after the run, so the run reads
     the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
 
-    args = launch.arg_values(copy=outputs)
-    result = simulate(program, launch.grid, launch.block, args, launch.constant_values(),
+    args = RunArgs(launch.arg_values(copy=outputs))
+    symbols = launch.constant_values()
+    args.symbols = launch.symbols_after(symbols)      # written back by the run
+    result = simulate(program, launch.grid, launch.block, args, symbols,
                       dynamic_shared_bytes=launch.dynamic_shared_bytes,
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
@@ -283,7 +292,9 @@ def _check_replicated(launch, args, replication):
                       "blocks write or accumulate into the same elements, and only some blocks ran)")
     outputs = {o.arg for o in launch.outputs}
     before = {name: v for a in launch.args for name, v in a.arrays().items() if name in outputs}
+    before.update({name: v for name, v in launch.device_variables.items() if name in outputs})
     after = {name: v for a, value in zip(launch.args, args) for name, v in a.arrays(value).items()}
+    after.update(getattr(args, "symbols", {}))
     changed = {}
     for name, b in before.items():
         b = np.asarray(b).reshape(-1)
@@ -466,7 +477,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
             per_block_idle=_idle_summary(per_block, launch.threads_per_block, total),
-            sim_seconds=0.0, final_args=args if keep_args else None, notes=list(result.notes))
+            sim_seconds=0.0, final_args=args if keep_args else None, notes=list(result.notes),
+            final_symbols=dict(getattr(args, "symbols", {})) if keep_args else None)
     outcome.compile = {"arch": program.arch, "arch_note": program.arch_note, "registers": program.registers,
                        "spill_stores": program.spill_stores, "spill_loads": program.spill_loads,
                        "local_bytes": program.local_bytes, "shared_bytes": program.ptxas_shared_bytes,
@@ -531,6 +543,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     initial = {name: np.asarray(v) for a in launch.args
                for name, v in (a.arrays() if a.kind != "surface" else {a.name: a.value}).items()
                if keep_args or (check_outputs and name in outputs)}
+    initial.update({name: v for name, v in launch.device_variables.items()
+                    if keep_args or (check_outputs and name in outputs)})
     for stratum in sample.strata:
         if not len(stratum.block_ids):
             continue
@@ -552,6 +566,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         for a, v in zip(launch.args, args):
             if a.kind == "struct":
                 by_name.update(a.arrays(v))
+        by_name.update(args.symbols)
         for name, before in initial.items():
             before = before.reshape(-1)
             after = np.asarray(by_name[name]).reshape(-1)
@@ -594,6 +609,8 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
         sample_reason=reason,
+        final_symbols={name: np.array(merged.get(name, v)) for name, v in launch.device_variables.items()}
+        if keep_args else None,
         final_args=[np.array(merged.get(a.name, a.value)) if a.kind in ("array", "surface") else
                     a.with_arrays({k: np.array(v) for k, v in merged.items()}) if a.kind == "struct" else a.value
                     for a in launch.args] if keep_args else None)

@@ -200,7 +200,8 @@ class RawKernel:
         and numbers (Python or numpy scalars) for the rest. ``expected`` (output name -> array) or
         ``reference`` (a function of the initial arguments by name returning the expected output, or a dict of
         them) makes the result say whether the outputs are right (``result.correct``); without either it is None.
-        ``constants``: initial values of ``__constant__`` symbols. ``sample``/``regs``/``max_steps``/``timeout``
+        ``constants``: initial values of ``__constant__`` symbols, and of ``__device__`` variables, whose values
+        after the run are copied back into the given arrays (cudaMemcpyFromSymbol). ``sample``/``regs``/``max_steps``/``timeout``
         as in :func:`perfmodel.analyze`. Returns the :class:`~perfmodel.analysis.Analysis`."""
         from perfmodel.analysis import _check_launch_fits, _counts_cc1, device_arch, model_launch, simulate_launch
         from perfmodel.devices import Device, load_device
@@ -217,6 +218,9 @@ class RawKernel:
         launch, sim = simulate_launch(spec, sample=sample, launch=launch, arch=device_arch(dev), limits=limits,
                                       keep_args=True, cc1_counts=_counts_cc1(dev))
         for index, user in arrays.items():
+            if isinstance(index, tuple) and index[0] == "symbol":
+                user[...] = np.asarray(sim.final_symbols[index[1]]).reshape(user.shape).astype(user.dtype, copy=False)
+                continue
             index, field_name = index if isinstance(index, tuple) else (index, None)
             final = np.asarray(sim.final_args[index] if field_name is None else sim.final_args[index][field_name])
             user[...] = final.reshape(user.shape).astype(user.dtype, copy=False)
@@ -302,12 +306,15 @@ class RawKernel:
         inline: dict[str, Reference] = {}
         outputs: list[OutputSpec] = []
         array_names = {values[i].name if not isinstance(i, tuple) else f"{values[i[0]].name}.{i[1]}" for i in arrays}
+        device_names = {v.name for v in program.module.variables if v.space == "global"}
+        array_names |= {name for name in (constants or {}) if name in device_names}   # read back: expected= may name
         if expected is not None and reference is not None:
             raise ApiError("give expected= or reference=, not both")
         if expected is not None:
             for name, array in dict(expected).items():
                 if name not in array_names:
-                    raise ApiError(f"expected: {name!r} is not an array argument of {self.name} (arrays: "
+                    raise ApiError(f"expected: {name!r} is not an array argument of {self.name} nor a __device__ "
+                                   f"variable given in constants= (those: "
                                    f"{', '.join(sorted(array_names)) or 'none'})")
                 data = np.asarray(array)
                 inline[f"expected:{name}"] = Reference(f"expected:{name}", lambda ctx, _d=data: _d,
@@ -329,10 +336,19 @@ class RawKernel:
         spec = KernelSpec(model, self.module.path.parent / f"{self.module.path.stem}.api")
         spec.__dict__["_label"] = self.name
         spec.__dict__["inline_references"] = inline
-        const_values = {}
+        const_values, device_values = {}, {}
         for name, array in dict(constants or {}).items():
-            const_values[name] = np.ascontiguousarray(array).reshape(-1).copy()
-        launch = Launch(spec, {}, dict(self.module.defines), grid, block, shared_mem, values, const_values, outputs)
+            if name in device_names:
+                # a __device__ variable: its values go in, and come back into the caller's array after the run
+                if not isinstance(array, np.ndarray) or not array.flags.writeable:
+                    raise ApiError(f"constants[{name!r}]: a __device__ variable takes a writeable numpy array (the "
+                                   "kernel's writes are copied back into it)")
+                device_values[name] = np.ascontiguousarray(array).reshape(-1).copy()
+                arrays[("symbol", name)] = array
+            else:
+                const_values[name] = np.ascontiguousarray(array).reshape(-1).copy()
+        launch = Launch(spec, {}, dict(self.module.defines), grid, block, shared_mem, values, const_values, outputs,
+                        device_variables=device_values)
         del names
         return spec, launch, arrays
 

@@ -314,6 +314,23 @@ def corpus_scaled(ctx: ReferenceContext, *, input: str = "g_idata", factor: str 
     return float(ctx.number(factor)) * ctx.array(input)
 
 
+@reference("corpus_binomial")
+def corpus_binomial(ctx: ReferenceContext, *, options: str = "d_OptionData", count: str = "optN",
+                    steps: str | int = 2048) -> np.ndarray:
+    """European call values by a binomial tree (binomialOptions' binomialOptionsCPU), from the preprocessed option
+    data the kernel reads: per option S, X, vDt, puByDf, pdByDf; the expiry values max(S e^(vDt (2i - steps)) - X,
+    0), then ``steps`` backward steps call[j] = puByDf call[j + 1] + pdByDf call[j]."""
+    n, m = _corpus_int(ctx, count), _corpus_int(ctx, steps)
+    data = ctx.array(options)[:5 * n].reshape(n, 5)
+    out = np.zeros(n)
+    for k, (s, x, vdt, pu, pd) in enumerate(data):
+        call = np.maximum(s * np.exp(vdt * (2.0 * np.arange(m + 1) - m)) - x, 0.0)
+        for i in range(m, 0, -1):
+            call = pu * call[1:i + 1] + pd * call[:i]
+        out[k] = call[0]
+    return out
+
+
 @reference("corpus_lane_id")
 def corpus_lane_id(ctx: ReferenceContext, *, length: str = "N") -> np.ndarray:
     """out[i] = i % 32 (inlinePTX: %laneid)."""

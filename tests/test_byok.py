@@ -572,7 +572,7 @@ CONV_ARGS = [CONV_CONSTANT, "--grid", "4", "--block", "256", "--arg", "N=float32
 
 
 def test_a_constant_array_from_the_command_line(cli, tmp_path):
-    """``--const M=float32[5]:values=(...)`` plays the host's cudaMemcpyToSymbol: the convolution with that mask
+    """``--symbol M=float32[5]:values=(...)`` plays the host's cudaMemcpyToSymbol: the convolution with that mask
     matches numpy's (np.convolve of a symmetric mask, 'same' mode = the kernel's zero-padded halo). Without it
     the mask holds zeros, and the report says so instead of passing silently."""
     (tmp_path / "ref.py").write_text(
@@ -581,7 +581,7 @@ def test_a_constant_array_from_the_command_line(cli, tmp_path):
         "    mask = np.array([1, 2, 3, 2, 1], np.float64)[:Mask_Width]\n"
         "    return np.convolve(N.astype(np.float64), mask, 'same').astype(np.float32)\n")
     check = ["--check", f"P={tmp_path / 'ref.py'}:P", "--rtol", "1e-5", "--atol", "1e-5"]
-    doc = analyze_json(cli, *CONV_ARGS, "--const", "M=float32[5]:values=(1, 2, 3, 2, 1)", *check)
+    doc = analyze_json(cli, *CONV_ARGS, "--symbol", "M=float32[5]:values=(1, 2, 3, 2, 1)", *check)
     assert doc["correct"] is True, doc["correct_detail"]
     assert not doc["simulation_notes"]
     unset = analyze_json(cli, *CONV_ARGS, *check)
@@ -590,14 +590,14 @@ def test_a_constant_array_from_the_command_line(cli, tmp_path):
 
 
 @pytest.mark.parametrize("const, needle", [
-    ("X=float32[5]", "reads no __constant__ symbol 'X' (it reads: M)"),
+    ("X=float32[5]", "names no __constant__ or __device__ variable 'X' (it names: M)"),
     ("M=float32[11]", "__constant__ M holds 40 bytes; 44 given"),
     ("M=float32[2]:values=(1, x)", "values=(...) takes numbers, not 'x'"),
     ("M=float32[5]:values=(1, 2)", "values has 2 elements but the length is 5"),
     ("M=2.0", "expected NAME=DTYPE[COUNT][:INIT]"),
 ])
 def test_bad_constant_arrays(cli, const, needle):
-    code, out, err = cli("analyze", *CONV_ARGS, "--const", const, "--json")
+    code, out, err = cli("analyze", *CONV_ARGS, "--symbol", const, "--json")
     document = json.loads(out)
     assert code == 2 and needle in document["error"]["message"], document
 
@@ -659,3 +659,59 @@ def test_a_null_pointer_from_the_command_line_a_spec_and_python(cli, tmp_path):
     out = np.zeros(1000, np.float32)
     kernel((4,), (256,), (x, None, out, np.int32(1000)))
     assert np.array_equal(out, x)
+
+
+DEVICE_VARIABLES = r"""
+#define N 4096
+__device__ float d_out[N];
+__device__ int d_count = 0;
+__constant__ float c_scale[1];
+__global__ void scale(const float *x, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { d_out[i] = x[i] * c_scale[0]; atomicAdd(&d_count, 1); }
+}
+"""
+
+
+@pytest.mark.parametrize("sample", [[], ["--sample", "4"]])
+def test_device_variables_are_given_and_read_back(cli, tmp_path, sample):
+    """``__device__`` variables as the host uses them: ``--symbol`` copies values in (cudaMemcpyToSymbol: the
+    counter starts at 5, the scale is a __constant__), ``--check`` reads them back (cudaMemcpyFromSymbol) with the
+    element type of their declaration. Against numpy; a sampled run checks the elements its blocks wrote. A
+    reference that expects another scale fails."""
+    path = tmp_path / "dv.cu"
+    path.write_text(DEVICE_VARIABLES)
+    (tmp_path / "r.py").write_text(
+        "import numpy as np\n"
+        "def out(x, c_scale):\n    return x * c_scale[0]\n"
+        "def wrong(x):\n    return x * 2.0\n"
+        "def count(x, d_count):\n    return d_count + len(x)\n")
+    base = [str(path), "--grid", "16", "--block", "256", "--arg", "x=float32[4096]:random", "--arg", "n=4096",
+            "--symbol", "c_scale=float32[1]:values=(2.5)", "--device", "h100", *sample]
+    counts = [] if sample else ["--symbol", "d_count=int32[1]:values=(5)", "--check", f"d_count={tmp_path}/r.py:count"]
+    doc = analyze_json(cli, *base, "--check", f"d_out={tmp_path}/r.py:out", *counts)
+    assert doc["correct"] is True, doc["correct_detail"]
+    assert ("d_count" in doc["correct_detail"]) is not bool(sample)
+    wrong = analyze_json(cli, *base, "--check", f"d_out={tmp_path}/r.py:wrong")
+    assert wrong["correct"] is False and "d_out" in wrong["correct_detail"]
+    code, out, err = cli("analyze", *base, "--check", f"d_nothing={tmp_path}/r.py:out")
+    assert code == 2 and "is not an array argument or __device__ variable" in err and "d_out" in err, err
+    code, out, err = cli("analyze", *base, "--symbol", "d_out=float32[5000]")
+    assert code == 2 and "__device__ d_out holds 16,384 bytes; 20,000 given" in err, err
+
+
+def test_device_variables_from_python_come_back_into_the_callers_array():
+    """From Python, a ``__device__`` variable given in ``constants=`` is copied in and, after the run, back into
+    the caller's array (as cudaMemcpyFromSymbol would); ``expected=`` may name it. Against numpy."""
+    from perfmodel.api import RawModule
+
+    kernel = RawModule(code=DEVICE_VARIABLES).get_function("scale")
+    x = np.random.default_rng(5).random(4096, dtype=np.float32)
+    d_out = np.zeros(4096, np.float32)
+    d_count = np.array([7], np.int32)
+    result = kernel((16,), (256,), (x, np.int32(4096)), constants={"c_scale": np.array([3.0], np.float32),
+                                                                   "d_out": d_out, "d_count": d_count},
+                    expected={"d_out": x * np.float32(3)}, rtol=0, atol=0)
+    assert result.correct is True
+    assert np.array_equal(d_out, x * np.float32(3)) and d_count[0] == 7 + 4096

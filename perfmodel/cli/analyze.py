@@ -103,10 +103,11 @@ def register(app: typer.Typer) -> None:
             "--arg", "-a", help="FILE.cu: a kernel parameter by name (or position): NAME=EXPR for a scalar, "
                                 "NAME=DTYPE[COUNT][:zeros|ones|arange|random|random(LO,HI)|value=EXPR|file=F.npy] "
                                 "for a pointer (repeatable).")] = None,
-        consts: Annotated[list[str] | None, typer.Option(
-            "--const", help="FILE.cu: the initial values of a __constant__ array, what the host's "
-                            "cudaMemcpyToSymbol copies: NAME=DTYPE[COUNT][:INIT], INIT as for --arg "
-                            "(repeatable). Without one it holds zeros.")] = None,
+        symbols: Annotated[list[str] | None, typer.Option(
+            "--symbol", help="FILE.cu: the values of a __constant__ or __device__ variable, what the host's "
+                             "cudaMemcpyToSymbol copies: NAME=DTYPE[COUNT][:INIT], INIT as for --arg "
+                             "(repeatable). Without one it holds zeros (or its initialiser); --check can name a "
+                             "__device__ variable.")] = None,
         include_dirs: Annotated[list[str] | None, typer.Option(
             "-I", "--include", help="FILE.cu: a folder to search for #include \"...\" headers (repeatable).")] = None,
         checks: Annotated[list[str] | None, typer.Option(
@@ -133,7 +134,7 @@ def register(app: typer.Typer) -> None:
         from perfmodel.errors import PerfmodelError
 
         cuda_only = {"--kernel": entry, "--grid": grid, "--block": block, "--smem": smem, "--arg": args,
-                     "--const": consts, "-I": include_dirs, "--check": checks, "--rtol": rtol, "--atol": atol, "--save-spec": save_spec}
+                     "--symbol": symbols, "-I": include_dirs, "--check": checks, "--rtol": rtol, "--atol": atol, "--save-spec": save_spec}
         params = parse_defines(define)
         if plot is not None:
             from perfmodel.report.plots import check_plot_path
@@ -155,7 +156,7 @@ def register(app: typer.Typer) -> None:
 
                 check_output_path(save_spec, "--save-spec")
             spec = command_line_spec(kernel, entry, grid, block, smem=smem, args=args, defines=params,
-                                     constants=consts, include_dirs=include_dirs or (), checks=checks, rtol=rtol, atol=atol,
+                                     symbols=symbols, include_dirs=include_dirs or (), checks=checks, rtol=rtol, atol=atol,
                                      arch=device_arch(dev))
             if save_spec is not None:
                 from pathlib import Path

@@ -198,7 +198,7 @@ def _result(program, launch, counters, ids, total_blocks, args, replication) -> 
     for name, nbytes in launch.unset_constants:
         result.notes.append(f"__constant__ {name} ({nbytes:,} bytes) was given no values, so it holds zeros (the host's "
                             f"cudaMemcpyToSymbol does not run here): give them with a spec's constants: "
-                            f"or --const {name}=DTYPE[COUNT]:INIT")
+                            f"or --symbol {name}=DTYPE[COUNT]:INIT")
     if launch.early_exit_barrier is not None:
         loc = launch.builder._location(launch.builder.instrs[launch.early_exit_barrier])
         result.notes.append(f"threads of some blocks left the kernel before the __syncthreads() at {loc}, which the "

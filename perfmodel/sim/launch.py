@@ -160,9 +160,23 @@ class LaunchState:
         if syncs:
             self.grid_workspace = int(self.heap.address(k))
             k += 1
+        # __device__ variables: their initialiser, or values given (the host's cudaMemcpyToSymbol), which are
+        # written back after the run (cudaMemcpyFromSymbol)
+        constants = dict(constants or {})
+        self.device_variables: list[tuple[np.ndarray, int]] = []     # (given array, heap block)
         for j, v in enumerate(gvars):
             if v.init:
                 self.heap.write(k + j, v.init)
+            src = constants.pop(v.name, None)
+            if src is not None:
+                if not isinstance(src, np.ndarray) or not src.flags.c_contiguous:
+                    raise SimulationError(f"__device__ {v.name}: expected a C-contiguous numpy array")
+                if src.nbytes > v.nbytes:
+                    raise SimulationError(f"__device__ {v.name} holds {v.nbytes} bytes; {src.nbytes} given")
+                if not blank_inputs:
+                    self.heap.bytes[self.heap.offsets[k + j]:self.heap.offsets[k + j] + src.nbytes] = \
+                        src.reshape(-1).view(np.uint8)
+                self.device_variables.append((src, k + j))
             symbols.add(v.name, "global", self.heap.address(k + j))
 
         # constant bank
@@ -174,7 +188,6 @@ class LaunchState:
             layout.append((v, coff))
             coff += v.nbytes
         self.const = ByteSpace(coff)
-        constants = dict(constants or {})
         given_constants = set(constants)
         for v, off in layout:
             symbols.add(v.name, "const", off)
@@ -187,8 +200,8 @@ class LaunchState:
                     raise SimulationError(f"__constant__ {v.name} holds {v.nbytes} bytes; {raw.size} given")
                 self.const.bytes[off:off + raw.size] = raw
         if constants:
-            raise SimulationError(f"unknown __constant__ symbol(s) {sorted(constants)}; the kernel declares "
-                                  f"{[v.name for v in cvars]}")
+            raise SimulationError(f"unknown __constant__ or __device__ symbol(s) {sorted(constants)}; the module "
+                                  f"declares {[v.name for v in cvars + gvars]}")
         # __constant__ arrays the kernel names that start as zeros: no initialiser in the source, none given (the
         # host's cudaMemcpyToSymbol does not run here)
         named = module.named_symbols(program.entry)
@@ -352,4 +365,7 @@ class LaunchState:
         for surface, block in self.surfaces:
             flat = surface.data.reshape(-1)
             flat[...] = self.heap.read(block, surface.data.dtype, flat.size)
+        for array, block in self.device_variables:
+            flat = array.reshape(-1)
+            flat[...] = self.heap.read(block, array.dtype, flat.size)
 

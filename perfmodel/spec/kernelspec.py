@@ -198,17 +198,22 @@ class KernelSpec:
                 where = f"{base}.value" + (f"[{j}]" if isinstance(arg.value, list) else "")
                 _expr.check_syntax(value, file=file, field=where)
                 self._check_names(value, known, where)
-        for name, constant in model.constants.items():
-            if not _IDENT.match(name):
-                raise SpecError(f"{file}: field 'constants': {name!r} is not an identifier")
-            self._check_sized(constant.length, constant.shape, constant.init, f"constants.{name}", known)
+        for section in ("constants", "device_variables"):
+            for name, constant in getattr(model, section).items():
+                if not _IDENT.match(name):
+                    raise SpecError(f"{file}: field '{section}': {name!r} is not an identifier")
+                self._check_sized(constant.length, constant.shape, constant.init, f"{section}.{name}", known)
+        both = sorted(set(model.constants) & set(model.device_variables))
+        if both:
+            raise SpecError(f"{file}: {', '.join(both)} in both 'constants' and 'device_variables'")
         arrays = {arg.name for arg in model.args if arg.kind in ("array", "surface")}   # a surface is written too
+        arrays |= set(model.device_variables)                                         # read back from the symbol
         arrays |= {f"{arg.name}.{key}" for arg in model.args for key, value in (arg.fields or {}).items()
                    if isinstance(value, FieldArraySpec)}                           # a struct's pointer fields
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
-                raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg or surface arg "
-                                f"(array and surface args: {', '.join(sorted(arrays)) or 'none'})")
+                raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg, surface arg or "
+                                f"device variable (those: {', '.join(sorted(arrays)) or 'none'})")
             try:
                 ref = self.reference_for(output)
             except SpecError as err:
@@ -377,6 +382,11 @@ class KernelSpec:
         for name, constant in model.constants.items():
             constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
                                           params, f"constants.{name}", cache, values)
+        device_variables = {}
+        for name, variable in model.device_variables.items():
+            device_variables[name] = self._array(variable.length, variable.shape, variable.init,
+                                                 DTYPES[variable.dtype], params, f"device_variables.{name}", cache,
+                                                 values)
         outputs = []
         for i, output in enumerate(model.outputs):
             tolerances = {}
@@ -387,7 +397,7 @@ class KernelSpec:
                 tolerances[key] = float(value)
             outputs.append(output.model_copy(update=tolerances))
         return Launch(self, params, defines, grid, block, dynamic, args, constants, outputs, dict(model.registers),
-                      blank=not values)
+                      blank=not values, device_variables=device_variables)
 
     def _dims(self, exprs: list[Expr], params: Mapping[str, Any], axis: str) -> tuple[int, int, int]:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)

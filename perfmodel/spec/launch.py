@@ -120,6 +120,8 @@ class Launch:
     outputs: list[OutputSpec]
     registers: dict[str, int] = field(default_factory=dict)
     blank: bool = False        # drawn with values=False: the arrays are zeros, not the spec's initial values
+    # __device__ variables given values or checked as outputs: their initial contents (written back after a run)
+    device_variables: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -183,8 +185,13 @@ class Launch:
         return dataclasses.replace(arg.value, data=arg.value.data.copy())
 
     def constant_values(self) -> dict[str, np.ndarray]:
-        """Fresh copies of the ``__constant__`` initial values."""
-        return {name: value.copy() for name, value in self.constants.items()}
+        """Fresh copies of the ``__constant__`` and ``__device__`` variables' initial values (the simulator writes
+        the ``__device__`` ones back after the run: :meth:`symbols_after`)."""
+        return {name: value.copy() for name, value in {**self.constants, **self.device_variables}.items()}
+
+    def symbols_after(self, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The ``__device__`` variables of ``values`` (a run's :meth:`constant_values`), by name."""
+        return {name: values[name] for name in self.device_variables if name in values}
 
     def registers_for(self, compute_capability: str) -> int | None:
         return self.registers.get(compute_capability)
@@ -210,6 +217,10 @@ class Launch:
                 args[arg.name] = fields
             else:
                 args[arg.name] = arg.value
+        for name, value in self.device_variables.items():
+            view = value.view()
+            view.flags.writeable = False
+            args.setdefault(name, view)
         return args
 
     def expected(self, output: str) -> np.ndarray:
@@ -257,6 +268,7 @@ class Launch:
         if isinstance(args_after_run, Mapping):
             by_name = dict(args_after_run)
         else:
+            # a run's args (perfmodel.analysis.RunArgs) carry the __device__ variables after it as .symbols
             if len(args_after_run) != len(self.args):
                 raise SpecError(f"{self.spec.path}: check_outputs got {len(args_after_run)} args, "
                                 f"the kernel takes {len(self.args)}")
@@ -265,6 +277,7 @@ class Launch:
                 by_name[arg.name] = value
                 if arg.kind == "struct":
                     by_name.update(arg.arrays(value))
+            by_name.update(getattr(args_after_run, "symbols", {}))
         if not self.outputs:
             return OutputCheck(None, [], NOT_CHECKED)
         results: list[OutputResult] = []

@@ -373,7 +373,8 @@ class ArgSpec(_Strict):
 
 
 class ConstantSpec(_SizedArray):
-    """Initial value of a ``__constant__`` symbol (what the host's ``cudaMemcpyToSymbol`` would copy)."""
+    """Initial value of a ``__constant__`` or ``__device__`` symbol (what the host's ``cudaMemcpyToSymbol`` would
+    copy)."""
 
     WHAT: ClassVar[str] = "a constant"
     dtype: str = "float32"
@@ -420,6 +421,8 @@ class SpecModel(_Strict):
     dynamic_shared_memory: Expr | None = None
     args: list[ArgSpec] = Field(default_factory=list)
     constants: dict[str, ConstantSpec] = Field(default_factory=dict)
+    # __device__ variables (module-scope global memory): initial values, and outputs may name them
+    device_variables: dict[str, ConstantSpec] = Field(default_factory=dict)
     outputs: list[OutputSpec] = Field(default_factory=list)
     registers: dict[str, StrictInt] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
