@@ -715,3 +715,15 @@ def test_device_variables_from_python_come_back_into_the_callers_array():
                     expected={"d_out": x * np.float32(3)}, rtol=0, atol=0)
     assert result.correct is True
     assert np.array_equal(d_out, x * np.float32(3)) and d_count[0] == 7 + 4096
+
+
+def test_a_pointer_read_from_constant_memory_that_was_never_given(cli, tmp_path):
+    """A kernel with no pointer parameter that reads its arrays through pointers held in __constant__ memory
+    (Rodinia's heartwall): with the constants not given, the pointer is 0 and the load is an error that says so -
+    not an internal error on an empty global memory."""
+    path = tmp_path / "cp.cu"
+    path.write_text("struct Common { float *in; float *out; };\n__constant__ Common d_common;\n"
+                    "__global__ void k() { d_common.out[threadIdx.x] = d_common.in[threadIdx.x] * 2.0f; }\n")
+    code, out, err = cli("analyze", str(path), "--grid", "1", "--block", "32", "--device", "h100")
+    assert code == 2 and "Traceback" not in err and "internal" not in err, err
+    assert "global load through a null pointer" in err and "__constant__ d_common was given no values" in err, err

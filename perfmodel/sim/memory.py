@@ -13,7 +13,7 @@ from perfmodel.errors import SimulationError
 from perfmodel.sim import atomic_count as ATOM
 from perfmodel.sim import coalesce as COAL
 from perfmodel.sim import memops as M
-from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, SHARED_BASE, WINDOW
+from perfmodel.sim.space import CONST_BASE, GLOBAL_BASE, LOCAL_BASE, NO_ARRAY, SHARED_BASE, WINDOW
 
 SPACE_OF_WINDOW = ((LOCAL_BASE, "local"), (SHARED_BASE, "shared"), (CONST_BASE, "const"))
 
@@ -470,15 +470,26 @@ class MemoryMixin:
         return res
 
     def _null_fault(self, gid, v: int, bad, kind: str) -> None:
-        """An access below every array (heap offset < 0: an address under the heap's base) through a pointer the
-        launch gave NULL: say so, naming the parameter."""
+        """An access below every array (heap offset < 0: an address under the heap's base, a NULL pointer plus an
+        offset) or where the launch has no array at all: say so, naming the parameter given NULL, or the
+        __constant__ data given no values that pointers may have been read from."""
         launch = self.launch
-        if v >= 0 or not launch.null_pointers:
+        if v >= 0 and launch.heap.names != [NO_ARRAY]:
             return
         names = {launch.param_names.get(p, p) for p, _off in self.builder.address_params(gid)}
         null = sorted(names & launch.null_pointers) or sorted(launch.null_pointers)
-        self.fault_where(bad, f"global {kind} through a null pointer: {' or '.join(null)} was given NULL (address "
-                              f"{v + GLOBAL_BASE:#x}), and the kernel dereferences it", gid)
+        where = f"address {v + GLOBAL_BASE:#x}"
+        if null:
+            why = f"{' or '.join(null)} was given NULL, and the kernel dereferences it"
+        elif launch.unset_constants:
+            unset = [n for n, _ in launch.unset_constants]
+            why = (f"a NULL pointer? __constant__ {', '.join(unset)} {'was' if len(unset) == 1 else 'were'} given no "
+                   "values, so pointers read from there are 0")
+        else:
+            why = "a NULL or uninitialised pointer"
+        if v >= 0:
+            self.fault_where(bad, f"global {kind} at {where}, where the launch has no array ({why})", gid)
+        self.fault_where(bad, f"global {kind} through a null pointer ({where}, below every array): {why}", gid)
 
     def _array_of(self, gid, v: int) -> int:
         """The heap array an out-of-bounds global address belongs to: the one pointer its address is computed from

@@ -38,12 +38,18 @@ class ByteSpace:
         return v
 
 
+NO_ARRAY = "(no array)"
+
+
 class GlobalHeap(ByteSpace):
     """Kernel argument arrays and module ``.global`` variables, each 256-byte aligned from ``GLOBAL_BASE``."""
 
     def __init__(self, blocks: list[tuple[str, int]]):
-        # blocks: (name, nbytes); returns offsets through self.offsets
+        # blocks: (name, nbytes); returns offsets through self.offsets. A launch with no global memory at all (a
+        # kernel taking no pointer, reading its data through pointers held in __constant__ memory) gets one empty
+        # block, so that every access is out of bounds like any other
         off = 0
+        blocks = blocks or [(NO_ARRAY, 0)]
         self.names: list[str] = []
         self.offsets: list[int] = []
         self.sizes: list[int] = []
