@@ -268,6 +268,18 @@ def test_a_legacy_warp_intrinsic_says_why_it_is_undefined(call):
     assert f"{name}_sync(0xffffffff, ...)" in text and "7.0" in text and "\n" not in text
 
 
+def test_a_texture_reference_says_cuda_12_removed_them():
+    """A legacy texture reference (``texture<float, 1> t; tex1Dfetch(t, i)``, Rodinia's kmeans) no longer
+    compiles; the error says why and what replaces it."""
+    src = ("texture<float, 1, cudaReadModeElementType> t_features;\n"
+           "__global__ void k(float *out) { out[threadIdx.x] = tex1Dfetch(t_features, threadIdx.x); }\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda("texref.cu", source=src)
+    text = str(info.value)
+    assert 'identifier "t_features" is undefined' in text and "CUDA 12.0 removed texture references" in text
+    assert "cudaTextureObject_t" in text
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

@@ -653,6 +653,12 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
     more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     legacy = re.fullmatch(r'identifier "(__shfl(?:_up|_down|_xor)?|__any|__all|__ballot)" is undefined', msg)
     hint = _legacy_warp_hint(legacy.group(1)) if legacy else ""
+    undefined = re.fullmatch(r'identifier "(\w+)" is undefined', msg)
+    if undefined and any(re.search(rf"\btexture\s*<[^;]*>\s*{undefined.group(1)}\b", text)
+                         for text in prepared.files.values()):
+        hint += (f" {undefined.group(1)} is a texture reference (texture<...> {undefined.group(1)}): CUDA 12.0 removed "
+                 "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
+                 "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
     if prepared.missing_includes:
         hint += (" Set aside because not found: " + ", ".join(f'#include "{n}"'
                                                               for n in dict.fromkeys(prepared.missing_includes))
