@@ -265,7 +265,7 @@ class RunArgs(list):
 
 
 def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=False, fast_loops=False,
-         cc1_counts: bool = True, outputs: bool = True, first_touch: bool = False):
+         cc1_counts: bool = True, outputs: bool = True, first_touch: bool = False, track=()):
     """One simulation of ``launch``; ``outputs=False``: nobody reads the arrays after the run, so the run reads
     the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
@@ -278,11 +278,27 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
                       cc1_counts=cc1_counts, write_back=outputs, first_touch=first_touch,
-                      pointer_offsets=launch.pointer_offsets(), **(limits or {}))
+                      pointer_offsets=launch.pointer_offsets(), track_writes=track, **(limits or {}))
     return result, args
 
 
-def _check_replicated(launch, args, replication):
+def _written(name, before, after, written) -> np.ndarray:
+    """The elements of output ``name`` a run of some of the blocks wrote: those it stored to or an atomic updated
+    (``SimResult.written``, tracked byte by byte), and those whose value changed (a write by a path that is not
+    tracked)."""
+    b = np.asarray(before).reshape(-1)
+    a = np.asarray(after).reshape(-1)
+    wrote = a != b
+    if np.issubdtype(a.dtype, np.floating):
+        wrote &= ~(np.isnan(a) & np.isnan(b))
+    if name in written:
+        stored, updated = written[name]
+        if stored.size == wrote.size:
+            wrote |= stored | updated
+    return wrote
+
+
+def _check_replicated(launch, args, replication, written=None):
     """(correct, detail) of a replicated run: the elements the blocks that ran wrote, checked."""
     if not launch.outputs:
         unchecked = launch.check_outputs(args)
@@ -295,19 +311,12 @@ def _check_replicated(launch, args, replication):
     before.update({name: v for name, v in launch.device_variables.items() if name in outputs})
     after = {name: v for a, value in zip(launch.args, args) for name, v in a.arrays(value).items()}
     after.update(getattr(args, "symbols", {}))
-    changed = {}
-    for name, b in before.items():
-        b = np.asarray(b).reshape(-1)
-        a = np.asarray(after[name]).reshape(-1)
-        wrote = a != b
-        if np.issubdtype(a.dtype, np.floating):
-            wrote &= ~(np.isnan(a) & np.isnan(b))
-        changed[name] = wrote
+    changed = {name: _written(name, b, after[name], written or {}) for name, b in before.items()}
     checked = int(sum(int(m.sum()) for m in changed.values()))
     runs = len(replication.rep_ids)
     if not checked:
         return None, (f"exact counts with {runs:,} of {launch.total_blocks:,} blocks run (the others proved identical "
-                      "to one of them); they changed no output element, so outputs are not checked")
+                      "to one of them); they wrote no output element, so outputs are not checked")
     check = launch.check_outputs(after, elements=changed)
     total = int(sum(m.size for m in changed.values()))
     return check.correct, (f"exact counts with {runs:,} of {launch.total_blocks:,} blocks run (the others proved "
@@ -427,7 +436,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
         if proof_for(program).ok:
             result, args = _run(program, launch, limits=limits, replicate="required", fast_loops=fast,
-                                cc1_counts=cc1_counts, outputs=outputs)
+                                cc1_counts=cc1_counts, outputs=outputs,
+                                track=[o.arg for o in launch.outputs] if check else ())
             if result.replication is not None and result.replication.proved:
                 replicated = (result, args)
                 sample_reason = ""
@@ -449,7 +459,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
         if replicated is not None:
             result, args = replicated
             if check:
-                correct, detail = _check_replicated(launch, args, result.replication)
+                correct, detail = _check_replicated(launch, args, result.replication, result.written)
             else:
                 correct, detail = None, _unchecked_detail(launch, "outputs not checked (check=False)")
         else:
@@ -537,6 +547,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     per_block_all: dict[str, list] = {}
     idle_partial = idle_full = 0.0
     changed_elements: dict[str, np.ndarray] = {}
+    accumulated: dict[str, np.ndarray] = {}        # output elements an atomic updated: left out of the check
     merged: dict[str, np.ndarray] = {}
     outputs = {o.arg for o in launch.outputs}
     # the values the strata wrote are kept only for the output check and for the caller's arrays
@@ -549,7 +560,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         if not len(stratum.block_ids):
             continue
         result, args = _run(program, launch, stratum.block_ids, limits, fast_loops=fast_loops, cc1_counts=cc1_counts,
-                            outputs=bool(initial))
+                            outputs=bool(initial), track=list(initial))
         skipped += result.skipped_iterations
         notes += [n for n in result.notes if n not in notes]
         counts = _counts_json(result.counts)
@@ -570,14 +581,23 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         for name, before in initial.items():
             before = before.reshape(-1)
             after = np.asarray(by_name[name]).reshape(-1)
-            wrote = after != before
-            if np.issubdtype(after.dtype, np.floating):
-                wrote &= ~(np.isnan(after) & np.isnan(before))
+            wrote = _written(name, before, after, result.written)
             # each stratum runs on fresh inputs: keep the values every stratum wrote for one final check
             merged[name] = np.where(wrote, after, merged.get(name, before))
             changed_elements[name] = changed_elements.get(name, np.zeros(after.size, bool)) | wrote
+            if name in result.written and result.written[name][1].any():
+                # an element an atomic updated holds what the simulated blocks added to it, not what every
+                # block does: it cannot be checked against the whole launch's reference
+                accumulated[name] = accumulated.get(name, np.zeros(after.size, bool)) | result.written[name][1]
     counts = extrapolate_counts(per_stratum, array_sectors=_array_sectors(launch))
+    left_out = 0
+    for name, mask in accumulated.items():
+        if name in changed_elements and mask.size == changed_elements[name].size:
+            left_out += int((changed_elements[name] & mask).sum()) if name in outputs else 0
+            changed_elements[name] = changed_elements[name] & ~mask
     checked = int(sum(int(m.sum()) for name, m in changed_elements.items() if name in outputs))
+    atomics_note = (f"; {left_out:,} element{'s' if left_out != 1 else ''} that atomics add to left out (every "
+                    "block adds to them, and only some ran)") if left_out else ""
     if not launch.outputs:
         from perfmodel.spec import NOT_CHECKED
 
@@ -592,9 +612,12 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         correct = check.correct
         total_out = int(sum(m.size for name, m in changed_elements.items() if name in outputs))
         detail = (f"sampled run: checked the {checked:,} of {total_out:,} output elements the "
-                  f"{sample.blocks_simulated} simulated blocks wrote - {check.message}")
+                  f"{sample.blocks_simulated} simulated blocks wrote{atomics_note} - {check.message}")
+    elif left_out:
+        correct, detail = None, (f"sampled run: the simulated blocks wrote only elements that atomics add to "
+                                 f"({left_out:,}), which every block adds to and only some ran; outputs not checked")
     else:
-        correct, detail = None, "sampled run: the simulated blocks changed no output element; outputs not checked"
+        correct, detail = None, "sampled run: the simulated blocks wrote no output element; outputs not checked"
     spread = block_spread({k: np.asarray(v) for k, v in per_block_all.items()})
     idle = {}
     if idle_partial or idle_full or per_block_all.get("idle_threads") is not None:

@@ -101,7 +101,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
              cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False,
-             pointer_offsets: dict | None = None) -> SimResult:
+             pointer_offsets: dict | None = None, track_writes=()) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame
@@ -144,6 +144,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
                          count_cc1=cc1_counts, pointer_offsets=pointer_offsets)
     launch.keep_outputs = write_back
     launch.count_first_touch = first_touch
+    launch.track_writes(track_writes)
     if block_ids is None:
         ids = np.arange(total_blocks, dtype=np.int64)
     else:
@@ -195,6 +196,7 @@ def _result(program, launch, counters, ids, total_blocks, args, replication) -> 
                           primary_file=getattr(program, "primary_file", None))
     result.replication = replication
     result.skipped_iterations = launch.skipped_iterations
+    result.written = launch.written_elements()
     for name, nbytes in launch.unset_constants:
         result.notes.append(f"__constant__ {name} ({nbytes:,} bytes) was given no values, so it holds zeros (the host's "
                             f"cudaMemcpyToSymbol does not run here): give them with a spec's constants: "

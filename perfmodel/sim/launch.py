@@ -140,6 +140,11 @@ class LaunchState:
                 ptr_values[name] = self.heap.address(k) + self.pointer_offsets.get(name, 0)
             else:
                 struct_addresses[name][path] = int(self.heap.address(k))
+        # output names (an array parameter, ARG.FIELD of a struct's pointer field) -> heap block, for write tracking
+        self.output_blocks: dict[str, int] = {(n if path is None else f"{n}.{path}"): k
+                                              for k, (n, path) in enumerate(owners)}
+        self.output_blocks.update(self.aliases)
+        self.tracked: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}     # track_writes()
         for name in self.null_pointers:
             ptr_values[name] = 0
         for alias, k in self.aliases.items():      # the same buffer as an earlier pointer: its block
@@ -164,6 +169,7 @@ class LaunchState:
         # written back after the run (cudaMemcpyFromSymbol)
         constants = dict(constants or {})
         self.device_variables: list[tuple[np.ndarray, int]] = []     # (given array, heap block)
+        self.device_variable_blocks: dict[str, int] = {}                # name -> heap block
         for j, v in enumerate(gvars):
             if v.init:
                 self.heap.write(k + j, v.init)
@@ -177,6 +183,7 @@ class LaunchState:
                     self.heap.bytes[self.heap.offsets[k + j]:self.heap.offsets[k + j] + src.nbytes] = \
                         src.reshape(-1).view(np.uint8)
                 self.device_variables.append((src, k + j))
+                self.device_variable_blocks[v.name] = k + j
             symbols.add(v.name, "global", self.heap.address(k + j))
 
         # constant bank
@@ -295,7 +302,18 @@ class LaunchState:
         """Restore function for the global heap (argument arrays are restored from the caller's arrays, which the
         run leaves untouched until write_back)."""
         sources = list(self.arg_arrays) + [None] * (len(self.heap.names) - len(self.arg_arrays))
-        return self.heap.checkpoint(sources)
+        restore_heap = self.heap.checkpoint(sources)
+        if not self.tracked:
+            return restore_heap
+        # the tracked writes too: what a pilot or probe run stores is undone with the heap
+        saved = {k: (stored.copy(), updated.copy()) for k, (_start, stored, updated) in self.tracked.items()}
+
+        def restore():
+            restore_heap()
+            for k, (stored, updated) in saved.items():
+                self.tracked[k][1][...] = stored
+                self.tracked[k][2][...] = updated
+        return restore
 
     def param_at(self, offset: int) -> str:
         """Which parameter (and struct field) byte ``offset`` of the packed parameters is, for messages."""
@@ -353,6 +371,30 @@ class LaunchState:
         if block_bytes:
             per = max(1, min(per, budget // 4 // block_bytes))
         return per
+
+    def track_writes(self, names) -> None:
+        """Record, byte by byte, what the run stores into the named arrays (outputs and ``__device__`` variables)
+        and what its atomics update: a run of some of the blocks is checked where they wrote, whatever the value."""
+        arrays = {k: a for k, a in enumerate(self.arg_arrays)}
+        arrays.update({k: a for a, k in self.device_variables})
+        self.tracked_names: dict[str, tuple[int, int]] = {}      # name -> (heap block, element size)
+        for name in names:
+            k = self.output_blocks.get(name, self.device_variable_blocks.get(name))
+            if k is None or k not in arrays:
+                continue
+            self.tracked_names[name] = (k, arrays[k].dtype.itemsize)
+            if k not in self.tracked:
+                size = self.heap.sizes[k]
+                self.tracked[k] = (self.heap.offsets[k], np.zeros(size, bool), np.zeros(size, bool))
+
+    def written_elements(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per tracked name: (elements stored to, elements an atomic updated), from the byte masks."""
+        out = {}
+        for name, (k, size) in getattr(self, "tracked_names", {}).items():
+            _start, stored, atomic = self.tracked[k]
+            n = stored.size // size
+            out[name] = (stored[:n * size].reshape(n, size).any(axis=1), atomic[:n * size].reshape(n, size).any(axis=1))
+        return out
 
     def write_back(self) -> None:
         if self.blank_inputs:

@@ -206,7 +206,21 @@ class MemoryMixin:
         if not store:
             return [view[idx + j] if j else view[idx] for j in range(vec)]
         self._scatter(view, idx, values, m)
+        if self.launch.tracked:
+            self._mark_written(off, size * vec, m, atomic=False)
         return None
+
+    def _mark_written(self, off, nbytes: int, m, atomic: bool) -> None:
+        """Set the bytes ``[off, off + nbytes)`` of the active lanes in the tracked arrays' masks
+        (LaunchState.track_writes)."""
+        lanes = np.asarray(off if m is None else _masked(off, m)).reshape(-1)
+        for start, stored, updated in self.launch.tracked.values():
+            o = lanes - start
+            o = o[(o >= 0) & (o < stored.size)]
+            if o.size:
+                mask = updated if atomic else stored
+                for j in range(nbytes):
+                    mask[np.minimum(o + j, stored.size - 1)] = True
 
     def _scatter(self, view, idx, values, m, rows=None):
         if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
@@ -458,6 +472,8 @@ class MemoryMixin:
         old = _apply_atomic(view, idx, bv, cv, op, dt)
         if space == "global":
             self.heap.atomic_dirty[(idx * dt.itemsize) >> 5] = True
+            if self.launch.tracked:
+                self._mark_written(idx * dt.itemsize, dt.itemsize, None, atomic=True)
         if parts > 1:
             out = []
             for p in range(parts):
@@ -474,7 +490,9 @@ class MemoryMixin:
         offset) or where the launch has no array at all: say so, naming the parameter given NULL, or the
         __constant__ data given no values that pointers may have been read from."""
         launch = self.launch
-        if v >= 0 and launch.heap.names != [NO_ARRAY]:
+        no_array = launch.heap.names == [NO_ARRAY]
+        # a NULL pointer plus an index lands far below the heap's base; just below it is the first array's [-1]
+        if not no_array and (v >= 0 or v + GLOBAL_BASE >= NULL_REACH):
             return
         names = {launch.param_names.get(p, p) for p, _off in self.builder.address_params(gid)}
         null = sorted(names & launch.null_pointers) or sorted(launch.null_pointers)
@@ -487,7 +505,7 @@ class MemoryMixin:
                    "values, so pointers read from there are 0")
         else:
             why = "a NULL or uninitialised pointer"
-        if v >= 0:
+        if v >= 0 or v + GLOBAL_BASE >= NULL_REACH:
             self.fault_where(bad, f"global {kind} at {where}, where the launch has no array ({why})", gid)
         self.fault_where(bad, f"global {kind} through a null pointer ({where}, below every array): {why}", gid)
 
@@ -522,6 +540,10 @@ class MemoryMixin:
 
 
 _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+
+
+# addresses below this are a NULL pointer plus an index (1 TiB: any array's reach), not an array's negative index
+NULL_REACH = 1 << 40
 
 
 def _masked(a, m):

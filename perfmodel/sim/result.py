@@ -74,6 +74,8 @@ class SimResult:
     # only from a run with first_touch=True
     load_reuse_by_line: dict | None = None
     notes: list = field(default_factory=list)     # what the run did that the user should know (messages)
+    # track_writes: name -> (elements the run stored to, elements its atomics updated), boolean masks
+    written: dict = field(default_factory=dict)
 
     @property
     def sampled(self) -> bool:
