@@ -776,3 +776,20 @@ def test_a_sampled_atomic_sum_is_not_checked_against_the_whole_launch(cli, tmp_p
     sampled = analyze_json(cli, *args, "--sample", "8")
     assert sampled["correct"] is None and "atomics add to" in sampled["correct_detail"], sampled["correct_detail"]
     assert analyze_json(cli, *args)["correct"] is True
+
+
+def test_advice_for_a_block_smaller_than_a_warp_and_a_kernel_that_only_prints(cli, tmp_path):
+    """A branch-free kernel in blocks of 16 threads runs at 50% SIMT efficiency (16 of 32 lanes, by hand): the
+    advice names the empty lanes, not divergence. A kernel whose threads only printf did something: no
+    "threads do no work" advice."""
+    path = tmp_path / "half.cu"
+    path.write_text("#include <cstdio>\n"
+                    "__global__ void half(const float *x, float *y) { y[threadIdx.x] = 2.0f * x[threadIdx.x]; }\n"
+                    "__global__ void hello() { printf(\"hello from %d\\n\", threadIdx.x); }\n")
+    doc = analyze_json(cli, str(path), "-k", "half", "--grid", "4", "--block", "16", "--arg", "x=float32[16]:random",
+                       "--arg", "y=float32[16]", "--device", "h100")
+    assert doc["counts"]["simt_efficiency"] == pytest.approx(0.5)
+    tip = next(t for t in doc["advice"] if t.startswith("SIMT efficiency"))
+    assert "16 lanes of their last warp empty" in tip and "divergent" not in tip
+    doc = analyze_json(cli, str(path), "-k", "hello", "--grid", "2", "--block", "4", "--device", "h100")
+    assert not any("do no work" in t for t in doc["advice"]), doc["advice"]

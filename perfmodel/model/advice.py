@@ -107,8 +107,20 @@ def advise(analysis) -> list[str]:
     if threads and idle / threads > 0.05:
         tips.append(f"{_pct(idle / threads)} of the threads do no work (bounds-check losers): size the grid to "
                     "the data or give each thread more elements.")
-    if counts.get("simt_efficiency") is not None and 0 < counts["simt_efficiency"] < 0.8:
-        tips.append(f"SIMT efficiency {_pct(counts['simt_efficiency'])}: divergent branches leave lanes idle.")
+    simt = counts.get("simt_efficiency")
+    if simt is not None and 0 < simt < 0.8:
+        # lanes a block leaves empty in its last warp (a block of 16 threads: half of every warp) are no divergence
+        tpb = a.launch.threads_per_block if hasattr(a, "launch") else 0
+        fill = tpb / (math.ceil(tpb / dev.warp_size) * dev.warp_size) if tpb else 1.0
+        if fill < 1.0 and simt >= 0.95 * fill:
+            tips.append(f"SIMT efficiency {_pct(simt)}: blocks of {tpb} threads leave "
+                        f"{math.ceil(tpb / dev.warp_size) * dev.warp_size - tpb} lanes of their last warp empty (no "
+                        f"branch diverges); a multiple of {dev.warp_size} threads per block fills them.")
+        elif fill < 1.0:
+            tips.append(f"SIMT efficiency {_pct(simt)}: divergent branches leave lanes idle, and blocks of {tpb} "
+                        f"threads fill at most {_pct(fill)} of their warps' lanes.")
+        else:
+            tips.append(f"SIMT efficiency {_pct(simt)}: divergent branches leave lanes idle.")
     if a.registers.source == "estimate":
         tips.append("Registers per thread are an estimate: pass --regs N (ptxas -v) or --regs auto for the "
                     "real figure; occupancy depends on it.")

@@ -388,6 +388,7 @@ class ProgramBuilder:
             rets_named = [r.name for r in rets.items if isinstance(r, Sym)]
 
             def printf(st, fr):
+                st.mark_worked()            # a thread that prints did something, even if not run here
                 for r in rets_named:
                     st.param_write(fr, r, 0, np.zeros((1, 1), np.int32))
             return printf
