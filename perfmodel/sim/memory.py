@@ -105,8 +105,15 @@ class MemoryMixin:
             sel = off if m is None else _masked(off, m)
         lo_v, hi_v = int(sel.min()), int(sel.max())
         k = heap.owner(lo_v)
-        if not (lo_v >= heap.offsets[k] and hi_v + nbytes <= heap.offsets[k] + heap.sizes[k]):
-            ok = heap.valid(np.broadcast_to(off, np.broadcast_shapes(off.shape, (1, 1))), nbytes)
+        mine = self._pointer_block(gid)
+        if not (lo_v >= heap.offsets[k] and hi_v + nbytes <= heap.offsets[k] + heap.sizes[k]) or \
+                (mine is not None and k != mine):
+            full = np.broadcast_to(off, np.broadcast_shapes(off.shape, (1, 1)))
+            ok = heap.valid(full, nbytes)
+            if mine is not None:
+                # inside another array is out of bounds of the one the pointer points into (a[400] of a 256-element
+                # array that lands in the array after it)
+                ok = ok & (full >= heap.offsets[mine]) & (full + nbytes <= heap.offsets[mine] + heap.sizes[mine])
             badm = ~ok if m is None else (~ok & m)
             if badm.any():
                 v = int(np.broadcast_to(off, badm.shape)[badm].reshape(-1)[0])
@@ -508,6 +515,19 @@ class MemoryMixin:
         if v >= 0 or v + GLOBAL_BASE >= NULL_REACH:
             self.fault_where(bad, f"global {kind} at {where}, where the launch has no array ({why})", gid)
         self.fault_where(bad, f"global {kind} through a null pointer ({where}, below every array): {why}", gid)
+
+    def _pointer_block(self, gid) -> int | None:
+        """The heap array global access ``gid``'s address is computed from, where the PTX's dataflow names exactly
+        one pointer parameter (or struct pointer field) and no other array; None otherwise (a pointer loaded from
+        memory, chosen between two, a __device__ variable)."""
+        cache = self.launch.__dict__.setdefault("_pointer_blocks", {})
+        if gid not in cache:
+            launch = self.launch
+            names = {launch.struct_pointers.get((launch.param_names.get(p, p), off), launch.param_names.get(p, p))
+                     for p, off in self.builder.address_params(gid)}
+            blocks = {launch.output_blocks[n] for n in names if n in launch.output_blocks}
+            cache[gid] = next(iter(blocks)) if len(blocks) == 1 and len(names) == 1 else None
+        return cache[gid]
 
     def _array_of(self, gid, v: int) -> int:
         """The heap array an out-of-bounds global address belongs to: the one pointer its address is computed from
