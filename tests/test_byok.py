@@ -793,3 +793,16 @@ def test_advice_for_a_block_smaller_than_a_warp_and_a_kernel_that_only_prints(cl
     assert "16 lanes of their last warp empty" in tip and "divergent" not in tip
     doc = analyze_json(cli, str(path), "-k", "hello", "--grid", "2", "--block", "4", "--device", "h100")
     assert not any("do no work" in t for t in doc["advice"]), doc["advice"]
+
+
+def test_an_index_past_one_array_into_the_next_is_out_of_bounds(cli, tmp_path):
+    """a[400] of a 256-element array: its address computes from a alone, and lands inside b (the next array in
+    memory, 512 bytes on). That is out of bounds of a - not a read of b's 7.0 - while a[100] is fine."""
+    path = tmp_path / "peek.cu"
+    path.write_text("__global__ void peek(const float *a, const float *b, float *out, int i) { out[0] = a[i]; }\n")
+    base = [str(path), "--grid", "1", "--block", "1", "--arg", "a=float32[256]:ones", "--arg", "b=float32[256]:value=7",
+            "--arg", "out=float32[1]", "--device", "h100"]
+    code, out, err = cli("analyze", *base, "--arg", "i=400")
+    assert code == 2 and "out-of-bounds global load: a[400] but a has 256 elements" in err, err
+    (tmp_path / "r.py").write_text("import numpy as np\ndef out(a):\n    return np.array([1.0])\n")
+    assert analyze_json(cli, *base, "--arg", "i=100", "--check", f"out={tmp_path}/r.py:out")["correct"] is True
