@@ -51,3 +51,32 @@ def test_contended_atomics_follow_lane_order(op, addresses):
     ref_old, ref_mem = _reference(start, idx, b, c, op)
     assert old.tolist() == ref_old
     assert view.tolist() == ref_mem
+
+
+@pytest.mark.parametrize("case", ["loop", "chain", "mixed"])
+def test_compare_and_swap_of_one_address_in_lane_order(case):
+    """The lanes of one address compare-and-swap one after another: checked against a plain sequential loop over
+    the lanes (the PTX ISA's atom.cas: the old value back, the swap where it equals the compare). A CAS loop's
+    round (every lane compares with the same stale value: one succeeds), a chain where every lane succeeds (more
+    than the 64 vectorised searches), and random compares over a few values."""
+    from perfmodel.sim.memory import _apply_atomic
+
+    rng = np.random.default_rng(7)
+    n = 500
+    if case == "loop":
+        compare = np.full(n, 3, np.int32)
+        swap = rng.integers(0, 100, n).astype(np.int32)
+    elif case == "chain":
+        compare = np.arange(n, dtype=np.int32)
+        swap = compare + 1
+    else:
+        compare = rng.integers(0, 4, n).astype(np.int32)
+        swap = rng.integers(0, 4, n).astype(np.int32)
+    start = 0 if case == "chain" else 3
+    view = np.array([9, start, 9], np.int32)
+    old = _apply_atomic(view, np.ones(n, np.int64), compare, swap, "cas", np.dtype(np.int32))
+    cur, want = start, []
+    for x, c in zip(compare.tolist(), swap.tolist()):
+        want.append(cur)
+        cur = c if cur == x else cur
+    assert old.tolist() == want and view.tolist() == [9, cur, 9]

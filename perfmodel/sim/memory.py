@@ -660,7 +660,9 @@ def _apply_atomic(view, idx, b, c, op, dt):
             elif op == "exch":
                 old[lanes] = np.r_[view[i:i + 1], v[:-1]].astype(dt, copy=False)
                 view[i] = v[-1]
-            elif op in ("cas", "inc", "dec"):
+            elif op == "cas":
+                old[lanes], view[i] = _cas_in_order(view[i], v, c[lanes].astype(dt, copy=False), dt)
+            elif op in ("inc", "dec"):
                 cur = view[i].item()
                 vals, cs = v.tolist(), (c[lanes].astype(dt, copy=False).tolist() if op == "cas" else None)
                 outs = []
@@ -711,6 +713,35 @@ def _apply_atomic(view, idx, b, c, op, dt):
         keep[np.searchsorted(remaining, take)] = False
         remaining = remaining[keep]
     return old
+
+
+def _cas_in_order(cur, compare, swap, dt, scans: int = 64):
+    """The compare-and-swaps of one address's lanes, in lane order: each lane gets the value before it, and the
+    value changes to ``swap[k]`` where it equals ``compare[k]``. Each success is found by one vectorised search for
+    the next lane whose compare matches (a CAS loop's lanes mostly fail: one or a few succeed per call); past
+    ``scans`` successes the rest goes lane by lane. Returns (old values, final value)."""
+    n = compare.size
+    old = np.empty(n, dt)
+    cur = np.asarray(cur, dt)[()]
+    k = 0
+    for _ in range(scans):
+        hits = np.flatnonzero(compare[k:] == cur)
+        if not hits.size:
+            old[k:] = cur
+            return old, cur
+        j = k + int(hits[0])
+        old[k:j + 1] = cur
+        cur = swap[j]
+        k = j + 1
+        if k == n:
+            return old, cur
+    cur_py, cs, xs = cur.item(), swap[k:].tolist(), compare[k:].tolist()
+    outs = []
+    for x, c in zip(xs, cs):
+        outs.append(cur_py)
+        cur_py = c if cur_py == x else cur_py
+    old[k:] = np.array(outs).astype(dt)
+    return old, np.asarray(cur_py).astype(dt)[()]
 
 
 def _float_atomic_add(view, idx, b, dt):
