@@ -55,7 +55,8 @@ PILOT_RETRY_WHOLE_MAX_THREADS = 1 << 16
 
 def _skipped_detail(n: int) -> str:
     return (f"{n:,} loop iterations were counted from identical iterations that ran, not executed, so the outputs "
-            "were not computed (a run this long does that; --execute-all executes everything)")
+            "were not computed (iterations of the compiled loop, whose body may hold several of the source's, run by "
+            "a batch of warps together; a run this long does that; --execute-all executes everything)")
 HOT_LINES = 6
 
 
