@@ -144,7 +144,7 @@ class LaunchState:
         self.output_blocks: dict[str, int] = {(n if path is None else f"{n}.{path}"): k
                                               for k, (n, path) in enumerate(owners)}
         self.output_blocks.update(self.aliases)
-        self.tracked: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}     # track_writes()
+        self.tracked: dict[int, tuple[int, int, np.ndarray]] = {}   # track_writes(): block -> (start, size, flags)
         for name in self.null_pointers:
             ptr_values[name] = 0
         for alias, k in self.aliases.items():      # the same buffer as an earlier pointer: its block
@@ -306,13 +306,12 @@ class LaunchState:
         if not self.tracked:
             return restore_heap
         # the tracked writes too: what a pilot or probe run stores is undone with the heap
-        saved = {k: (stored.copy(), updated.copy()) for k, (_start, stored, updated) in self.tracked.items()}
+        saved = {k: flags.copy() for k, (_start, _size, flags) in self.tracked.items()}
 
         def restore():
             restore_heap()
-            for k, (stored, updated) in saved.items():
-                self.tracked[k][1][...] = stored
-                self.tracked[k][2][...] = updated
+            for k, flags in saved.items():
+                self.tracked[k][2][...] = flags
         return restore
 
     def param_at(self, offset: int) -> str:
@@ -373,8 +372,9 @@ class LaunchState:
         return per
 
     def track_writes(self, names) -> None:
-        """Record, byte by byte, what the run stores into the named arrays (outputs and ``__device__`` variables)
-        and what its atomics update: a run of some of the blocks is checked where they wrote, whatever the value."""
+        """Record, element by element, what the run stores into the named arrays (outputs and ``__device__``
+        variables) and what its atomics update: a run of some of the blocks is checked where they wrote, whatever
+        the value."""
         arrays = {k: a for k, a in enumerate(self.arg_arrays)}
         arrays.update({k: a for a, k in self.device_variables})
         self.tracked_names: dict[str, tuple[int, int]] = {}      # name -> (heap block, element size)
@@ -384,16 +384,16 @@ class LaunchState:
                 continue
             self.tracked_names[name] = (k, arrays[k].dtype.itemsize)
             if k not in self.tracked:
-                size = self.heap.sizes[k]
-                self.tracked[k] = (self.heap.offsets[k], np.zeros(size, bool), np.zeros(size, bool))
+                # one flag per element of the array: STORED, ATOMIC (sim/memory.py _mark_written)
+                size = arrays[k].dtype.itemsize
+                self.tracked[k] = (self.heap.offsets[k], size, np.zeros(self.heap.sizes[k] // size, np.uint8))
 
     def written_elements(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per tracked name: (elements stored to, elements an atomic updated), from the byte masks."""
+        """Per tracked name: (elements stored to, elements an atomic updated)."""
         out = {}
-        for name, (k, size) in getattr(self, "tracked_names", {}).items():
-            _start, stored, atomic = self.tracked[k]
-            n = stored.size // size
-            out[name] = (stored[:n * size].reshape(n, size).any(axis=1), atomic[:n * size].reshape(n, size).any(axis=1))
+        for name, (k, _size) in getattr(self, "tracked_names", {}).items():
+            flags = self.tracked[k][2]
+            out[name] = ((flags & 1).astype(bool), (flags & 2).astype(bool))
         return out
 
     def write_back(self) -> None:

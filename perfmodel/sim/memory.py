@@ -218,16 +218,17 @@ class MemoryMixin:
         return None
 
     def _mark_written(self, off, nbytes: int, m, atomic: bool) -> None:
-        """Set the bytes ``[off, off + nbytes)`` of the active lanes in the tracked arrays' masks
-        (LaunchState.track_writes)."""
+        """Flag the elements that the bytes ``[off, off + nbytes)`` of the active lanes touch in the tracked arrays
+        (LaunchState.track_writes): 1 stored, 2 updated by an atomic."""
         lanes = np.asarray(off if m is None else _masked(off, m)).reshape(-1)
-        for start, stored, updated in self.launch.tracked.values():
+        flag = 2 if atomic else 1
+        for start, size, flags in self.launch.tracked.values():
             o = lanes - start
-            o = o[(o >= 0) & (o < stored.size)]
+            o = o[(o >= 0) & (o < flags.size * size)]
             if o.size:
-                mask = updated if atomic else stored
-                for j in range(nbytes):
-                    mask[np.minimum(o + j, stored.size - 1)] = True
+                last = flags.size - 1
+                for j in sorted({*range(0, nbytes, size), nbytes - 1}):
+                    flags[np.minimum((o + j) // size, last)] |= flag
 
     def _scatter(self, view, idx, values, m, rows=None):
         if rows is not None and idx.shape[0] == 1 and rows.shape == (self.nB, 1) and (m is None or m.shape[0] == 1):
