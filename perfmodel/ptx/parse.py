@@ -571,7 +571,10 @@ def lower_cp_async(ins: Instr, regs: dict) -> list[Instr]:
     if spaces != ["shared", "global"] or len(ops) not in (3, 4) or not isinstance(ops[2], Imm):
         return [ins]
     size = int(ops[2].value)
-    if size not in _CP_ASYNC_TYPE or (len(ops) == 4 and not (isinstance(ops[3], Imm) and int(ops[3].value) == size)):
+    if size not in _CP_ASYNC_TYPE:
+        return [ins]
+    zero_fill = len(ops) == 4 and not (isinstance(ops[3], Imm) and int(ops[3].value) == size)
+    if zero_fill and not isinstance(ops[3], (Reg, Imm)):
         return [ins]
     t, vec = _CP_ASYNC_TYPE[size]
     temps = []
@@ -581,8 +584,64 @@ def lower_cp_async(ins: Instr, regs: dict) -> list[Instr]:
         temps.append(Reg(name))
     data = Vec(tuple(temps)) if vec else temps[0]
     shape = (vec,) if vec else ()
-    common = dict(guard=ins.guard, guard_neg=ins.guard_neg, file=ins.file, line=ins.line, col=ins.col, text=ins.text,
-                  outer=ins.outer)
-    return [Instr("ld", ("global", m[1]) + shape + (t,), (data, ops[1]), **common),
-            Instr("st", ("shared", "async") + shape + (t,), (ops[0], data), **common)]
+    where = dict(file=ins.file, line=ins.line, col=ins.col, text=ins.text, outer=ins.outer)
+    common = dict(guard=ins.guard, guard_neg=ins.guard_neg, **where)
+    store = Instr("st", ("shared", "async") + shape + (t,), (ops[0], data), **common)
+    if not zero_fill:
+        return [Instr("ld", ("global", m[1]) + shape + (t,), (data, ops[1]), **common), store]
+    return _cp_async_zero_fill(ins, regs, size, ops[3], temps, data, shape, t, where) + [store]
+
+
+def _cp_async_zero_fill(ins: Instr, regs: dict, size: int, src_size, temps, data, shape, t, where) -> list[Instr]:
+    """``cp.async ... [dst], [src], cp-size, src-size``: the first ``src-size`` bytes come from ``src``, the rest are
+    zeros (PTX ISA, cp.async), and a copy of 0 bytes reads nothing. As instructions: the data registers zeroed; the
+    whole ``cp-size`` load where ``src-size`` is ``cp-size`` (one request, like the plain form); else each 4-byte
+    word that ``src-size`` covers whole, loaded on its own, and the word it covers in part loaded whole and masked to
+    its first ``src-size mod 4`` bytes (the 1-3 bytes past them are read: past the array's end, that is an
+    out-of-bounds error, never a wrong value). Each load is also under the copy's own guard."""
+    def pred(name):
+        regs.setdefault(name, "pred")
+        return Reg(name)
+
+    src = src_size
+    out = [Instr("mov", ("b32",), (tmp, Imm(0)), **where) for tmp in temps]
+    guard = None
+    if ins.guard is not None:
+        guard = pred("%cp_async_guard")
+        out.append(Instr("not" if ins.guard_neg else "mov", ("pred",), (guard, ins.guard), **where))
+
+    def under_guard(p):
+        if guard is not None:
+            out.append(Instr("and", ("pred",), (p, p, guard), **where))
+        return p
+
+    full = pred("%cp_async_full")
+    out.append(Instr("setp", ("eq", "u32"), (full, src, Imm(size)), **where))
+    out.append(Instr("ld", ("global", ins.mods[1]) + shape + (t,), (data, ins.operands[1]), guard=under_guard(full),
+                     **where))
+    addr = ins.operands[1]
+    part = pred("%cp_async_part")
+    out.append(Instr("setp", ("lt", "u32"), (part, src, Imm(size)), **where))
+    for k in range(len(temps)):
+        at = Addr(addr.base, addr.offset + 4 * k)
+        if k < len(temps) - 1:                      # a whole word of a partial copy (the last: only a full one)
+            word = pred(f"%cp_async_w{k}")
+            out.append(Instr("setp", ("ge", "u32"), (word, src, Imm(4 * (k + 1))), **where))
+            out.append(Instr("and", ("pred",), (word, word, part), **where))
+            out.append(Instr("ld", ("global", ins.mods[1], "b32"), (temps[k], at), guard=under_guard(word), **where))
+        # the word src-size ends inside: 4k < src-size < 4k + 4, its first src-size - 4k bytes
+        above, below, ragged = pred("%cp_async_gt"), pred("%cp_async_lt"), pred(f"%cp_async_r{k}")
+        out.append(Instr("setp", ("gt", "u32"), (above, src, Imm(4 * k)), **where))
+        out.append(Instr("setp", ("lt", "u32"), (below, src, Imm(4 * k + 4)), **where))
+        out.append(Instr("and", ("pred",), (ragged, above, below), **where))
+        raw, bits, mask = Reg("%cp_async_raw"), Reg("%cp_async_bits"), Reg("%cp_async_mask")
+        for r in (raw, bits, mask):
+            regs.setdefault(r.name, "b32")
+        out.append(Instr("ld", ("global", ins.mods[1], "b32"), (raw, at), guard=under_guard(ragged), **where))
+        out.append(Instr("sub", ("u32",), (bits, src, Imm(4 * k)), **where))
+        out.append(Instr("shl", ("b32",), (bits, bits, Imm(3)), **where))
+        out.append(Instr("shl", ("b32",), (mask, Imm(1), bits), **where))
+        out.append(Instr("sub", ("u32",), (mask, mask, Imm(1)), **where))
+        out.append(Instr("and", ("b32",), (temps[k], raw, mask), guard=ragged, **where))
+    return out
 
