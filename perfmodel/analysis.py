@@ -334,8 +334,12 @@ def _idle_summary(per_block: dict, threads_per_block: int, total_blocks: int) ->
     arr = np.asarray(idle)
     partial = int(((arr > 0) & (arr < threads_per_block)).sum())
     full = int((arr >= threads_per_block).sum())
-    return {"partially_idle_blocks": partial, "fully_idle_blocks": full, "blocks": total_blocks,
-            "extrapolated": False}
+    out = {"partially_idle_blocks": partial, "fully_idle_blocks": full, "blocks": total_blocks,
+           "extrapolated": False}
+    if per_block.get("idle_warps") is not None:
+        # warps none of whose threads worked, the fully idle blocks' included (per block simulated)
+        out["idle_warps"] = int(np.asarray(per_block["idle_warps"]).sum())
+    return out
 
 
 def _hash_params(params: dict) -> tuple:
@@ -546,7 +550,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     per_stratum = []
     lines_weighted = []
     per_block_all: dict[str, list] = {}
-    idle_partial = idle_full = 0.0
+    idle_partial = idle_full = idle_warps = 0.0
     changed_elements: dict[str, np.ndarray] = {}
     accumulated: dict[str, np.ndarray] = {}        # output elements an atomic updated: left out of the check
     merged: dict[str, np.ndarray] = {}
@@ -574,6 +578,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         if summary:
             idle_partial += summary["partially_idle_blocks"] * stratum.weight
             idle_full += summary["fully_idle_blocks"] * stratum.weight
+            idle_warps += summary.get("idle_warps", 0) * stratum.weight
         by_name = {a.name: v for a, v in zip(launch.args, args)}
         for a, v in zip(launch.args, args):
             if a.kind == "struct":
@@ -623,7 +628,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     idle = {}
     if idle_partial or idle_full or per_block_all.get("idle_threads") is not None:
         idle = {"partially_idle_blocks": round(idle_partial), "fully_idle_blocks": round(idle_full),
-                "blocks": launch.total_blocks, "extrapolated": True}
+                "idle_warps": round(idle_warps), "blocks": launch.total_blocks, "extrapolated": True}
     return SimOutcome(
         notes=notes,
         kernel=spec.name, params=dict(launch.params), counts=counts, sampled=True, sample=sample,

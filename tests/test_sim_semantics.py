@@ -1117,6 +1117,23 @@ def test_the_clock_moves_on_while_a_kernel_runs():
     assert (spins > 0).all() and (spins < 1000000).all(), spins
 
 
+def test_two_clock_readings_in_one_basic_block_differ():
+    """start = clock(); one load; stop = clock(): no branch between, so both readings fall in one basic block
+    (YHs's dram/l2/smem latency microbenchmarks measured 0 cycles). Every reading is later than the one before."""
+    src = r"""
+    __global__ void k(const float *x, float *y, unsigned *clk) {
+        unsigned start = clock();
+        float v = x[threadIdx.x];
+        unsigned stop = clock();
+        y[threadIdx.x] = v;
+        clk[threadIdx.x] = stop - start;
+    }"""
+    x = np.ones(32, np.float32)
+    clk = np.zeros(32, np.uint32)
+    run(src, 1, 32, [x, np.zeros(32, np.float32), clk])
+    assert (clk > 0).all(), clk
+
+
 def test_bounds_in_bytes_and_vector_pointers_take_arrays_of_their_component():
     """A byte buffer read as words reports an access past its end in bytes and in the array's own elements (it
     said "a[16] but a has 16 elements of 4 bytes" for 64 uint8 values); a double4* given float32 data is refused

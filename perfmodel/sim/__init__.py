@@ -221,11 +221,17 @@ def _finish_batch(st, counters):
     pb = counters.per_block
     sl = st.sl
     pb["threads"][sl] += st.T
+    warps = -(-st.T // 32)
     if st.worked_full:
-        idle = 0
+        idle = idle_warps = 0
     elif st.worked is None:
-        idle = st.T
+        idle, idle_warps = st.T, warps
     else:
         w = st.worked[:, :st.T]
         idle = st.T - np.count_nonzero(w, axis=1)
+        # warps none of whose threads did any work (a block whose first warp alone works)
+        lanes = np.zeros((w.shape[0], warps * 32), bool)
+        lanes[:, :st.T] = w
+        idle_warps = warps - np.count_nonzero(lanes.reshape(w.shape[0], warps, 32).any(axis=2), axis=1)
     pb["idle_threads"][sl] += idle
+    pb["idle_warps"][sl] += idle_warps

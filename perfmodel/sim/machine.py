@@ -53,7 +53,7 @@ class Counters:
         self.int_ops = 0
         self.per_block = {k: np.zeros(n_blocks, np.int64) for k in (
             "flops", "global_loads", "global_stores", "global_load_sectors", "global_store_sectors",
-            "idle_threads", "threads")}
+            "idle_threads", "idle_warps", "threads")}
         # a shared load merged into a wider SASS load counts a share of its wavefronts (memory.py)
         self.per_block["shared_wavefronts"] = np.zeros(n_blocks)
 
@@ -156,9 +156,11 @@ class State(MemoryMixin):
             v = {"eq": bit, "lt": bit - 1, "le": (bit << 1) - 1, "gt": (0xFFFFFFFF ^ ((bit << 1) - 1)),
                  "ge": 0xFFFFFFFF ^ (bit - 1)}[kind] & 0xFFFFFFFF
         elif base in ("clock", "clock64", "globaltimer", "globaltimer_lo", "clock_hi"):
-            # not the GPU's cycles: 4 per basic block the batch has executed, so that timestamps increase and
-            # a loop that waits for the clock ends (docs/semantics.md)
-            return np.full((1, 1), self.steps * 4, np.uint64 if base != "clock" else np.uint32)
+            # not the GPU's cycles: 4 per basic block the batch has executed and 1 per reading, so that every
+            # reading is later than the one before (two in one basic block too: stop - start > 0) and a loop that
+            # waits for the clock ends (docs/semantics.md)
+            self._clock_reads = getattr(self, "_clock_reads", 0) + 1
+            return np.full((1, 1), self.steps * 4 + self._clock_reads, np.uint64 if base != "clock" else np.uint32)
         elif base in ("smid", "gridid", "is_explicit_cluster", "cluster_ctarank"):
             v = np.zeros((1, 1))
         elif base in ("nsmid",):
@@ -318,10 +320,15 @@ class State(MemoryMixin):
         thread, block = self.first_lane(missing if missing.any() else mb)
         ins = self.builder.instrs[gid]
         loc = self.builder._location(ins)
+        called = ""
+        if self.depth > 0:
+            called = ("; this barrier is inside a called (__noinline__) function, and perfmodel pairs the barriers "
+                      "of a block's two branches only in the kernel's own code, not across a call, even where the "
+                      "other branch syncs as often (a GPU since Volta would complete them)")
         raise SimulationError(
             f"{loc}: barrier divergence: __syncthreads() (bar.sync) reached by only some threads of block "
             f"{block}; thread {thread} of that block takes another path (a barrier inside a condition that "
-            "is not uniform across the block)", location=loc, thread=thread, block=block)
+            f"is not uniform across the block){called}", location=loc, thread=thread, block=block)
 
     # ---- parameters and calls -----------------------------------------------------------------------------
     def param_read(self, fr, name, off, dt):
