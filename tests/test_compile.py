@@ -280,6 +280,25 @@ def test_a_texture_reference_says_cuda_12_removed_them():
     assert "cudaTextureObject_t" in text
 
 
+def test_standard_library_names_a_host_header_brings_in_transitively():
+    """libstdc++'s <algorithm> brings in <type_traits>, so nvcc compiles ``std::aligned_storage`` after
+    <algorithm> alone (OneFlow's elementwise.cuh, BBuf's tutorial); a file that names ``std::max`` including only
+    <type_traits> compiles under nvcc too. With libcu++ standing in, both compile; the alias of a library name
+    libcu++ has is kept for the device code that uses it, and one it lacks (std::vector, host code) is set aside."""
+    src = ("#include <algorithm>\n#include <vector>\n"
+           "using Pack4 = std::aligned_storage<16, 16>::type;\n"
+           "typedef std::vector<int> HostList;\n"
+           "__global__ void k(float *x) {\n"
+           "  static_assert(sizeof(Pack4) == 16, \"\");\n"
+           "  x[threadIdx.x] = std::max(x[threadIdx.x], 1.0f);\n}\n")
+    assert [k.expression for k in compile_cuda("pack.cu", source=src).kernels] == ["k"]
+    src2 = ("#include <type_traits>\n"
+            "template <typename T> __device__ typename std::enable_if<sizeof(T) == 4, T>::type twice(T x)"
+            " { return 2 * x; }\n"
+            "__global__ void k(float *x) { x[threadIdx.x] = std::max(twice(x[threadIdx.x]), 1.0f); }\n")
+    assert [k.expression for k in compile_cuda("traits.cu", source=src2).kernels] == ["k"]
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

@@ -114,8 +114,13 @@ _STD_MISSING = re.compile(r'namespace "std" has no member')
 _DYNAMIC_INIT = re.compile(r"dynamic initialization is not supported for a __device__ variable")
 
 
+# what a host's standard headers bring in whichever one a file includes (libstdc++'s <algorithm> includes
+# <type_traits> and <utility>; OneFlow's elementwise.cuh names std::aligned_storage after <algorithm> alone)
+_STD_ALWAYS = ("cmath", "cstdlib", "cstddef", "cstdint", "limits", "type_traits", "utility", "algorithm")
+
+
 def _std_shim(set_aside: list[str]) -> str:
-    names = ["cmath", "cstdlib"] + [n for n in set_aside if "/" not in n and "." not in n]
+    names = list(_STD_ALWAYS) + [n for n in set_aside if "/" not in n and "." not in n]
     dirs = [Path(d) / "cuda" / "std" for d in nvrtc.sdk_include_dirs()]
     have = [n for n in dict.fromkeys(names) if any((d / n).is_file() for d in dirs)]
     return "".join(f"#include <cuda/std/{n}>\n" for n in have) + "namespace std { using namespace ::cuda::std; }\n"
@@ -159,7 +164,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 8          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 9          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -385,8 +390,8 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
         # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
         shim = _std_shim(prepared.set_aside_includes)
         retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
-        if retry.ok:
-            result, text = retry, head + shim + line1 + prepared.text
+        # compiled, or failed: then on what is left with libcu++ standing in, the error to report
+        result, text = retry, head + shim + line1 + prepared.text
     if not result.ok and _DYNAMIC_INIT.search(result.log):
         # host `const float` globals that nvcc folds and NVRTC's -default-device cannot initialise: constexpr
         again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,

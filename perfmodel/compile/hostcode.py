@@ -30,6 +30,7 @@ Preprocessor lines are never blanked (``#if``/``#endif`` stay balanced), except 
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +122,34 @@ class Prepared:
     launched: list[str] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=4)
+def _libcudacxx_names(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
+    """The names libcu++ declares a header for in these SDK folders: ``cuda/std/NAME`` and ``cuda/std/__*/NAME.h``
+    (forward declarations and internals left out)."""
+    found: set[str] = set()
+    for d in sdk_dirs:
+        std = Path(d) / "cuda" / "std"
+        if not std.is_dir():
+            continue
+        found |= {f.name for f in std.iterdir() if f.is_file() and "." not in f.name}
+        for sub in std.glob("__*"):
+            if sub.is_dir() and sub.name not in ("__fwd", "__internal", "__cccl"):
+                found |= {f.stem for f in sub.rglob("*.h")}
+    return frozenset(found)
+
+
 class _FileProcessor:
+    def _libcudacxx_has(self, words: list[str]) -> bool:
+        """Whether every ``std::NAME`` that ``words`` name is one libcu++ provides for device code (a header
+        ``cuda/std/__*/NAME.h`` or ``cuda/std/NAME`` in the SDK: aligned_storage, enable_if, numeric_limits, pair),
+        so that an alias of it is kept for the compile's libcu++ retry; ``std::vector`` or ``std::cout`` have none."""
+        names = {words[k + 2] for k, w in enumerate(words[:-2])
+                 if w == "std" and words[k + 1] == "::" and (k == 0 or words[k - 1] != "::")}
+        return bool(names) and all(name in self._libcudacxx_names() for name in names)
+
+    def _libcudacxx_names(self) -> frozenset[str]:
+        return _libcudacxx_names(tuple(str(d) for d in self.sdk_dirs))
+
     def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str],
                  constexpr_floats: bool = False):
         self.defines = defines
@@ -335,7 +363,7 @@ class _FileProcessor:
             if hs & DEVICE_VAR_WORDS or not head:
                 keep(c)
                 continue
-            if head[0] in ("using", "typedef") and names_std_member(head):
+            if head[0] in ("using", "typedef") and names_std_member(head) and not self._libcudacxx_has(head):
                 blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
                 continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
