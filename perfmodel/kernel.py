@@ -532,8 +532,11 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
                             name_expressions=exprs, defines=dict(defines or {}), include_dirs=tuple(include_dirs),
                             cache=cache)
     if entry is None:
+        if not compiled.kernels:
+            raise CompileError(f"{path or 'the source'}: the file defines no __global__ function (a kernel), nor "
+                               "do the headers it includes from its own folders; there is nothing to launch")
         if len(compiled.kernels) != 1:
-            names = ", ".join(k.expression for k in compiled.kernels) or "none"
+            names = ", ".join(k.expression for k in compiled.kernels)
             raise CompileError(f"{path or 'the source'}: {len(compiled.kernels)} kernels ({names}); name the "
                                "entry kernel")
         info = compiled.kernels[0]

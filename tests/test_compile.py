@@ -299,6 +299,24 @@ def test_standard_library_names_a_host_header_brings_in_transitively():
     assert [k.expression for k in compile_cuda("traits.cu", source=src2).kernels] == ["k"]
 
 
+def test_a_library_header_not_found_is_named_when_the_compile_fails(tmp_path):
+    """``#include <torch/extension.h>`` is found nowhere: set aside like any header perfmodel cannot use, and named
+    (with its angle brackets) when the compile then fails on what it declared."""
+    src = "#include <torch/extension.h>\n__global__ void k(float *x) { x[0] = at::zero; }\n"
+    with pytest.raises(CompileError) as info:
+        compile_cuda("torch.cu", source=src)
+    assert "Set aside because not found: #include <torch/extension.h>" in str(info.value)
+
+
+def test_a_file_without_a_kernel_says_so(tmp_path):
+    from perfmodel.kernel import load_kernel
+
+    path = tmp_path / "host.cu"
+    path.write_text("#include <cstdio>\nint main() { printf(\"no kernel\\n\"); return 0; }\n")
+    with pytest.raises(CompileError, match="defines no __global__ function"):
+        load_kernel(path)
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

@@ -252,8 +252,13 @@ class _FileProcessor:
                 how, target = self._resolve(name, quoted, path)
                 if how == "aside":
                     self.result.set_aside_includes.append(name)
-                    if quoted and name.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS:
-                        self.result.missing_includes.append(name)
+                    base = name.rsplit("/", 1)[-1]
+                    known = base in HOST_ONLY_HEADERS or name.startswith(HOST_ONLY_PREFIXES)
+                    if quoted and base not in HOST_ONLY_HEADERS:
+                        self.result.missing_includes.append(f'"{name}"')
+                    elif not quoted and not known:
+                        # a library's header found nowhere (<torch/extension.h>): said if the compile then fails
+                        self.result.missing_includes.append(f"<{name}>")
                     replacements[first] = self._device_parts(name, last, display)
                 elif how == "umbrella":
                     host_side = UMBRELLAS[name]

@@ -93,8 +93,9 @@ def advise(analysis) -> list[str]:
                     "(1 is conflict-free) - pad the array or change the index so a warp's lanes hit distinct banks.")
 
     if occ.occupancy < 0.5 and bound in ("latency", "dram", "l2"):
+        kind = "latency-bound" if bound == "latency" else "memory-bound"
         tips.append(f"Occupancy {_pct(occ.occupancy)} ({occ.blocks_per_sm} blocks/SM, limited by "
-                    f"{', '.join(occ.limiters)}) is low for a memory-bound kernel.")
+                    f"{', '.join(occ.limiters)}) is low for a {kind} kernel.")
     waves = model.waves
     if 0 < waves < 1 and model.active_sms < dev.sm_count:
         tips.append(f"The grid fills {model.active_sms} of {dev.sm_count} SMs ({waves:.2f} waves): launch more "
