@@ -817,6 +817,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
                              loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
                                                                       sim.lines),
                              idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0),
+                             idle_warps=(sim.per_block_idle or {}).get("idle_warps"),
                              ilp=ilp_mix(sim.compile.get("ilp_by_line"), sim.lines),
                              round_miss_factor=sim.round_miss_factor)
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,

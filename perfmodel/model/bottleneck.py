@@ -486,7 +486,8 @@ def block_launch_time(total_blocks: int, rates: DeviceRates) -> float:
 def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, total_blocks: int,
                      warps_per_sm: float, blocks_per_sm: int, warps_per_block: int,
                      loads_in_flight: float | None = None, idle_blocks: float = 0.0,
-                     ilp: list | None = None, round_miss_factor: float | None = None) -> BottleneckResult:
+                     ilp: list | None = None, round_miss_factor: float | None = None,
+                     idle_warps: float | None = None) -> BottleneckResult:
     """Predict the kernel time from the simulator's counts (``Counts.to_json()`` layout). ``loads_in_flight``: a
     warp's independent loads per basic block of the compiled code (perfmodel.model.mlp), where known.
     ``idle_blocks``: blocks whose threads all did no work (no flop, no memory access: a persistent kernel's blocks
@@ -506,7 +507,12 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     if idle >= total_blocks:
         idle = 0.0
     working_blocks = max(1.0, float(total_blocks) - idle)
+    all_warps = warps
     warps = max(1.0, warps * working_blocks / max(1, total_blocks))
+    if idle_warps is not None and 0 < float(idle_warps) < all_warps:
+        # warps none of whose threads worked (the idle blocks' among them) leave the critical path to the others:
+        # a block whose first warp alone loops waits for that warp, whatever its size
+        warps = max(1.0, min(warps, all_warps - float(idle_warps)))
     blocks = min(total_blocks, math.ceil(working_blocks))
 
     active_sms = max(1, min(rates.sm_count, blocks))
@@ -550,7 +556,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     barriers_per_warp = _barriers_per_warp(counts, warps, blocks)
     mlp = loads_in_flight_per_warp(requests_per_warp, barriers_per_warp + 1.0, rates, loads_in_flight)
     in_flight = bytes_in_flight_per_sm(g, mlp, min(float(warps_per_sm), warps / active_sms), traffic)
-    queue = dram_queue_cycles(in_flight, warps_per_block * rates.warp_size, rates)
+    # the block size of the measured latency-under-load curve: the warps of a block that work
+    queue = dram_queue_cycles(in_flight, min(float(warps_per_block), warps / blocks) * rates.warp_size, rates)
     per_instruction = instruction_cycles(ilp, rates)
     fetch_wait = fetch_wait_share(traffic.l2_state, waves)
     chain = chain_cycles_per_warp(issued / warps, requests_per_warp, mlp, traffic, rates, queue, per_instruction,
