@@ -456,23 +456,20 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
     ptx_n = Counter(k for i, k in enumerate(ptx_keys) if i not in in_loop)
     ptx_g = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_global_ptx(ins) and i not in in_loop)
-    # shared accesses in bytes: ptxas merges neighbouring ones into LDS.64 / LDS.128, which keeps the bytes
-    sass_s = Counter()
-    for inner, _outer, t in rest:
-        if _sass_op(t) in _SASS_SHARED:
-            sass_s[key(*inner)] += _sass_bytes(t)
-    ptx_s = Counter()
-    for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
-        if _is_shared_ptx(ins) and i not in in_loop:
-            ptx_s[k] += _ptx_bytes(ins)
-    sass_c = Counter()
-    for inner, _outer, t in rest:
-        if _sass_op(t) in _SASS_CONST:
-            sass_c[key(*inner)] += _sass_bytes(t)
-    ptx_c = Counter()
-    for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
-        if _is_const_ptx(ins) and i not in in_loop:
-            ptx_c[k] += _ptx_bytes(ins)
+    def bytes_by_line(sass_ops, is_ptx):
+        """(SASS bytes, PTX bytes) per source line of one kind of access: ptxas merges neighbouring shared
+        accesses into LDS.64 / LDS.128 and parameter loads into LDC.64, which keeps the bytes, not the number."""
+        sass_b, ptx_b = Counter(), Counter()
+        for inner, _outer, t in rest:
+            if _sass_op(t) in sass_ops:
+                sass_b[key(*inner)] += _sass_bytes(t)
+        for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)):
+            if is_ptx(ins) and i not in in_loop:
+                ptx_b[k] += _ptx_bytes(ins)
+        return sass_b, ptx_b
+
+    sass_s, ptx_s = bytes_by_line(_SASS_SHARED, _is_shared_ptx)
+    sass_c, ptx_c = bytes_by_line(_SASS_CONST, _is_const_ptx)
     looped = _loop_blocks(f)
     sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
     ptx_d = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_fp64_ptx(ins) and i not in in_loop)
