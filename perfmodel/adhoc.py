@@ -255,7 +255,10 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                                       f"of {entry} (those: {', '.join(sorted(arrays) + devices) or 'none'})")
         if ref.endswith(".npy") or re.match(r"^[^:]+\.py:", ref):
             target, sep, attr = ref.rpartition(":") if not ref.endswith(".npy") else (ref, "", "")
-            ref = str((cwd / Path(target).expanduser()).resolve()) + (f":{attr}" if sep else "")
+            where = (cwd / Path(target).expanduser()).resolve()
+            if not where.is_file():
+                raise LaunchArgumentError(f"--check {item!r}: no such file {target!r} (looked at {where})")
+            ref = str(where) + (f":{attr}" if sep else "")
         output: dict[str, Any] = {"arg": key, "reference": ref}
         if rtol is not None:
             output["rtol"] = rtol

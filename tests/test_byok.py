@@ -129,6 +129,7 @@ def test_save_spec_round_trip(cli, tmp_path):
     (["--grid", "cdiv(q,128)"], "unknown name(s) q"),
     (["--arg", "x=2.0"], "is a pointer (const float*)"),
     (["--arg", "x=int32[n]"], "its elements are float32, not int32"),
+    (["--check", "y=not_here.npy"], "--check 'y=not_here.npy': no such file 'not_here.npy'"),
 ])
 def test_bad_arguments(cli, change, needle):
     args = list(SAXPY)

@@ -317,6 +317,37 @@ def test_a_file_without_a_kernel_says_so(tmp_path):
         load_kernel(path)
 
 
+def test_kernels_written_as_shoc_writes_them():
+    """SHOC's S3D: an attribute-like macro between the return type and the name (``__global__ void
+    LAUNCH_BOUNDS(256, 4) gr_base(...)``, the macro expanding to nothing) - the kernel is gr_base with its own
+    parameter names; its MaxFlops: ``register`` locals, which C++17 removed and nvcc's host compiler only warns
+    about; its bfs: the kernels under ``#if __CUDA_ARCH__ >= 120`` and stubs with other parameter names under
+    ``#else`` - the signature is the one every device compile sees."""
+    src = ("#define LAUNCH_BOUNDS(maxThrd, minBlk)\n"
+           "template <class real>\n__global__ void\nLAUNCH_BOUNDS(256, 4)\n"
+           "scale(const real *in, real *out, real a) { register real v = a * in[threadIdx.x]; out[threadIdx.x] = v; }\n"
+           "#if __CUDA_ARCH__ >= 120\n"
+           "__global__ void k(float *out, int n_real) { if (threadIdx.x < n_real) out[threadIdx.x] = 1.0f; }\n"
+           "#else\n"
+           "__global__ void k(float *out, int n_stub) { ; }\n"
+           "#endif\n")
+    mod = compile_cuda("shoc.cu", source=src, name_expressions=["scale<float>"])
+    assert [p.name for p in mod.kernel("scale<float>").params] == ["in", "out", "a"]
+    assert [p.name for p in mod.kernel("k").params] == ["out", "n_real"]
+
+
+@pytest.mark.parametrize("cond, value", [
+    ("__CUDA_ARCH__ >= 120", True), ("__CUDA_ARCH__ < 700", False), ("defined(__CUDA_ARCH__)", True),
+    ("!defined(__CUDACC__)", False), ("__CUDA_ARCH__ >= 800", None), ("USE_FAST && __CUDA_ARCH__ >= 350", None),
+    ("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 600)", True)])
+def test_which_device_branches_every_compile_takes(cond, value):
+    """By hand: NVRTC 13 compiles for compute capability 7.5 to 12.1, so __CUDA_ARCH__ is 750 to 1210; a condition
+    that holds (or fails) over the whole range is decided, one that depends on where in it, or on other names, not."""
+    from perfmodel.compile.hostcode import _device_condition
+
+    assert _device_condition(cond) is value
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

@@ -156,6 +156,10 @@ _GNU_KEYWORDS = (("__const__", "const"), ("__const", "const"), ("__signed__", "s
                  ("__volatile", "volatile"), ("__asm__", "asm"), ("__asm", "asm"), ("__alignof", "alignof"),
                  ("__extension__", ""))
 PREAMBLE = "".join(f"#ifndef {k}\n#define {k} {v}\n#endif\n" for k, v in _GNU_KEYWORDS) + PREAMBLE
+# `register float v;` (SHOC's MaxFlops, S3D): C++17 removed the storage class, and NVRTC rejects it, where nvcc's
+# host compiler only warns (GCC's -Wregister, "enabled by default with -std=c++17"); it never changed the code a
+# compiler makes, so it goes
+PREAMBLE = "#define register\n" + PREAMBLE
 # nvcc defines __NVCC__ in both of its passes ("Defined when compiling C/C++/CUDA source files", the nvcc manual's
 # "NVCC Identification Macro"); NVRTC does not, and code picks its __host__ __device__ annotations with it
 # (`#if defined(__NVCC__) || defined(__HIPCC__)  #define ESS __host__ __device__  #else  #define ESS  #endif`).
@@ -164,7 +168,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 9          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 10          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 

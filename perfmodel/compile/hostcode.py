@@ -122,6 +122,71 @@ class Prepared:
     launched: list[str] = field(default_factory=list)
 
 
+# names a device compile defines, whatever the architecture (NVRTC 13's oldest target is compute capability 7.5)
+_DEVICE_DEFINED = ("__CUDA_ARCH__", "__CUDACC__", "__NVCC__", "__CUDACC_RTC__")
+_ARCH_RANGE = (750, 1210)      # __CUDA_ARCH__ of the oldest and newest targets
+
+
+def _device_condition(cond: str) -> bool | None:
+    """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__`` (and
+    on ``defined`` of the names a device compile defines): the same at the oldest and the newest architecture
+    NVRTC targets. None when it depends on anything else."""
+    from perfmodel import expr as _expr
+
+    unknown = False
+
+    def known(m):
+        nonlocal unknown
+        name = m.group(1) or m.group(2)
+        if name in _DEVICE_DEFINED:
+            return " 1 "
+        unknown = True
+        return " 0 "
+    c = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)", known, cond)
+    c = re.sub(r"(\d+)[uUlL]+\b", r"\1", c)
+    if unknown or set(re.findall(r"[A-Za-z_]\w*", c)) - {"__CUDA_ARCH__"}:
+        return None
+    c = c.replace("&&", " and ").replace("||", " or ")
+    c = re.sub(r"!(?!=)", " not ", c)
+    try:
+        values = {bool(_expr.evaluate(c, {"__CUDA_ARCH__": arch})) for arch in _ARCH_RANGE}
+    except Exception:   # noqa: BLE001 - anything the evaluator does not take: unknown
+        return None
+    return values.pop() if len(values) == 1 else None
+
+
+def _device_dead_lines(mlines: list[str], directives) -> set[int]:
+    """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
+    :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
+    parameter names under ``#else``); branches it cannot decide count as taken."""
+    dead: set[int] = set()
+    stack: list[list] = []          # per open #if: [this branch's value (True/False/None), a branch was True]
+    start = 0
+    for first, last, _off in directives:
+        if stack and any(frame[0] is False for frame in stack):
+            dead.update(range(start + 1, first + 1))
+        start = last + 1
+        body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
+        word = re.match(r"\w*", body).group()
+        rest = body[len(word):].strip()
+        if word in ("if", "ifdef", "ifndef"):
+            cond = rest if word == "if" else (f"defined({rest})" if word == "ifdef" else f"!defined({rest})")
+            value = _device_condition(cond)
+            stack.append([value, value is True])
+        elif word == "elif" and stack:
+            frame = stack[-1]
+            value = False if frame[1] else _device_condition(rest)
+            if value is not False and frame[0] is None:
+                value = None
+            frame[0], frame[1] = value, frame[1] or value is True
+        elif word == "else" and stack:
+            frame = stack[-1]
+            frame[0] = False if frame[1] else (None if frame[0] is None else not frame[0])
+        elif word == "endif" and stack:
+            stack.pop()
+    return dead
+
+
 @functools.lru_cache(maxsize=4)
 def _libcudacxx_names(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
     """The names libcu++ declares a header for in these SDK folders: ``cuda/std/NAME`` and ``cuda/std/__*/NAME.h``
@@ -157,6 +222,7 @@ class _FileProcessor:
         self.respell: list[tuple[int, int, str]] = []     # (start, end, text): a token of this file spelt anew
         self.include_dirs = [Path(d) for d in include_dirs]
         self.sdk_dirs = [Path(d) for d in sdk_dirs]
+        self.device_dead: dict[str, set[int]] = {}      # file -> 1-based lines no device compile sees
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
@@ -218,6 +284,7 @@ class _FileProcessor:
         mlines = masked.split("\n")
         out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
+        self.device_dead[display] = _device_dead_lines(mlines, directives)
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
@@ -342,7 +409,7 @@ class _FileProcessor:
             if head[:2] == ["extern", "template"]:
                 instantiations.append((c, function_name(head[2:])[0]))
                 continue
-            name, paren = function_name(head)
+            name, paren = function_name(head, self.function_macros)
             is_function = c.kind == "function" or (paren >= 0 and "=" not in head[template_prefix_end(head):paren]
                                                    and name is not None
                                                    and "typedef" not in hs and "using" not in hs)
@@ -483,6 +550,8 @@ class _FileProcessor:
         params_text = re.sub(r"^[ \t]*#.*$", " ", mask(params_text), flags=re.M)
         name_tok = toks[po - 1]
         line = text.count("\n", 0, name_tok.start) + 1
+        if line in self.device_dead.get(display, ()):
+            return      # in a branch the device compile drops (#else of #if __CUDA_ARCH__ >= 120): not this kernel
         tparams = template_params(head)
         is_template = head[0] == "template" and len(head) > 1 and head[1] == "<"
         extern_c = c.extern_c or (head[0] == "extern" and len(head) > 1 and toks[c.first + 1].kind == "str")

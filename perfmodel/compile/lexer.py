@@ -261,14 +261,33 @@ def template_params(words: list[str]) -> list[tuple[str, str]]:
     return result
 
 
-def function_name(words: list[str]) -> tuple[str | None, int]:
-    """Name of the function declared in a chunk head (identifier before the first top-level '(')."""
+def _attribute_macro(words: list[str], k: int, macros) -> bool:
+    """Whether ``words[k - 1](...)`` is a function-like macro standing where an attribute does, between the return
+    type and the name (SHOC's ``__global__ void LAUNCH_BOUNDS(256, 4) gr_base(...)``): a macro the file defines
+    with parameters, or an upper-case name, whose call is followed by the function's name and its '('."""
+    prev = words[k - 1]
+    if prev not in macros and not re.fullmatch(r"[A-Z][A-Z0-9_]*", prev):
+        return False
+    if k < 2 or words[k - 2] in ("(", ",", "=", "return", "::", ".", "->"):
+        return False
+    d = 0
+    for j in range(k, len(words)):
+        d += (words[j] == "(") - (words[j] == ")")
+        if d == 0:
+            return j + 2 < len(words) and re.fullmatch(r"[A-Za-z_]\w*", words[j + 1]) is not None \
+                and words[j + 2] in ("(", "<")
+    return False
+
+
+def function_name(words: list[str], macros=frozenset()) -> tuple[str | None, int]:
+    """Name of the function declared in a chunk head (identifier before the first top-level '('); a call of an
+    attribute-like macro before the name (``macros``: the file's function-like macros) is passed over."""
     depth = 0
     skip_to = -1
     for k, w in enumerate(words):
         if k <= skip_to:
             continue
-        if w == "(" and k and words[k - 1] in ATTRIBUTE_WORDS:
+        if w == "(" and k and (words[k - 1] in ATTRIBUTE_WORDS or (depth == 0 and _attribute_macro(words, k, macros))):
             d = 0
             for j in range(k, len(words)):
                 d += (words[j] == "(") - (words[j] == ")")
