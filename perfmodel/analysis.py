@@ -285,7 +285,7 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
 
 def _written(name, before, after, written) -> np.ndarray:
     """The elements of output ``name`` a run of some of the blocks wrote: those it stored to or an atomic updated
-    (``SimResult.written``, tracked byte by byte), and those whose value changed (a write by a path that is not
+    (``SimResult.written``, tracked element by element), and those whose value changed (a write by a path that is not
     tracked)."""
     b = np.asarray(before).reshape(-1)
     a = np.asarray(after).reshape(-1)

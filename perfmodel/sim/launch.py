@@ -145,6 +145,7 @@ class LaunchState:
                                               for k, (n, path) in enumerate(owners)}
         self.output_blocks.update(self.aliases)
         self.tracked: dict[int, tuple[int, int, np.ndarray]] = {}   # track_writes(): block -> (start, size, flags)
+        self.pointer_blocks: dict[int, int | None] = {}   # global access -> the array its pointer is (sim/memory.py)
         for name in self.null_pointers:
             ptr_values[name] = 0
         for alias, k in self.aliases.items():      # the same buffer as an earlier pointer: its block

@@ -498,9 +498,9 @@ class MemoryMixin:
         offset) or where the launch has no array at all: say so, naming the parameter given NULL, or the
         __constant__ data given no values that pointers may have been read from."""
         launch = self.launch
-        no_array = launch.heap.names == [NO_ARRAY]
         # a NULL pointer plus an index lands far below the heap's base; just below it is the first array's [-1]
-        if not no_array and (v >= 0 or v + GLOBAL_BASE >= NULL_REACH):
+        far_below = v < 0 and v + GLOBAL_BASE < NULL_REACH
+        if not far_below and launch.heap.names != [NO_ARRAY]:
             return
         names = {launch.param_names.get(p, p) for p, _off in self.builder.address_params(gid)}
         null = sorted(names & launch.null_pointers) or sorted(launch.null_pointers)
@@ -513,15 +513,15 @@ class MemoryMixin:
                    "values, so pointers read from there are 0")
         else:
             why = "a NULL or uninitialised pointer"
-        if v >= 0 or v + GLOBAL_BASE >= NULL_REACH:
-            self.fault_where(bad, f"global {kind} at {where}, where the launch has no array ({why})", gid)
-        self.fault_where(bad, f"global {kind} through a null pointer ({where}, below every array): {why}", gid)
+        if far_below:
+            self.fault_where(bad, f"global {kind} through a null pointer ({where}, below every array): {why}", gid)
+        self.fault_where(bad, f"global {kind} at {where}, where the launch has no array ({why})", gid)
 
     def _pointer_block(self, gid) -> int | None:
         """The heap array global access ``gid``'s address is computed from, where the PTX's dataflow names exactly
         one pointer parameter (or struct pointer field) and no other array; None otherwise (a pointer loaded from
         memory, chosen between two, a __device__ variable)."""
-        cache = self.launch.__dict__.setdefault("_pointer_blocks", {})
+        cache = self.launch.pointer_blocks
         if gid not in cache:
             launch = self.launch
             names = {launch.struct_pointers.get((launch.param_names.get(p, p), off), launch.param_names.get(p, p))
@@ -665,13 +665,10 @@ def _apply_atomic(view, idx, b, c, op, dt):
                 old[lanes], view[i] = _cas_in_order(view[i], v, c[lanes].astype(dt, copy=False), dt)
             elif op in ("inc", "dec"):
                 cur = view[i].item()
-                vals, cs = v.tolist(), (c[lanes].astype(dt, copy=False).tolist() if op == "cas" else None)
                 outs = []
-                for k, x in enumerate(vals):
+                for x in v.tolist():
                     outs.append(cur)
-                    if op == "cas":
-                        cur = cs[k] if cur == x else cur
-                    elif op == "inc":
+                    if op == "inc":
                         cur = 0 if cur >= x else cur + 1
                     else:
                         cur = x if (cur == 0 or cur > x) else cur - 1
