@@ -237,8 +237,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         _check_expression(smem, names, "--smem")
         _evaluate(smem, values, f"--smem {smem}", integer=True, minimum=0)
 
-    constants, device_variables = _symbols(symbols or (), program, values, cwd)
     declared = _module_variables(program)
+    constants, device_variables = _symbols(symbols or (), declared, program.name, values, cwd)
     outputs = []
     arrays = {a["name"] for a in spec_args if "length" in a or "same_as" in a}
     arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
@@ -315,18 +315,19 @@ def _declared_array(v, program, option: str) -> dict:
     return {"dtype": name, "length": str(v.nbytes // dtype.itemsize), "init": "zeros"}
 
 
-def _symbols(items: Sequence[str], program, values: Mapping[str, Any], cwd: Path) -> tuple[dict, dict]:
+def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[str, Any],
+             cwd: Path) -> tuple[dict, dict]:
     """``--symbol NAME=DTYPE[COUNT][:INIT]``: the spec's ``constants`` (a ``__constant__`` variable) and
-    ``device_variables`` (a ``__device__`` one) entries, each a variable the kernel names, no larger than it."""
+    ``device_variables`` (a ``__device__`` one) entries, each one of the variables the kernel names
+    (``declared``, :func:`_module_variables`), no larger than it."""
     from perfmodel.spec import DTYPES
 
-    declared = _module_variables(program)
     constants: dict[str, dict] = {}
     device: dict[str, dict] = {}
     for key, value, item in _parse_assignments(items, "--symbol"):
         option = f"--symbol {item}"
         if key not in declared:
-            raise LaunchArgumentError(f"{option}: {program.name} names no __constant__ or __device__ variable {key!r} "
+            raise LaunchArgumentError(f"{option}: {kernel} names no __constant__ or __device__ variable {key!r} "
                                       f"(it names: {', '.join(sorted(declared)) or 'none'})")
         if key in constants or key in device:
             raise LaunchArgumentError(f"{option}: {key!r} is given twice")

@@ -669,9 +669,9 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
     if prepared.missing_includes:
+        # the names as written, with their quotes or angle brackets (hostcode.py)
         hint += (" Set aside because not found: " + ", ".join(
-            f"#include {n}" if n[:1] in "<\"" else f'#include "{n}"' for n in dict.fromkeys(prepared.missing_includes))
-                + "; pass -I DIR if the kernels need them.")
+            f"#include {n}" for n in dict.fromkeys(prepared.missing_includes)) + "; pass -I DIR if the kernels need them.")
     return CompileError(f"{file}:{line}: error: {msg}{detail}{more}.{hint}",
                         location=Location(file, line))
 

@@ -210,10 +210,8 @@ class _FileProcessor:
         so that an alias of it is kept for the compile's libcu++ retry; ``std::vector`` or ``std::cout`` have none."""
         names = {words[k + 2] for k, w in enumerate(words[:-2])
                  if w == "std" and words[k + 1] == "::" and (k == 0 or words[k - 1] != "::")}
-        return bool(names) and all(name in self._libcudacxx_names() for name in names)
-
-    def _libcudacxx_names(self) -> frozenset[str]:
-        return _libcudacxx_names(tuple(str(d) for d in self.sdk_dirs))
+        have = _libcudacxx_names(tuple(str(d) for d in self.sdk_dirs))
+        return bool(names) and names <= have
 
     def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str],
                  constexpr_floats: bool = False):
