@@ -772,22 +772,34 @@ def _launch_occupancy(spec, launch, dev, regs, static_shared_bytes: int, param_b
     return registers, smem, occ
 
 
-def compute_peak_flops(counts: dict, dev, rates) -> float:
-    """The compute roof of the seed model: the FP32 peak, or, for a kernel with tensor-core work on a device with
-    measured wmma rates, the peak of its mix - all its flops over the time the FP32 lanes and the tensor cores need
-    for their shares at their peaks (the mix's harmonic peak)."""
+def compute_peak_flops(counts: dict, dev, rates) -> tuple[float, str]:
+    """The compute roof of the seed model and what it is: the FP32 peak, or, for a kernel with double-precision
+    flops or tensor-core work (on a device with measured wmma rates), the peak of its mix - all its flops over the
+    time the FP32 lanes, the FP64 lanes and the tensor cores need for their shares at their peaks (the mix's
+    harmonic peak). The FP64 peak is the profile's ``peak_fp64_flops``, else 2 flops per FP64 lane per clock, else
+    1/64 of FP32 (:func:`perfmodel.model.bottleneck.fp64_time`'s fallback)."""
     from perfmodel.model.bottleneck import tensor_time
 
     peak = float(dev.peak_fp32_flops)
-    tensor = (counts.get("tensor") or {}).get("flops") or {}
-    if not any(tensor.values()):
-        return peak
-    tensor_seconds, untimed = tensor_time(tensor, rates)
-    if untimed:
-        return peak
     total = float(counts.get("flops", 0) or 0)
-    seconds = max(0.0, total - float(sum(tensor.values()))) / peak + tensor_seconds
-    return total / seconds if seconds > 0 else peak
+    fp64 = min(total, float(counts.get("fp64_flops", 0) or 0))
+    tensor = (counts.get("tensor") or {}).get("flops") or {}
+    tensor_seconds, tensor_flops = 0.0, 0.0
+    if any(tensor.values()):
+        tensor_seconds, untimed = tensor_time(tensor, rates)
+        if untimed:                     # no measured rate: its flops count at the FP32 peak
+            tensor_seconds = 0.0
+        else:
+            tensor_flops = float(sum(tensor.values()))
+    if fp64 <= 0 and tensor_flops <= 0:
+        return peak, "FP32"
+    peak64 = float(getattr(dev, "peak_fp64_flops", 0) or 0) or 2.0 * rates.fp64_lane_ops_per_s or peak / 64.0
+    seconds = max(0.0, total - tensor_flops - fp64) / peak + fp64 / peak64 + tensor_seconds
+    if seconds <= 0:
+        return peak, "FP32"
+    parts = [name for name, share in (("FP32", total - tensor_flops - fp64), ("FP64", fp64),
+                                      ("tensor-core", tensor_flops)) if share > 0]
+    return total / seconds, parts[0] if len(parts) == 1 else "mix of " + " and ".join(parts)
 
 
 def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None, l2: str = "cold") -> Analysis:
@@ -801,8 +813,10 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
     g = counts.get("global", {})
     smem_alloc = getattr(occ, "shared_memory_per_block_allocated", smem)
     rates = device_rates(dev, shared_memory_per_sm_used=occ.blocks_per_sm * smem_alloc)
+    peak, peak_basis = compute_peak_flops(counts, dev, rates)
     seed = seed_model(float(counts.get("flops", 0)), float(g.get("loads", 0)), float(g.get("stores", 0)),
-                      compute_peak_flops(counts, dev, rates), float(dev.dram_bandwidth_bytes_per_s))
+                      peak, float(dev.dram_bandwidth_bytes_per_s), load_bytes=float(g.get("load_bytes", 0) or 0),
+                      peak_basis=peak_basis)
     traffic = estimate_traffic(
         load_sectors=float(g.get("load_sectors", 0)), store_sectors=float(g.get("store_sectors", 0)),
         unique_load_sectors=float(g.get("unique_load_sectors", g.get("load_sectors", 0))),

@@ -65,3 +65,87 @@ def test_alu_only_loop_issue_count_equals_ncu(measured):
     a = _analyze(case)
     assert a.sim.counts["warp_instructions"] == pytest.approx(case["ncu"]["warp_instructions"], rel=0.02)
     assert a.model.predicted_time_s == pytest.approx(case["time_s"], rel=0.05)
+
+
+# ---- the seed model's roof and operand of a double-precision kernel --------------------------------------------
+
+_DOUBLE_POLY = r'''
+extern "C" __global__ void poly(const double* x, double* y, const float* u, float* v, int n, int single_steps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double xv = x[i], a = 0.0;
+        for (int k = 0; k < 256; ++k) a = a * xv + 1.0;      // 256 DFMA: 512 double flops
+        y[i] = a;
+        float b = u[i];
+        for (int k = 0; k < single_steps; ++k) b = b * 0.5f + 1.0f;   // FFMA: 2 single flops each
+        v[i] = b;
+    }
+}'''
+
+
+def _poly(single_steps: int, **kw):
+    import numpy as np
+
+    from perfmodel.api import RawKernel
+
+    n = 1 << 16
+    rng = np.random.default_rng(3)
+    x, u = rng.uniform(-0.9, 0.9, n), rng.uniform(-1, 1, n).astype(np.float32)
+    y, v = np.zeros(n), np.zeros(n, np.float32)
+    a = RawKernel(_DOUBLE_POLY, "poly")((n // 256,), (256,), (x, y, u, v, n, single_steps), device="h100", **kw)
+    return a, n
+
+
+def test_a_double_kernels_seed_roof_is_the_fp64_peak_and_its_operand_8_bytes():
+    """Per thread 256 DFMA (512 double flops) over one 8-byte and one 4-byte load. The slides' roof for doubles:
+    min(FP64 peak, CGMA x bandwidth / operand bytes) - the H100 profile's FP64 peak (33.5 TFLOPS, NVIDIA's
+    datasheet figure for the SXM part) and 6 B the mean load (one double, one float)."""
+    from perfmodel.devices import load_device
+
+    dev = load_device("h100")
+    a, n = _poly(0)
+    assert a.counts["flops"] == a.counts["fp64_flops"] == n * 512
+    seed = a.seed
+    assert seed.peak_basis == "FP64"
+    assert seed.peak_gflops == pytest.approx(33.5e3)
+    assert seed.peak_gflops == pytest.approx(dev.peak_fp64_flops / 1e9)
+    assert seed.operand_bytes == pytest.approx((8 + 4) / 2)
+    assert seed.cgma == pytest.approx(512 / 2)
+    assert seed.bandwidth_bound_gflops == pytest.approx(256 * 3352.0 / 6)
+    assert seed.achievable_gflops == pytest.approx(33.5e3) and seed.bound == "compute peak"
+
+
+def test_a_mixed_kernels_roof_is_its_flops_over_each_shares_time_at_its_peak():
+    """64 FFMA (128 single flops) beside the 512 double flops per thread: the roof is the mix's harmonic peak,
+    all flops over 128 / 66.9 TFLOPS + 512 / 33.5 TFLOPS per thread (the profile's peaks, NVIDIA's datasheet)."""
+    from perfmodel.devices import load_device
+
+    dev = load_device("h100")
+    a, n = _poly(64)
+    assert a.counts["fp64_flops"] == n * 512 and a.counts["flops"] == n * (512 + 128)
+    hand = (512 + 128) / (128 / dev.peak_fp32_flops + 512 / dev.peak_fp64_flops) / 1e9
+    assert a.seed.peak_gflops == pytest.approx(hand)
+    assert a.seed.peak_basis == "mix of FP32 and FP64"
+
+
+def test_double_flops_are_counted_alike_sampled_and_fast_forwarded(tmp_path):
+    """The double-flop count through the shortcuts: a sampled run's extrapolation and the CLI's loop counted
+    from a few iterations give the hand figure, 512 per thread."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from perfmodel.cli.main import app
+
+    a, n = _poly(0, sample=8)
+    assert a.sim.sampled and a.counts["fp64_flops"] == n * 512
+    src = tmp_path / "poly.cu"
+    src.write_text(_DOUBLE_POLY)
+    r = CliRunner().invoke(app, ["analyze", str(src), "--grid", "256", "--block", "256", "--arg", "x=float64[n]:random",
+                                 "--arg", "y=float64[n]", "--arg", "u=float32[n]:random", "--arg", "v=float32[n]",
+                                 "-D", "n=65536", "--arg", "n=n", "--arg", "single_steps=0", "--device", "h100",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["counts"]["fp64_flops"] == 65536 * 512
+    assert doc["seed_model"]["peak_basis"] == "FP64"

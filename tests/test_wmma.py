@@ -237,7 +237,8 @@ def test_seed_roof_of_a_tensor_kernel_is_its_mix_peak():
     dev = load_device("h100")
     counts = {"flops": 4 * 8192 + 1024, "tensor": {"mma": 4, "flops": {"f16": 4 * 8192}}}
     seconds = 1024 / dev.peak_fp32_flops + 4 * 8192 / (2728 * 132 * 1.98e9)
-    assert compute_peak_flops(counts, dev, device_rates(dev)) == pytest.approx((4 * 8192 + 1024) / seconds)
-    assert compute_peak_flops({"flops": 10}, dev, device_rates(dev)) == dev.peak_fp32_flops
+    peak, basis = compute_peak_flops(counts, dev, device_rates(dev))
+    assert peak == pytest.approx((4 * 8192 + 1024) / seconds) and basis == "mix of FP32 and tensor-core"
+    assert compute_peak_flops({"flops": 10}, dev, device_rates(dev)) == (dev.peak_fp32_flops, "FP32")
     a100 = load_device("a100")          # no measured wmma rate: the FP32 roof, as the slides' model has it
-    assert compute_peak_flops(counts, a100, device_rates(a100)) == a100.peak_fp32_flops
+    assert compute_peak_flops(counts, a100, device_rates(a100)) == (a100.peak_fp32_flops, "FP32")

@@ -27,8 +27,8 @@ def advise(analysis) -> list[str]:
         cgma = a.seed.cgma
         if cgma is not None and cgma < 0.95 * a.seed.required_cgma:
             tips.append(f"Memory-bound ({model.resource(bound).label}, {_pct(bound_share)} of its peak): CGMA "
-                        f"{cgma:.3g} is below the {a.seed.required_cgma:.3g} this device needs to reach its FP32 "
-                        "peak - reuse data from shared memory (tiling) or registers to raise it.")
+                        f"{cgma:.3g} is below the {a.seed.required_cgma:.3g} this device needs to reach its "
+                        f"{a.seed.peak_basis} peak - reuse data from shared memory (tiling) or registers to raise it.")
         else:
             tips.append(f"Memory-bound ({model.resource(bound).label}, {_pct(bound_share)} of its peak).")
     elif bound in ("lsu", "l1"):

@@ -157,7 +157,8 @@ def cgma_section(doc: dict) -> Table:
     rows = [
         ("CGMA", f"{fmt_num(cgma)} flops per global load"
                  + (f"  ({fmt_num(doc['cgma_with_stores'])} counting stores)" if doc["cgma_with_stores"] else "")),
-        ("seed bound", f"min({seed['peak_gflops']:,.1f} peak, CGMA x {seed['dram_gb_per_s']:,.1f} GB/s / 4 B) = "
+        ("seed bound", f"min({seed['peak_gflops']:,.1f} {seed.get('peak_basis', 'FP32')} peak, CGMA x "
+                       f"{seed['dram_gb_per_s']:,.1f} GB/s / {seed.get('operand_bytes', 4):.3g} B) = "
                        f"{doc['achievable_gflops']:,.1f} GFLOPS ({seed['bound']})"),
         ("CGMA for the peak", f"{seed['required_cgma']:.3g}"),
     ]
@@ -168,7 +169,8 @@ def cgma_section(doc: dict) -> Table:
         line.append(f" {100 * position:.0f}% of the ridge point")
         rows.append(("roofline", line))
     rows.append(("bottleneck model", f"{doc['predicted_gflops']:,.1f} GFLOPS "
-                                     f"({100 * doc['predicted_gflops'] / seed['peak_gflops']:.1f}% of peak)"))
+                                     f"({100 * doc['predicted_gflops'] / seed['peak_gflops']:.1f}% of the "
+                                     f"{seed.get('peak_basis', 'FP32')} peak)"))
     return _kv_table(rows, "CGMA & roofline (seed model)")
 
 

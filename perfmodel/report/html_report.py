@@ -42,7 +42,8 @@ def analysis_html(doc: dict) -> str:
     seed = doc["seed_model"]
     cgma_rows = _rows([
         ("CGMA", f"{doc['cgma']:.4g} flops per global load" if doc["cgma"] is not None else "-"),
-        ("seed bound", f"min({seed['peak_gflops']:,.1f} peak, CGMA x {seed['dram_gb_per_s']:,.1f} GB/s / 4 B) = "
+        ("seed bound", f"min({seed['peak_gflops']:,.1f} {seed.get('peak_basis', 'FP32')} peak, CGMA x "
+                       f"{seed['dram_gb_per_s']:,.1f} GB/s / {seed.get('operand_bytes', 4):.3g} B) = "
                        f"{doc['achievable_gflops']:,.1f} GFLOPS ({seed['bound']})"),
     ])
     resources = sorted(doc["resources"].values(), key=lambda r: -float(r["time_s"]))

@@ -216,15 +216,17 @@ def occupancy_export(occ, device, sweeps: dict, path) -> Path:
 # roofline
 
 def roofline_numbers(doc: dict) -> dict:
-    """Peak FP32, DRAM bandwidth, the kernel's arithmetic intensity (flops per modelled DRAM byte) and GFLOPS."""
+    """The seed model's peak (FP32, or the kernel's FP64 / tensor mix), DRAM bandwidth, the kernel's arithmetic
+    intensity (flops per modelled DRAM byte) and GFLOPS."""
     model = doc["model"]
     peak = float(doc["seed_model"]["peak_gflops"])
     bandwidth = float(model["rates"]["dram_bandwidth_bytes_per_s"]) / 1e9
     flops = float(doc["counts"].get("flops", 0) or 0)
     dram = float(model["traffic"]["dram_bytes"] or 0)
     intensity = flops / dram if dram > 0 else None
-    seed_intensity = doc["cgma"] / 4 if doc.get("cgma") else None   # CGMA flops per 4-byte global load
-    return {"peak_gflops": peak, "dram_gb_per_s": bandwidth, "ridge": peak / bandwidth, "intensity": intensity,
+    operand = float(doc["seed_model"].get("operand_bytes", 4) or 4)
+    seed_intensity = doc["cgma"] / operand if doc.get("cgma") else None   # CGMA flops per operand-size load
+    return {"peak_gflops": peak, "peak_basis": doc["seed_model"].get("peak_basis", "FP32"), "dram_gb_per_s": bandwidth, "ridge": peak / bandwidth, "intensity": intensity,
             "predicted_gflops": float(doc["predicted_gflops"]), "seed_intensity": seed_intensity,
             "seed_gflops": float(doc["achievable_gflops"])}
 
@@ -240,7 +242,7 @@ def roofline_figure(doc: dict):
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     ax.plot(xs, [min(peak, x * bw) for x in xs], color="black", linewidth=2, label="roof: min(peak, AI x DRAM BW)")
     ax.axhline(peak, color="gray", linestyle=":", linewidth=1)
-    ax.text(hi, peak * 1.05, f"peak FP32 {peak:,.1f} GFLOPS", ha="right", va="bottom", fontsize=8)
+    ax.text(hi, peak * 1.05, f"peak {numbers['peak_basis']} {peak:,.1f} GFLOPS", ha="right", va="bottom", fontsize=8)
     ax.text(lo * 1.2, lo * 1.2 * bw * 1.3, f"DRAM {bw:,.1f} GB/s", rotation=0, fontsize=8)
     if numbers["intensity"] and numbers["predicted_gflops"] > 0:
         ax.plot([numbers["intensity"]], [numbers["predicted_gflops"]], marker="o", markersize=11, color=COLORS[2],

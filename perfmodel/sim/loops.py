@@ -234,7 +234,7 @@ def _snapshot(st, gids, fname, pc):
             {k: v for k, v in c.array_threads.items() if k[0] in gids},
             {g: {s: list(v) for s, v in c.generic_split.get(g, {}).items()} for g in gids},
             (c.bb_warps[fname][pc], c.bb_threads[fname][pc], c.div_warps[fname][pc]),
-            dict(c.fp), c.fp64, c.flops, c.int_ops,
+            dict(c.fp), (c.fp64, c.fp64_flops), c.flops, c.int_ops,
             {k: v[st.sl].copy() for k, v in c.per_block.items()},
             {g: list(c.cc1[g]) for g in gids if g in c.cc1})
 
@@ -247,7 +247,7 @@ def _delta(a, b):
     bb = tuple(y - x for x, y in zip(a[3], b[3]))
     fp = {k: b[4][k] - a[4].get(k, 0) for k in b[4]}
     cc1 = {g: [y - x for x, y in zip(a[9].get(g, [0] * len(v)), v)] for g, v in b[9].items()}
-    return (lists, arr, gen, bb, fp, b[5] - a[5], b[6] - a[6], b[7] - a[7],
+    return (lists, arr, gen, bb, fp, (b[5][0] - a[5][0], b[5][1] - a[5][1]), b[6] - a[6], b[7] - a[7],
             {k: b[8][k] - a[8][k] for k in b[8]}, cc1)
 
 
@@ -272,7 +272,8 @@ def _add(st, gids, fname, pc, d, times: int):
     c.div_warps[fname][pc] += d[3][2] * times
     for k, v in d[4].items():
         c.fp[k] = c.fp.get(k, 0) + v * times
-    c.fp64 += d[5] * times
+    c.fp64 += d[5][0] * times
+    c.fp64_flops += d[5][1] * times
     c.flops += d[6] * times
     c.int_ops += d[7] * times
     for k, v in d[8].items():

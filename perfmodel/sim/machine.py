@@ -49,6 +49,7 @@ class Counters:
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
         self.fp = dict(add=0, mul=0, fma=0, div=0, special=0)
         self.fp64 = 0
+        self.fp64_flops = 0
         self.flops = 0
         self.int_ops = 0
         self.per_block = {k: np.zeros(n_blocks, np.int64) for k in (
@@ -230,6 +231,7 @@ class State(MemoryMixin):
         c.flops += n * flops
         if is64:
             c.fp64 += n * ops
+            c.fp64_flops += n * flops
         pb = c.per_block["flops"][self.sl]
         pb += per_row * flops if rows == self.nB else int(per_row.sum()) * flops
         self.mark_worked()
@@ -402,6 +404,7 @@ def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
             c.fp[k] += n * v
         c.flops += n * blk.flop_total
         c.fp64 += n * blk.fp64
+        c.fp64_flops += n * blk.fp64_flops
         c.per_block["flops"][st.sl] += (s[2] * blk.flop_total) if s[2] is not None else (st.T * blk.flop_total)
     if blk.int_ops:
         c.int_ops += n * blk.int_ops

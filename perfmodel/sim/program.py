@@ -78,6 +78,7 @@ class CBlock:
     flops: dict = field(default_factory=dict)    # kind -> per-thread count (unguarded instructions)
     flop_total: int = 0
     fp64: int = 0
+    fp64_flops: int = 0
     int_ops: int = 0
     works: bool = False         # has a flop or a memory access, or integer work in a loop (the idle-thread report)
     first: int = 0              # global id of the first instruction
@@ -267,6 +268,7 @@ class ProgramBuilder:
                         cb.flops[kind] = cb.flops.get(kind, 0) + x2
                         cb.flop_total += n * x2
                         cb.fp64 += x2 if is64 else 0
+                        cb.fp64_flops += n * x2 if is64 else 0
                 elif ins.opcode in _INT_OPS and ins.guard is None:
                     cb.int_ops += 1
                 if ins.opcode in MEMORY and "param" not in ins.mods or ins.opcode == "wmma":

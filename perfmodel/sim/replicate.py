@@ -335,6 +335,7 @@ def _add_scaled(total, c, w: int, members: np.ndarray) -> None:
     for k, v in c.fp.items():
         total.fp[k] = total.fp.get(k, 0) + v * w
     total.fp64 += c.fp64 * w
+    total.fp64_flops += c.fp64_flops * w
     total.flops += c.flops * w
     total.int_ops += c.int_ops * w
     for key, arr in c.per_block.items():

@@ -18,6 +18,7 @@ class Counts:
     int_ops: int = 0
     fp_ops: dict = field(default_factory=lambda: dict(add=0, mul=0, fma=0, div=0, special=0))
     fp64_ops: int = 0
+    fp64_flops: int = 0                 # the double-precision part of flops
     global_: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_sectors=0, store_sectors=0, load_bytes=0,
         store_bytes=0, atomics=0, atomic_requests=0, atomic_same_address=0, unique_load_sectors=0,
@@ -46,6 +47,7 @@ class Counts:
     def to_json(self) -> dict:
         return {
             "flops": self.flops, "int_ops": self.int_ops, "fp_ops": dict(self.fp_ops), "fp64_ops": self.fp64_ops,
+            "fp64_flops": self.fp64_flops,
             "global": dict(self.global_), "shared": dict(self.shared), "constant": dict(self.constant),
             "local": dict(self.local), "tensor": {"mma": self.tensor["mma"], "flops": dict(self.tensor["flops"])},
             "barriers": self.barriers, "barrier_warps": self.barrier_warps,
@@ -260,6 +262,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.flops = cnt.flops + tensor_flops       # tensor-core flops count as flops (GFLOPS, CGMA), run on their own pipe
     c.fp_ops = dict(cnt.fp)
     c.fp64_ops = cnt.fp64
+    c.fp64_flops = cnt.fp64_flops
     c.int_ops = cnt.int_ops
     c.warp_instructions = int(round(c.warp_instructions))
     for k in ("load_requests", "load_wavefronts", "store_wavefronts"):
