@@ -799,7 +799,7 @@ def compute_peak_flops(counts: dict, dev, rates) -> tuple[float, str]:
         return peak, "FP32"
     parts = [name for name, share in (("FP32", total - tensor_flops - fp64), ("FP64", fp64),
                                       ("tensor-core", tensor_flops)) if share > 0]
-    return total / seconds, parts[0] if len(parts) == 1 else "mix of " + " and ".join(parts)
+    return total / seconds, parts[0] if len(parts) == 1 else f"mix of {', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None = None, l2: str = "cold") -> Analysis:
