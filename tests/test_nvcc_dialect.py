@@ -590,3 +590,36 @@ def test_a_kernel_after_a_macro_invocation_without_a_semicolon_is_found(tmp_path
     out = np.zeros(32, np.float32)
     simulate(load_kernel(src, entry="k"), 1, 32, [out])
     assert out.tolist() == [3.0 * i for i in range(32)]
+
+
+def test_host_wrapper_macros_invoked_one_after_another_are_set_aside(tmp_path):
+    """A PyTorch extension's binding macros (LeetCUDA's TORCH_BINDING_* pattern): each invocation defines the host
+    wrapper that launches a kernel, with types no device compile knows (torch::Tensor), and they follow one another
+    with no ';'. The scan joined them into one declaration and kept all but the last, so NVRTC failed on
+    `torch::`; a lone invocation was already set aside. Launches spelled `< < <` (clang-format's) count too."""
+    src = tmp_path / "binding.cu"
+    src.write_text(
+        "#include <torch/extension.h>\n"
+        "__global__ void add_f32_kernel(const float* a, float* c, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) c[i] = a[i] + 1.0f;\n"
+        "}\n"
+        "__global__ void add_f64_kernel(const double* a, double* c, int n) {}\n"
+        "#define BIND(tag, th_type, T)                                          \\\n"
+        "  void add_##tag(torch::Tensor a, torch::Tensor c) {                   \\\n"
+        "    add_##tag##_kernel<<<1, 32>>>((T*)a.data_ptr(), (T*)c.data_ptr(), 32); \\\n"
+        "  }\n"
+        "#define BIND2(tag, th_type, T)                                         \\\n"
+        "  void add2_##tag(torch::Tensor a, torch::Tensor c) {                  \\\n"
+        "    add_##tag##_kernel < < < 1, 32 >>> ((T*)a.data_ptr(), (T*)c.data_ptr(), 32); \\\n"
+        "  }\n"
+        "BIND(f32, torch::kFloat32, float)\n"
+        "BIND(f64, torch::kFloat64, double)\n"
+        "BIND2(f32, torch::kFloat32, float)\n"
+        "BIND2(f64, torch::kFloat64, double)\n")
+    mod = compile_cuda(src)
+    assert [k.name for k in mod.kernels] == ["add_f32_kernel", "add_f64_kernel"]
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    simulate(load_kernel(src, entry="add_f32_kernel"), 1, 32, [a, out, 32])
+    assert out.tolist() == (a + 1).tolist()

@@ -91,6 +91,8 @@ UMBRELLAS = {"cub/cub.cuh": ("cub/device/", "cub/util_allocator.cuh")}
 DEVICE_THRUST = frozenset({"thrust/tuple.h", "thrust/pair.h", "thrust/functional.h"})
 DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexpr: callable on the device
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
+# a macro replacement that is host code: a kernel launch or a call of the host runtime's memory / stream API
+HOST_MACRO_BODY = re.compile(r"<\s*<\s*<|\bcuda(?:Malloc|Memcpy|Memset|Free|Stream|Event|DeviceSynchronize)\w*\s*\(")
 @dataclass
 class KernelDecl:
     """A ``__global__`` function found in the source (or an inlined local header)."""
@@ -234,6 +236,9 @@ class _FileProcessor:
         # Shared<T> { __device__ T *get() ... }): their invocations at file level declare it, and are kept
         self.device_macros: set[str] = set()
         self.function_macros: set[str] = set()     # every function-like macro of the translation unit
+        # function-like macros whose replacement is host code: it launches a kernel or calls the host runtime
+        # (a PyTorch extension's TORCH_BINDING_ADD(f32, torch::kFloat32) defining the host wrapper of a kernel)
+        self.host_macros: set[str] = set()
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -309,6 +314,8 @@ class _FileProcessor:
                     self.function_macros.add(m.group(1))
                 if m and set(re.findall(r"[A-Za-z_]\w*", m.group(3))) & (DEVICE_WORDS | DEVICE_VAR_WORDS):
                     self.device_macros.add(m.group(1))
+                elif m and HOST_MACRO_BODY.search(m.group(3)):
+                    self.host_macros.add(m.group(1))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
@@ -390,11 +397,15 @@ class _FileProcessor:
             head = head_words(toks, c)
             # a function-like macro's invocation with no ';' after it (DEFINE_SCALE(triple, 3.0f)) in front of a
             # declaration: it stays as it is, and the declaration after it is read on its own
+            # (set aside where the macro's replacement is host code, as a lone invocation would be)
             while len(head) > 2 and head[0] in self.function_macros and head[1] == "(":
                 close = match_close(toks, c.first + 1)
                 if close + 1 >= (c.body[0] if c.body else c.last):
                     break
-                keep(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c))
+                if head[0] in self.host_macros:
+                    blank.append(span(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c)))
+                else:
+                    keep(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c))
                 c = Chunk(close + 1, c.last, c.kind, c.body, c.namespace, c.extern_c)
                 head = head_words(toks, c)
             hs = self._words(head)
