@@ -426,7 +426,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     wants_exact = sample is None or sample == 0 or sample >= total
     if sample is not None and sample > 0 and sample < total:
         sample_reason = f"--sample {sample}"
-    elif sample is None and total > DEFAULT_SAMPLE_BLOCKS and (
+    elif sample is None and not execute_all and total > DEFAULT_SAMPLE_BLOCKS and (
             estimated_work > exact_budget or launch.total_threads > EXACT_BUDGET_THREADS * exact_budget
             / EXACT_BUDGET_WARP_INSTRUCTIONS):
         sample = DEFAULT_SAMPLE_BLOCKS
@@ -452,8 +452,11 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
         raise SimulationError(
             f"{spec.name}: the exact run would execute ~{estimated_work:.2g} warp instructions (one block simulated "
-            f"alone x {total:,} blocks), minutes to hours of simulation; leave --sample unset (a stratified sample "
-            "of blocks, counts extrapolated), or pass --timeout SECONDS to run it exactly anyway")
+            f"alone x {total:,} blocks), minutes to hours of simulation; "
+            + ("drop --execute-all (identical blocks and loop iterations are then counted from one that ran, or a "
+               "stratified sample of blocks extrapolated)" if execute_all else
+               "leave --sample unset (a stratified sample of blocks, counts extrapolated)")
+            + ", or pass --timeout SECONDS to run it exactly anyway")
     if replicated is None and sample_reason:
         # the sampled blocks' own work decides (their outputs are checked where they wrote)
         per_block = estimated_work / max(total, 1)

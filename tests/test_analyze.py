@@ -298,6 +298,33 @@ def test_an_exact_run_of_hours_is_refused_with_its_estimate_cli(cli):
     assert code == 2 and "exact run would execute" in err and "--timeout" in err
 
 
+def test_execute_all_executes_every_block_even_past_the_exact_modes_budget(cli, tmp_path):
+    """--execute-all says it executes every block: with no --sample it did not, past the exact mode's budget
+    (256 blocks of 1,024 threads, 256 iterations each: ~1.2e7 warp instructions) it sampled 48 blocks and checked
+    their part. Now every block runs and every output element is checked; the refusal line still applies and
+    says to drop --execute-all."""
+    import numpy as np
+
+    (tmp_path / "spin.cu").write_text(
+        "__global__ void spin(float *out, int K) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = (float)r;\n"
+        "  for (int k = 0; k < K; ++k) s = s * 0.5f + 1.0f;\n"
+        "  out[r] = s;\n"
+        "}\n")
+    want = np.arange(1 << 18, dtype=np.float32)
+    for _ in range(256):
+        want = want * np.float32(0.5) + np.float32(1.0)      # s * 0.5 is exact: an FMA rounds as this does
+    np.save(tmp_path / "want.npy", want)
+    code, out, err = cli("analyze", str(tmp_path / "spin.cu"), "--grid", "256", "--block", "1024",
+                         "--arg", "out=float32[262144]", "--arg", "K=256", "--check", f"out={tmp_path / 'want.npy'}",
+                         "--device", "h100", "--execute-all")
+    assert code == 0, err
+    assert "sampled" not in out and "outputs match" in out, out
+    code, _out, err = cli("analyze", "matmul_naive", "--device", "h100", "-D", "Width=4096", "--execute-all")
+    assert code == 2 and "drop --execute-all" in err and "--timeout" in err
+
+
 def test_an_exact_run_of_hours_is_refused_with_its_estimate():
     # naive matmul at Width=4096 with 16x16 blocks: 65,536 blocks of 8 warps, each warp running 4,096 loop
     # iterations (~20 SASS instructions per 4 unrolled iterations) - ~1e10 in all, over the 1e9 refusal line.
