@@ -527,6 +527,27 @@ def test_coalescing_advice_counts_the_bytes_a_lane_loads(cli, tmp_path):
                for t in s32["advice"]), s32["advice"]
 
 
+def test_bank_conflict_advice_knows_a_wide_access_needs_more_than_one_wavefront(cli, tmp_path):
+    """A warp's 32 float4 shared loads of consecutive elements move 512 B: 4 wavefronts of 128 B (32 banks x 4 B)
+    with no conflict (Learn CUDA Programming's n-body kernel was told "2.0 wavefronts per request ... pad the
+    array"). A stride of two float4 between lanes conflicts: 8 wavefronts where 4 would do."""
+    (tmp_path / "v4s.cu").write_text(
+        "__global__ void lin(float4 *out) { __shared__ float4 s[512];\n"
+        "  s[threadIdx.x] = make_float4(threadIdx.x, 1.f, 2.f, 3.f); s[threadIdx.x + 256] = s[threadIdx.x];\n"
+        "  __syncthreads(); out[threadIdx.x] = s[threadIdx.x ^ 1]; }\n"
+        "__global__ void strided(float4 *out) { __shared__ float4 s[512];\n"
+        "  s[threadIdx.x] = make_float4(threadIdx.x, 1.f, 2.f, 3.f); s[threadIdx.x + 256] = s[threadIdx.x];\n"
+        "  __syncthreads(); out[threadIdx.x] = s[2 * threadIdx.x]; }\n")
+    args = ("--grid", "1", "--block", "256", "--arg", "out=float32[1024]", "--device", "h100")
+    lin = analyze_json(cli, str(tmp_path / "v4s.cu"), "--kernel", "lin", *args)
+    sh = lin["counts"]["shared"]
+    assert sh["load_wavefronts"] == 4 * sh["load_requests"]
+    assert not any(t.startswith("Shared-memory bank conflicts") for t in lin["advice"]), lin["advice"]
+    strided = analyze_json(cli, str(tmp_path / "v4s.cu"), "--kernel", "strided", *args)
+    assert any(t.startswith("Shared-memory bank conflicts") and "where 4 would do" in t
+               for t in strided["advice"]), strided["advice"]
+
+
 def test_one_buffer_passed_twice_is_one_array():
     """An in-place kernel called with one buffer for two pointers (HeCBench bitpermute's bit_rev(d, d)): CuPy passes
     the same pointer twice; the Python API copied each argument apart, so the kernel saw two buffers and its writes

@@ -86,11 +86,23 @@ def advise(analysis) -> list[str]:
         if per_request > 2 * ideal and per_request > 4:
             tips.append(f"Uncoalesced global loads: {per_request:.1f} sectors per request where "
                         f"{ideal:.1f} would do - make consecutive threads (threadIdx.x) read consecutive words.")
-    shared_requests = float(s.get("load_requests", 0) + s.get("store_requests", 0))
-    wavefronts = float(s.get("load_wavefronts", 0) + s.get("store_wavefronts", 0))
-    if shared_requests > 0 and wavefronts / shared_requests > 1.5:
-        tips.append(f"Shared-memory bank conflicts: {wavefronts / shared_requests:.1f} wavefronts per request "
-                    "(1 is conflict-free) - pad the array or change the index so a warp's lanes hit distinct banks.")
+    # a wavefront serves 128 bytes (32 banks x 4 B): a warp's 64-bit accesses need 2, its 128-bit ones 4, with no
+    # conflict at all (CUDA C++ Programming Guide, compute capability 5.x+ shared memory: 32 banks, 32 bits each a
+    # clock); loads and stores apart, so that conflict-free stores do not hide conflicting loads
+    worst = None
+    for kind in ("load", "store"):
+        requests = float(s.get(f"{kind}_requests", 0) or 0)
+        if requests <= 0:
+            continue
+        per_request = float(s.get(f"{kind}_wavefronts", 0) or 0) / requests
+        ideal = max(1.0, float(s.get(f"{kind}_bytes", 0) or 0) / requests / 128)
+        if per_request > 1.5 * ideal and (worst is None or per_request / ideal > worst[1] / worst[2]):
+            worst = (kind, per_request, ideal)
+    if worst is not None:
+        kind, per_request, ideal = worst
+        tips.append(f"Shared-memory bank conflicts: {per_request:.1f} wavefronts per {kind} request where "
+                    f"{ideal:.2g} would do{'' if ideal <= 1 else ' (a wavefront serves 128 B)'} - "
+                    "pad the array or change the index so a warp's lanes hit distinct banks.")
 
     if occ.occupancy < 0.5 and bound in ("latency", "dram", "l2"):
         kind = "latency-bound" if bound == "latency" else "memory-bound"
