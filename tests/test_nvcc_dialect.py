@@ -498,8 +498,30 @@ def test_a_device_side_launch_is_refused_at_its_line(tmp_path):
                    "    if (threadIdx.x == 0) child<<<1, 32>>>(x, n);\n}\n")
     program = load_kernel(src, entry="parent")
     with pytest.raises(SimulationError, match=r"cdp.cu:4:\d+: a launch of the kernel child from device code "
-                                              r"\(dynamic parallelism; analyse child on its own"):
+                                              r"\(dynamic parallelism\), which perfmodel does not simulate: analyse "
+                                              r"child on its own.*\(thread \(0, 0, 0\), block \(0, 0, 0\)\)"):
         simulate(program, 1, 32, [np.zeros(32, np.float32), 32])
+
+
+def test_a_launch_from_device_code_that_no_thread_reaches_runs_with_a_note(tmp_path):
+    """Learn CUDA Programming's recursive_saxpy_kernel: a kernel that relaunches itself while depth > 0 was refused
+    before anything ran, even at depth 0, and told to "analyse recursive_saxpy_kernel on its own" - what was being
+    done. The launch is now refused where a thread reaches it, saying the kernel launches itself; at depth 0 the
+    kernel runs, and a note says no child launch is in the figures."""
+    from perfmodel.errors import SimulationError
+
+    src = tmp_path / "rec.cu"
+    src.write_text("__global__ void rec(float *y, int depth)\n{\n    y[threadIdx.x] += 1.f;\n"
+                   "    if (depth > 0 && threadIdx.x == 0)\n        rec<<<1, blockDim.x>>>(y, depth - 1);\n}\n")
+    program = load_kernel(src, entry="rec")
+    y = np.zeros(32, np.float32)
+    result = simulate(program, 1, 32, [y, 0])
+    assert y.tolist() == [1.0] * 32
+    assert any("rec.cu:5" in n and "launches itself" in n and "no child launch is in these figures" in n
+               for n in result.notes), result.notes
+    with pytest.raises(SimulationError, match=r"rec.cu:5:\d+: the kernel rec launches itself from device code "
+                                              r"\(recursive dynamic parallelism\).*depth of 0.*\(thread \(0, 0, 0\)"):
+        simulate(program, 1, 32, [np.zeros(32, np.float32), 1])
 
 
 def test_a_file_level_macro_invocation_that_declares_device_code_is_kept(tmp_path):
@@ -623,3 +645,33 @@ def test_host_wrapper_macros_invoked_one_after_another_are_set_aside(tmp_path):
     out = np.zeros(32, np.float32)
     simulate(load_kernel(src, entry="add_f32_kernel"), 1, 32, [a, out, 32])
     assert out.tolist() == (a + 1).tolist()
+
+
+def test_device_side_cuda_device_synchronize_is_explained_not_blamed_on_includes(tmp_path):
+    """Learn CUDA Programming's dynamic-parallelism kernels wait for their children with cudaDeviceSynchronize() in
+    device code, which CUDA 12 removed for compute_90+: NVRTC says the identifier is undefined, and perfmodel added
+    "Set aside because not found: #include <cstdio>; pass -I DIR", which cannot help."""
+    src = tmp_path / "devsync.cu"
+    src.write_text("#include <cstdio>\n__global__ void child(int *d) { d[threadIdx.x] += 1; }\n"
+                   "__global__ void parent(int *d)\n{\n    if (threadIdx.x == 0) child<<<1, 32>>>(d);\n"
+                   "    cudaDeviceSynchronize();\n}\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(src)
+    message = str(info.value)
+    assert "devsync.cu:6" in message and "CUDA 12 removed it for compute_90" in message, message
+    assert "pass -I DIR" not in message, message
+
+
+def test_a_device_function_defined_in_another_file_is_named_with_its_declaration(tmp_path):
+    """Learn CUDA Programming's multi-node Gaussian solver calls a __device__ function another .cu defines (built
+    with nvcc -dc): perfmodel passed on ptxas's "Unresolved extern function '_Z4bfewP5uint4i'" with nothing else.
+    The message now names the function, the line that declares it, and what to do."""
+    src = tmp_path / "a.cu"
+    src.write_text("// built with nvcc -rdc=true\nextern __device__ unsigned int twice(unsigned int x);\n"
+                   "__global__ void k(unsigned int *out) { out[threadIdx.x] = twice(threadIdx.x); }\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(src)
+    message = str(info.value)
+    assert "Unresolved extern function '_Z5twicej'" in message, message
+    assert "the __device__ function twice (declared at" in message and "a.cu:2)" in message, message
+    assert "relocatable device code" in message, message

@@ -614,6 +614,28 @@ def _legacy_warp_hint(name: str) -> str:
             f"_sync form, e.g. {example}_sync(0xffffffff, ...).")
 
 
+def _extern_function_hint(mangled: str, prepared: Prepared, display: str | None) -> tuple[str, Location]:
+    """ptxas's "Unresolved extern function '_Z4bfewP5uint4i'": a __device__ function this file declares and
+    another defines (a program built with relocatable device code, nvcc -rdc=true / -dc, and linked with -dlink):
+    the hint names the function and the line that declares it."""
+    from perfmodel.sim.program import _source_name
+
+    name = _source_name(mangled)
+    where, at = Location(display), ""
+    for file, text in prepared.files.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(rf"\b{re.escape(name)}\s*\(", line) and "__device__" in line:
+                shown = display if display and Path(file).name == Path(display).name else file
+                where, at = Location(shown, number), f" (declared at {shown}:{number})"
+                break
+        if at:
+            break
+    return (f". The kernel calls the __device__ function {name}{at}, which this file declares but does not define: "
+            "its definition is in another file of a program built with relocatable device code (nvcc -rdc=true or "
+            "-dc, linked with -dlink). perfmodel compiles one translation unit: analyse a file that also holds the "
+            f"definition (a copy that #includes the .cu defining {name})", where)
+
+
 _DIAG = re.compile(r"^(.*?)\((\d+)\): (error|catastrophic error|warning)[^:]*: (.*)$")
 
 
@@ -631,8 +653,11 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         # ptxas refuses a vote or shuffle without .sync (__ballot, __any, __all: the front end still declares them)
         m = re.search(r"Instruction '(vote|shfl)' without '\.sync'", text)
         hint = _legacy_warp_hint("__ballot, __any or __all" if m.group(1) == "vote" else "__shfl") if m else ""
-        return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}{hint}",
-                            location=Location(display))
+        where = Location(display)
+        extern = re.search(r"Unresolved extern function '(\w+)'", text)
+        if extern:
+            hint, where = _extern_function_hint(extern.group(1), prepared, display)
+        return CompileError(f"NVRTC could not compile {display or 'the source'}: {text}{hint}", location=where)
     file, line, msg, idx = errors[0]
     if file == "__nv_name_map":      # a name expression that does not instantiate
         expr = ""
@@ -668,7 +693,13 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         hint += (f" {undefined.group(1)} is a texture reference (texture<...> {undefined.group(1)}): CUDA 12.0 removed "
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
-    if prepared.missing_includes:
+    device_sync = bool(undefined and undefined.group(1) == "cudaDeviceSynchronize")
+    if device_sync:
+        hint += (" cudaDeviceSynchronize() in device code waited for child launches (dynamic parallelism): CUDA "
+                 "11.6 deprecated it and CUDA 12 removed it for compute_90 and later (CUDA C++ Programming Guide, "
+                 "dynamic parallelism), so nvcc refuses it too: the kernel must leave the wait to a later launch "
+                 "(or a tail launch, cudaStreamTailLaunch).")
+    if prepared.missing_includes and not device_sync:
         # the names as written, with their quotes or angle brackets (hostcode.py)
         hint += (" Set aside because not found: " + ", ".join(
             f"#include {n}" for n in dict.fromkeys(prepared.missing_includes)) + "; pass -I DIR if the kernels need them.")

@@ -201,6 +201,12 @@ def _result(program, launch, counters, ids, total_blocks, args, replication) -> 
         result.notes.append(f"__constant__ {name} ({nbytes:,} bytes) was given no values, so it holds zeros (the host's "
                             f"cudaMemcpyToSymbol does not run here): give them with a spec's constants: "
                             f"or --symbol {name}=DTYPE[COUNT]:INIT")
+    runtime = getattr(launch.builder, "device_runtime", {})
+    if runtime:
+        gid = min(runtime)
+        loc = launch.builder._location(launch.builder.instrs[gid])
+        result.notes.append(f"the kernel calls the CUDA device runtime at {loc} ({runtime[gid][0].split(', which')[0]}) "
+                            "on a path no simulated thread took: no child launch is in these figures")
     if launch.early_exit_barrier is not None:
         loc = launch.builder._location(launch.builder.instrs[launch.early_exit_barrier])
         result.notes.append(f"threads of some blocks left the kernel before the __syncthreads() at {loc}, which the "

@@ -163,6 +163,9 @@ class ProgramBuilder:
         self.instrs: list = []          # global id -> Instr
         self.func_of: list = []         # global id -> function name
         self._definitions: dict = {}    # function name -> its registers' writers (address_params, for messages)
+        # calls of the CUDA device runtime (dynamic parallelism): an error where a thread reaches one, a note where
+        # none did - gid -> (what the call is, for the message; what `kernels inspect` lists)
+        self.device_runtime: dict[int, tuple[str, str]] = {}
 
     def get(self, name: str) -> CFunc:
         cf = self.funcs.get(name)
@@ -307,6 +310,13 @@ class ProgramBuilder:
             return b(ins, ops)
         except UnplacedSymbol as exc:
             f = self.module.functions.get(exc.name)
+            if f is not None and f.is_entry and ins.opcode == "mov" and len(ins.operands) == 2:
+                # a kernel's address, for a launch from device code: a stand-in value; the launch itself (the
+                # device runtime's call) is an error where a thread reaches it, and a kernel whose threads never do
+                # runs (a recursion at depth 0, a quicksort whose partition is small)
+                write = ops.writer(ins.operands[0])
+                zero = np.zeros((1, 1), np.uint64)
+                return lambda st, fr: write(st, fr, zero)
             short = "device-side launch" if f is not None and f.is_entry else "function pointer"
             raise self._unsupported(ins, self._unplaced(exc.name), hint=False, short=short) from None
         except alu.Unsupported as exc:
@@ -326,6 +336,32 @@ class ProgramBuilder:
         if f is not None:
             return f"taking the address of the device function {_source_name(name)} (a function pointer)"
         return f"a reference to '{name}', which is not a variable perfmodel can place"
+
+    def _device_runtime_call(self, ins, what: str):
+        """A call of the CUDA device runtime (``what``: cudaGetParameterBufferV2 and cudaLaunchDeviceV2 for a
+        ``<<<...>>>`` in device code, cudaMalloc, ...): dynamic parallelism, which perfmodel does not simulate. An
+        error naming the thread that reaches it; recorded for the note of a run in which none did."""
+        fname = self.func_of[ins.index]
+        launched = sorted({op.name for other in self.module.functions[fname].instrs if other.opcode == "mov"
+                           for op in other.operands[1:] if isinstance(op, Sym)
+                           and getattr(self.module.functions.get(op.name), "is_entry", False)})
+        launch = what.startswith(("cudaGetParameterBuffer", "cudaLaunchDevice"))
+        if launch and launched:
+            names = ", ".join(_source_name(n) for n in launched)
+            if fname in launched:
+                desc = (f"the kernel {_source_name(fname)} launches itself from device code (recursive dynamic "
+                        "parallelism), which perfmodel does not simulate: it runs one launch; arguments that end the "
+                        "recursion before this launch (a depth of 0, a size below the cutoff) analyse one level")
+            else:
+                desc = (f"a launch of the kernel {names} from device code (dynamic parallelism), which perfmodel does "
+                        f"not simulate: analyse {names} on its own, with the launch the parent gives it")
+        else:
+            desc = f"a call to the CUDA device runtime ({what}: dynamic parallelism, which perfmodel does not simulate)"
+        self.device_runtime[ins.index] = (desc, "device-side launch" if launch else f"call {what}")
+
+        def device_runtime(st, fr):
+            st.fault_where(st.mask_full(), desc, gid=ins.index)
+        return device_runtime
 
     def _assert_fail(self, ins, arg_names):
         """``assert(cond)`` calls ``__assertfail(message, file, line, function, size)`` when cond is false: an error
@@ -402,9 +438,7 @@ class ProgramBuilder:
                                     short="call.indirect")
         if name not in self.module.functions:
             if name.startswith("__cudaCDP"):    # the device runtime: cudaMalloc, cudaStreamCreate... in a kernel
-                what = "cuda" + name[len("__cudaCDP"):].lstrip("0123456789")
-                raise self._unsupported(ins, f"a call to the CUDA device runtime ({what}: dynamic parallelism, which "
-                                             "perfmodel does not simulate)", hint=False, short=f"call {what}")
+                return self._device_runtime_call(ins, "cuda" + name[len("__cudaCDP"):].lstrip("0123456789"))
             raise self._unsupported(ins, f"a call to the external function '{name}'", hint=False,
                                     short=f"call {name}")
         ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
@@ -449,5 +483,11 @@ def first_unsupported(module: Module, entry: str, source_file: str) -> Simulatio
             if name in module.functions:
                 builder.get(name)
     except SimulationError as err:
+        return err
+    if builder.device_runtime:        # run only where a thread reaches it, refused then
+        gid = min(builder.device_runtime)
+        desc, short = builder.device_runtime[gid]
+        err = SimulationError(f"{builder._location(builder.instrs[gid])}: {desc}")
+        err.short = short
         return err
     return None
