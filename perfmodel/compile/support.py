@@ -2,8 +2,9 @@
 
 ``SUPPORTED_OPCODES`` holds PTX *base* opcodes: the text before the first dot (``mul.hi.u32`` -> ``mul``,
 ``ld.global.nc.v4.f32`` -> ``ld``). ``perfmodel kernels inspect`` reports the base opcodes of a kernel body that
-are not in it (cube-map and mipmapped textures, texture gathers ``tld4``, formatted surface accesses, tensor cores
-``mma``/``wgmma`` and sub-byte ``wmma``, tensor copies ``cp.async.bulk.tensor``, ...). Run: ``cp.async`` from global
+are not in it (cube-map and mipmapped textures, texture gathers ``tld4``, formatted surface accesses, warpgroup
+tensor cores ``wgmma``, sparse, fp8 and sub-byte ``mma`` and ``wmma``, tensor copies ``cp.async.bulk.tensor``,
+...). Run: ``mma.sync``, ``ldmatrix`` and ``stmatrix`` (perfmodel/sim/mma_sync.py); ``cp.async`` from global
 to shared memory, its group instructions and its ``mbarrier`` forms, ``cp.async.bulk`` to shared memory and
 ``mbarrier`` (perfmodel/sim/mbarrier.py); 1-D, 2-D, 3-D and layered texture fetches and raw (``.b``) surface loads
 and stores through texture and surface objects (perfmodel/sim/texture.py); ``wmma`` on f16, bf16, tf32, f64, s8
@@ -24,12 +25,13 @@ bra ret exit call
 atom red
 bar barrier shfl vote match redux activemask membar fence
 isspacep prefetch prefetchu nanosleep trap brkpt pmevent
-wmma mbarrier
+wmma mma ldmatrix stmatrix mbarrier
 """.split())
 # forms of supported opcodes the executor does not run: sub-byte and single-bit wmma fragments
-# (perfmodel/sim/tensor.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py), lop3 with a predicate result,
+# (perfmodel/sim/tensor.py), sparse, fp8 and sub-byte mma (perfmodel/sim/mma_sync.py), mbarrier.pending_count (perfmodel/sim/mbarrier.py), lop3 with a predicate result,
 # packed 16-bit integer types on anything but add, min and max (the PTX ISA allows them only there)
-_UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mbarrier\.pending_count|lop3\.(?:and|or)\b"
+_UNSUPPORTED_FORMS = re.compile(r"^(?:wmma\..*\.(?:s4|u4|b1)(?:\.|$)|mma\.(?:sp\b|.*\.(?:e4m3|e5m2|e3m2|e2m3|e2m1|s4|u4|b1)"
+                                r"(?:\.|$))|mbarrier\.pending_count|lop3\.(?:and|or)\b"
                                 r"|(?!(?:add|min|max)\.)\w+\..*\b[su]16x2\b)")
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)

@@ -37,11 +37,11 @@ _LINEAR = {"add", "sub", "neg", "mov", "cvta"}
 _PRODUCT = {"mul", "mad", "mul24", "mad24"}
 _MEMORY = {"ld", "ldu", "st", "atom", "red"}
 _NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "trap", "membar", "fence", "prefetch", "prefetchu",
-            "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "cp"}
+            "nanosleep", "pmevent", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "cp", "stmatrix"}
 # results the register classes cannot follow: warp-level data, atomics' returns, and the carry-chain instructions
 # (their carry flag is an operand no register names)
 _DATA = {"shfl", "vote", "match", "redux", "activemask", "atom", "elect", "createpolicy", "addc", "subc", "madc",
-         "wmma", "mbarrier"}
+         "wmma", "mma", "ldmatrix", "mbarrier"}
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def analyse(func, block_index_class: int = AFFINE, classes_out: dict | None = No
             what = "a branch" if ins.opcode == "bra" else f"'{ins.opcode}'"
             return StaticProof(False, f"{what} at {where} depends on data or on the block index non-linearly",
                                frozenset(), frozenset())
-        if ins.opcode in _MEMORY and "param" not in ins.mods or ins.opcode == "wmma":
+        if ins.opcode in _MEMORY and "param" not in ins.mods or ins.opcode in ("wmma", "ldmatrix", "stmatrix"):
             addr = _address(ins)
             c = C.of(addr) if addr is not None else UNIFORM
             if c > AFFINE:

@@ -21,6 +21,10 @@ def ptx_class(ins) -> str:
         return "cvta"
     if op == "wmma":
         return "tensor" if ins.mods[:1] == ("mma",) else "memory"
+    if op == "mma":
+        return "tensor"
+    if op in ("ldmatrix", "stmatrix"):
+        return "memory"
     if op == "mov":
         src = ins.operands[1] if len(ins.operands) > 1 else None
         if isinstance(src, Special):

@@ -83,7 +83,8 @@ def plan_loop(cf, pc: int, kernel_ok: bool) -> LoopPlan:
         return LoopPlan(False, "not a conditional back branch")
     defined_in_body: dict[str, list] = {}
     for ins in body:
-        if ins.opcode in ("call", "ret", "exit", "trap", "atom", "red", "cp", "wmma", "mbarrier"):
+        if ins.opcode in ("call", "ret", "exit", "trap", "atom", "red", "cp", "wmma", "mma", "ldmatrix", "stmatrix",
+                          "mbarrier"):
             return LoopPlan(False, f"'{ins.opcode}' in the loop")
         if "async" in ins.mods:     # a cp.async's copy: its data lands at a later wait (sim/async_copy.py)
             return LoopPlan(False, "an asynchronous copy in the loop")

@@ -14,8 +14,9 @@ from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.values import Operands
 
 UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; cube-map, mipmapped "
-                    "and gathered texture fetches, formatted surface accesses, tensor-core mma/wgmma (wmma is "
-                    "executed), sub-byte wmma fragments and bulk asynchronous copies are not simulated")
+                    "and gathered texture fetches, formatted surface accesses, warpgroup tensor-core wgmma, sparse, "
+                    "fp8 and sub-byte mma / wmma forms (wmma, mma.sync, ldmatrix and stmatrix are executed) and bulk "
+                    "tensor copies are not simulated")
 
 NOOPS = {"membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "discard", "applypriority",
          "createpolicy", "griddepcontrol", "setmaxnreg", "elect"}
@@ -56,6 +57,10 @@ def _builder(ins):
         from perfmodel.sim import tensor
 
         return tensor.b_wmma
+    if opcode in ("mma", "ldmatrix", "stmatrix"):
+        from perfmodel.sim import mma_sync
+
+        return {"mma": mma_sync.b_mma, "ldmatrix": mma_sync.b_ldmatrix, "stmatrix": mma_sync.b_stmatrix}[opcode]
     if opcode in ("tex", "suld", "sust"):
         from perfmodel.sim import texture
 
@@ -274,7 +279,8 @@ class ProgramBuilder:
                         cb.fp64_flops += n * x2 if is64 else 0
                 elif ins.opcode in _INT_OPS and ins.guard is None:
                     cb.int_ops += 1
-                if ins.opcode in MEMORY and "param" not in ins.mods or ins.opcode == "wmma":
+                if ins.opcode in MEMORY and "param" not in ins.mods or ins.opcode in ("wmma", "mma", "ldmatrix",
+                                                                                       "stmatrix"):
                     cb.works = True
                 if ins.guard is not None:
                     fn = self._guarded(ins, ops, fn, kind)

@@ -162,7 +162,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.warp_instructions += w_sass * weight + sass_extra
                 op = ins.opcode
                 parts = []
-                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust", "wmma", "cp") and cnt.requests[gid]:
+                if op in ("ld", "ldu", "st", "atom", "red", "tex", "suld", "sust", "wmma", "cp", "ldmatrix",
+                          "stmatrix") and cnt.requests[gid]:
                     # texture fetches and surface accesses count as global loads and stores of their texels
                     # (perfmodel/sim/texture.py); a bulk copy (cp.async.bulk: perfmodel/sim/mbarrier.py) as the
                     # global loads of its bytes
@@ -175,7 +176,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         parts = [(sp, cnt.threads[gid], cnt.requests[gid], cnt.units[gid], cnt.lines[gid],
                                   cnt.bytes[gid])]
                 for sp, th, rq, un, li, by in parts:
-                    load = op in ("ld", "ldu", "tex", "suld", "cp") or op == "wmma" and ins.mods[0] == "load"
+                    load = op in ("ld", "ldu", "tex", "suld", "cp", "ldmatrix") or op == "wmma" and ins.mods[0] == "load"
                     row = {"line": ins.line, "ptx": ins.text.strip(), "kind": f"{sp} {op}", "threads": th,
                            "requests": rq,
                            "arrays": dict(arrays_of.get(gid, ()))}
@@ -242,7 +243,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     c.barrier_warps += cnt.requests[gid]
                     if ln is not None:
                         ln["barriers"] += cnt.block_execs[gid]
-                if op == "wmma" and ins.mods[:1] == ("mma",):
+                if (op == "wmma" and ins.mods[:1] == ("mma",)) or op == "mma":
                     tf = flops_per_warp(ins) * w_b
                     c.tensor["mma"] += w_b
                     t_in = input_type(ins) or "other"

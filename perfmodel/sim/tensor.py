@@ -47,7 +47,12 @@ def matrix_dims(which: str, shape: str) -> tuple[int, int]:
 
 
 def flops_per_warp(ins) -> int:
-    """2 M N K for a ``wmma.mma`` (each of the M N K products is a multiply and an add), else 0."""
+    """2 M N K for a ``wmma.mma`` or an ``mma.sync`` (each of the M N K products is a multiply and an add),
+    else 0."""
+    if ins.opcode == "mma":
+        from perfmodel.sim.mma_sync import mma_flops
+
+        return mma_flops(ins)
     if ins.opcode != "wmma" or ins.mods[:1] != ("mma",):
         return 0
     shape = next((m for m in ins.mods if m in SHAPES), None)
@@ -58,7 +63,13 @@ def flops_per_warp(ins) -> int:
 
 
 def input_type(ins) -> str | None:
-    """The A/B operand type of a ``wmma.mma`` (``f16`` when the instruction names only the D and C types)."""
+    """The A/B operand type of a ``wmma.mma`` (``f16`` when the instruction names only the D and C types) or an
+    ``mma.sync`` (its .dtype.atype.btype.ctype)."""
+    if ins.opcode == "mma":
+        from perfmodel.sim.mma_sync import mma_parts
+
+        parts = mma_parts(ins)
+        return parts[1][1] if parts is not None and len(parts[1]) == 4 else None
     if ins.opcode != "wmma" or ins.mods[:1] != ("mma",):
         return None
     types = [m for m in ins.mods if m in ELEM_BYTES]
