@@ -271,6 +271,10 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
     the launch's own arrays (no copy) and writes nothing back (the returned args are the initial values)."""
     from perfmodel.sim import simulate
 
+    limits = dict(limits or {})
+    deadline = limits.pop("deadline", None)
+    if deadline is not None:
+        limits["timeout"] = max(1e-3, deadline - time.perf_counter())
     args = RunArgs(launch.arg_values(copy=outputs))
     symbols = launch.constant_values()
     args.symbols = launch.symbols_after(symbols)      # written back by the run
@@ -279,7 +283,7 @@ def _run(program, launch, block_ids=None, limits: dict | None = None, replicate=
                       block_ids=None if block_ids is None else np.asarray(block_ids, dtype=np.int64),
                       replicate=replicate, fast_loops=fast_loops, blank_inputs=getattr(launch, "blank", False),
                       cc1_counts=cc1_counts, write_back=outputs, first_touch=first_touch,
-                      pointer_offsets=launch.pointer_offsets(), track_writes=track, **(limits or {}))
+                      pointer_offsets=launch.pointer_offsets(), track_writes=track, **limits)
     return result, args
 
 
@@ -379,6 +383,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     program = load_kernel(spec.source_path, entry=spec.entry, defines=dict(launch.defines), arch=arch,
                           include_dirs=spec.include_dirs)
     total = launch.total_blocks
+    if limits and limits.get("timeout"):
+        # --timeout bounds the whole simulation: the pilot block, the retry with the grid and the run itself
+        # share one deadline (each had its own, so a 5 s limit ran 14 s)
+        limits = {**limits, "deadline": time.perf_counter() + float(limits["timeout"])}
 
     # one interior block on its own: its footprint (for the L1 reuse estimate) and a cost estimate; a kernel that
     # synchronises the whole grid runs every block at once (as a cooperative launch must), exactly

@@ -292,6 +292,22 @@ def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, 
     assert "thread (0, 0, 0), block (0, 0, 0)" in err
 
 
+def test_timeout_bounds_the_whole_simulation_not_each_run(cli, tmp_path):
+    """A runaway kernel's pilot block, then its retry with the whole grid, each had the full --timeout (and the clock
+    was read every 1,024 basic blocks, seconds apart for a wide batch of atomics): `--timeout 5` ended after 14 s
+    (the Professional CUDA C book's atomic-ordering loop). Now they share one deadline."""
+    (tmp_path / "spin.cu").write_text("__global__ void spin(int *p, int iters)\n"
+                                      "{ for (int i = 0; i < iters; i++) atomicAdd(p, 1); }\n")
+    args = ("analyze", str(tmp_path / "spin.cu"), "--grid", "4", "--block", "32", "--arg", "p=int32[1]",
+            "--arg", "iters=100000000", "--device", "h100", "--timeout", "2")
+    cli(*args[:-2], "--timeout", "0.01")               # compiled before the clock
+    started = time.perf_counter()
+    code, _out, err = cli(*args)
+    elapsed = time.perf_counter() - started
+    assert code == 2 and "runaway kernel" in err and "spin.cu:2" in err, err
+    assert elapsed < 2 + 1.5, elapsed
+
+
 def test_an_exact_run_of_hours_is_refused_with_its_estimate_cli(cli):
     code, _out, err = cli("analyze", "matmul_naive", "--device", "h100", "-D", "Width=4096", "--sample", "0",
                           "--execute-all")
