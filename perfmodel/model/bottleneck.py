@@ -520,7 +520,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     slots = max(1, blocks_per_sm) * rates.sm_count
     waves = blocks / slots if slots else 0.0
 
-    memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomics", 0)
+    # warp-level instructions, an atomic's as well (an ATOM / RED is one request whatever its lanes; they were
+    # counted per lane, so a counter every thread bumps looked bound by the load/store unit)
+    memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomic_requests", 0)
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
                        + c.get("load_requests", 0) + (local.get("loads", 0) + local.get("stores", 0)) / 32.0)
     l1_work = l1_lines(g, rates)

@@ -128,6 +128,11 @@ def counts_section(doc: dict) -> Table:
                       f"{fmt_num(s.get('load_wavefronts'))} wavefronts")
         table.add_row("shared stores", fmt_num(s.get("stores")), fmt_num(s.get("store_requests")),
                       f"{fmt_num(s.get('store_wavefronts'))} wavefronts")
+    for space, d in (("global", g), ("shared", s)):
+        if d.get("atomics"):
+            same = d.get("atomic_same_address")
+            table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(d.get("atomic_requests")),
+                          f"{fmt_num(same)} contended in their warp" if same else "")
     if const.get("loads"):
         table.add_row("constant loads", fmt_num(const.get("loads")), fmt_num(const.get("load_requests")),
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
