@@ -17,6 +17,9 @@ class SassFacts:
     # PTX shared load index -> ((SASS width in bytes, share of the line's loaded bytes), ...) where ptxas merged
     # the line's loads into wider LDS.64 / LDS.128 (_shared_load_widths)
     shared_widths: dict = field(default_factory=dict)
+    # PTX index of a double division, reciprocal or square root -> the FP64-pipe SASS instructions (DFMA, DADD,
+    # DMUL) one execution issues: its Newton steps (_fp64_expansion)
+    fp64_expansion: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -148,6 +151,9 @@ def _sass_bytes(instr: str) -> int:
 # them (the PTX fma already is one), so their SASS over PTX count shows a loop's further unrolling where the loop
 # holds no memory instruction
 _SASS_FP64 = ("DFMA", "DADD", "DMUL")
+
+
+_FP64_EXPANDED = ("div", "rcp", "sqrt", "rsqrt")
 
 
 def _is_fp64_ptx(ins) -> bool:
@@ -473,6 +479,11 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     looped = _loop_blocks(f)
     sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
     ptx_d = Counter(k for i, (k, ins) in enumerate(zip(ptx_keys, f.instrs)) if _is_fp64_ptx(ins) and i not in in_loop)
+    # a double division, reciprocal or square root is a sequence of DFMAs in SASS (Newton steps): on its line the
+    # DFMA count says nothing of unrolling (a loop of v / 1.037 + 1.0 read as unrolled 9 times, its instructions
+    # a ninth of the SASS's)
+    for k in {ptx_keys[i] for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED}:
+        ptx_d.pop(k, None)
     replication = []
     for b_index, blk in enumerate(f.blocks):
         rep = 1.0
@@ -645,4 +656,39 @@ def _sass_facts(compiled, info, module, entry) -> SassFacts:
         for i in spins:
             weights[i] = 0.0            # counted per round instead (sass_spin)
     return SassFacts(weights=weights, loops=loops, notes=notes, spin=spins,
-                     shared_widths=_shared_load_widths(compiled, info, module, entry))
+                     shared_widths=_shared_load_widths(compiled, info, module, entry),
+                     fp64_expansion=_fp64_expansion(compiled, info, module, entry, covered))
+
+
+def _fp64_expansion(compiled, info, module, entry, covered: set) -> dict:
+    """PTX index -> FP64-pipe instructions per execution, for each double division, reciprocal or square root
+    outside a recognised unrolled loop: ptxas writes one as a sequence of DFMA / DMUL (and DADD) Newton steps plus a
+    slow path for rare operands (not counted), so its line's FP64 SASS instructions, less one for each plain
+    add / sub / mul / fma.f64 on the line, shared among the line's expanded instructions (the loop of
+    validation/microbench/fp64_div.cu: 8 a division, ncu's FP64 pipe count on an H200)."""
+    from collections import Counter
+
+    from perfmodel.compile.sass import kernel_flow
+
+    try:
+        flow = kernel_flow(compiled, info)
+    except Exception:   # noqa: BLE001 - nvdisasm missing or failing: no expansion known
+        return {}
+    if not flow:
+        return {}
+    f = module.functions[entry]
+    keys = [_line_key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
+    expanded = [i for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED]
+    if not expanded:
+        return {}
+    sass = Counter(_line_key(*ins.inner) for j, ins in enumerate(flow) if j not in covered
+                   and not (ins.subroutine and "slowpath" in ins.subroutine) and _sass_op(ins.text) in _SASS_FP64)
+    plain = Counter(keys[i] for i, ins in enumerate(f.instrs) if _is_fp64_ptx(ins))
+    n_exp = Counter(keys[i] for i in expanded)
+    out = {}
+    for i in expanded:
+        k = keys[i]
+        per = (sass[k] - plain[k]) / n_exp[k]
+        if per > 1:
+            out[i] = per
+    return out

@@ -149,3 +149,32 @@ def test_double_flops_are_counted_alike_sampled_and_fast_forwarded(tmp_path):
     doc = json.loads(r.output)
     assert doc["counts"]["fp64_flops"] == 65536 * 512
     assert doc["seed_model"]["peak_basis"] == "FP64"
+
+
+def _ncu_fp64_div():
+    import csv
+
+    with open(ROOT / "validation" / "fp64_div_h200_ncu.csv") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("==PROF=="))
+        return {(r["Kernel Name"], r["Metric Name"]): float(r["Metric Value"].replace(",", "")) for r in rows}
+
+
+def test_a_double_division_loop_issues_its_newton_steps_on_the_fp64_pipe():
+    """validation/microbench/fp64_div.cu, 132 x 256 threads x 200 iterations of v / 1.037 + 1.0, under Nsight
+    Compute on an H200 (validation/fp64_div_h200_ncu.csv): 4,195,488 warp instructions, 1,900,800 of them on the FP64
+    pipe (7 DFMA and a DMUL a division, a DADD the add). perfmodel read the division's DFMAs as ptxas unrolling the
+    loop 9 times and counted 486,990 instructions (8.6x too few), and put one FP64 operation on the pipe per
+    division. Now the pipe count is ncu's and the issue count within 30% (the loop's branch and slow-path tests)."""
+    import numpy as np
+
+    from perfmodel.api import RawModule
+
+    ncu = _ncu_fp64_div()
+    x = np.random.default_rng(1).uniform(0.5, 1.5, 132 * 256)
+    a = RawModule(path=str(ROOT / "validation" / "microbench" / "fp64_div.cu")).get_function("div_f64")(
+        (132,), (256,), (x, np.int32(200)), device="h100")
+    assert a.counts["fp64_pipe_ops"] / 32 == ncu[("div_f64", "smsp__inst_executed_pipe_fp64.sum")] == 1_900_800
+    assert a.counts["fp64_ops"] == 132 * 256 * 200 * 2          # the PTX operations: a division and an add
+    assert a.counts["warp_instructions"] == pytest.approx(ncu[("div_f64", "smsp__inst_executed.sum")], rel=0.3)
+    hand = 1_900_800 * 32 / (64 * 132 * 1.98e9)                  # 64 FP64 lanes an SM, one block an SM
+    assert a.model.resource("fp64").time_s == pytest.approx(hand, rel=0.01)

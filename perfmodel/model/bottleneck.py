@@ -499,6 +499,9 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     local = counts.get("local", {})
     fp_ops = counts.get("fp_ops", {})
     fp64 = float(counts.get("fp64_ops", 0) or 0)
+    # the FP64 pipe's own instructions: a double division's Newton steps each take a slot (perfmodel.kernel
+    # ._fp64_expansion); fp64_ops, one per PTX instruction, is what leaves the FP32 lanes' count
+    fp64_pipe = max(fp64, float(counts.get("fp64_pipe_ops", 0) or 0))
     warps = max(1.0, float(counts.get("warps", 0) or total_blocks * warps_per_block))
     # the blocks that did work, and their warps (all of them unless whole blocks were idle); when no block did any
     # (no flop, no memory access: a kernel whose threads only test a condition), every block runs its few
@@ -529,7 +532,7 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     issued = float(counts.get("warp_instructions", 0))   # SASS-level (perfmodel.kernel._sass_weights)
     times = {
         "fp32": (fp32_time(fp_ops, rates, fp64, active_sms), float(counts.get("flops", 0)), "flop"),
-        "fp64": (fp64_time(fp64, rates, active_sms), fp64, "op"),
+        "fp64": (fp64_time(fp64_pipe, rates, active_sms), fp64_pipe, "op"),
         "sfu": (sfu_time(fp_ops, rates, active_sms), float(fp_ops.get("special", 0) + fp_ops.get("div", 0)), "op"),
         "issue": (issue_time(issued, active_sms, rates), issued, "warp instr"),
         "lsu": (lsu_time(memory_requests, active_sms, rates), float(memory_requests), "request"),

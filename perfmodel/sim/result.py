@@ -19,6 +19,7 @@ class Counts:
     fp_ops: dict = field(default_factory=lambda: dict(add=0, mul=0, fma=0, div=0, special=0))
     fp64_ops: int = 0
     fp64_flops: int = 0                 # the double-precision part of flops
+    fp64_pipe_ops: int = 0              # FP64-pipe instructions (per thread): a division's Newton steps each count
     global_: dict = field(default_factory=lambda: dict(
         loads=0, stores=0, load_requests=0, store_requests=0, load_sectors=0, store_sectors=0, load_bytes=0,
         store_bytes=0, atomics=0, atomic_requests=0, atomic_same_address=0, unique_load_sectors=0,
@@ -47,7 +48,7 @@ class Counts:
     def to_json(self) -> dict:
         return {
             "flops": self.flops, "int_ops": self.int_ops, "fp_ops": dict(self.fp_ops), "fp64_ops": self.fp64_ops,
-            "fp64_flops": self.fp64_flops,
+            "fp64_flops": self.fp64_flops, "fp64_pipe_ops": self.fp64_pipe_ops,
             "global": dict(self.global_), "shared": dict(self.shared), "constant": dict(self.constant),
             "local": dict(self.local), "tensor": {"mma": self.tensor["mma"], "flops": dict(self.tensor["flops"])},
             "barriers": self.barriers, "barrier_warps": self.barrier_warps,
@@ -116,6 +117,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     spins = getattr(launch.program, "sass_spin", None) or {}
     facts = getattr(launch.program, "sass_facts", None)
     widths = facts().shared_widths if facts is not None else {}
+    expansion = facts().fp64_expansion if facts is not None else {}
+    fp64_pipe_extra = 0.0
     arrays_of: dict = {}            # instruction -> {array: threads}
     for (g_, name), n in cnt.array_threads.items():
         arrays_of.setdefault(g_, {})[name] = n
@@ -144,6 +147,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                 c.ptx_classes[pc] = c.ptx_classes.get(pc, 0) + w_b
                 thread_insts += t_b
                 weight = 1.0 if sass_weights is None or fname != launch.program.entry else sass_weights[k]
+                if k in expansion and fname == launch.program.entry and ins.guard is None:
+                    fp64_pipe_extra += t_b * (expansion[k] - 1.0)
                 spin = spins.get(k) if fname == launch.program.entry else None
                 if spin and sass_weights is not None:
                     # an atomic that is a compare-and-swap loop in SASS: one round per lane sharing an address
@@ -264,6 +269,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.fp_ops = dict(cnt.fp)
     c.fp64_ops = cnt.fp64
     c.fp64_flops = cnt.fp64_flops
+    c.fp64_pipe_ops = int(round(cnt.fp64 + fp64_pipe_extra))
     c.int_ops = cnt.int_ops
     c.warp_instructions = int(round(c.warp_instructions))
     for k in ("load_requests", "load_wavefronts", "store_wavefronts"):
