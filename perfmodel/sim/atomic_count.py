@@ -53,7 +53,8 @@ def merges(space: str, dt, op: str, combined: bool) -> bool:
 def tally(store: dict, space: str, off, mb, dt, op, heap_bytes: int = 0, combined: bool = False) -> None:
     """Add one atomic instruction to ``store``: ``{space}_ops``, and for global memory the L2 work per 128-byte
     line, integer and floating-point apart: ``sectors_*`` (distinct sectors per warp and line: one L2 atomic
-    transaction each), ``repeats_*`` (a warp's operations beyond the first on one address, a further pass each),
+    transaction each), ``repeats_*`` (per warp and sector, the most operations on one of its addresses beyond the
+    first: a further pass each),
     and the line's distinct addresses over the run (``line_addr``: the first seen, ``line_multi``: more than one)."""
     warp, addr, _lanes = operations(off, mb, merges(space, dt, op, combined))
     store[f"{space}_ops"] = store.get(f"{space}_ops", 0) + int(addr.size)
@@ -68,14 +69,17 @@ def tally(store: dict, space: str, off, mb, dt, op, heap_bytes: int = 0, combine
         store["line_multi"] = np.zeros(size, bool)
     kind = "float" if np.dtype(dt).kind == "f" else "int"
     low = (1 << 34) - 1
-    ops_line = np.unique(addr >> 7, return_counts=True)
-    sec = np.unique(warp * (1 << 34) + (addr >> 5))
-    sec_line = np.unique((sec & low) >> 2, return_counts=True)
-    adr = np.unique(warp * (1 << 34) + addr)
-    adr_line = np.unique((adr & low) >> 7, return_counts=True)
-    store[f"sectors_{kind}"][sec_line[0]] += sec_line[1]
-    store[f"repeats_{kind}"][ops_line[0]] += ops_line[1]
-    store[f"repeats_{kind}"][adr_line[0]] -= adr_line[1]
+    # per warp request and sector: one transaction, and as many further passes as the most lanes on one of its
+    # addresses beyond the first - the sector's other addresses ride along (validation/atomic_bins_h200.json: 2 to
+    # 8 bins of one sector cost what their fullest bin's lanes do, not every lane's)
+    adr, mult = np.unique(warp * (1 << 34) + addr, return_counts=True)
+    sec_key = (adr >> 34) * (1 << 34) + ((adr & low) >> 5)          # sorted as adr is
+    sec, first = np.unique(sec_key, return_index=True)
+    passes = np.maximum.reduceat(mult, first) - 1
+    sec_lines = (sec & low) >> 2
+    lines, at = np.unique(sec_lines, return_inverse=True)
+    store[f"sectors_{kind}"][lines] += np.bincount(at)
+    store[f"repeats_{kind}"][lines] += np.bincount(at, weights=passes).astype(np.int64)
     # distinct addresses per line over the run: more than one makes the line's transactions switch address
     pairs = np.unique(addr)
     lines, first_of_line = np.unique(pairs >> 7, return_index=True)
