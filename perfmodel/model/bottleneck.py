@@ -420,7 +420,7 @@ RESOURCE_LABELS = {
     "latency": "latency chain (per-warp critical path)",
     "launch": "launch overhead",
     "atomics": "atomics (same-line serialisation, atomic rate)",
-    "tensor": "tensor cores (wmma.mma)",
+    "tensor": "tensor cores (wmma.mma, mma.sync)",
 }
 
 

@@ -29,7 +29,7 @@ class Counts:
         atomic_requests=0, atomic_same_address=0, load_bytes=0, store_bytes=0))
     constant: dict = field(default_factory=lambda: dict(loads=0, load_requests=0, load_wavefronts=0, load_bytes=0))
     local: dict = field(default_factory=lambda: dict(loads=0, stores=0, load_requests=0, store_requests=0))
-    # tensor cores (wmma.mma): warp instructions, and 2 M N K flops per warp instruction by A/B operand type
+    # tensor cores (wmma.mma, mma.sync): warp instructions, and 2 M N K flops per warp instruction by A/B operand type
     tensor: dict = field(default_factory=lambda: dict(mma=0, flops={}))
     barriers: int = 0
     barrier_warps: int = 0
