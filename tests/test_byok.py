@@ -828,3 +828,17 @@ def test_an_index_past_one_array_into_the_next_is_out_of_bounds(cli, tmp_path):
     assert code == 2 and "out-of-bounds global load: a[400] but a has 256 elements" in err, err
     (tmp_path / "r.py").write_text("import numpy as np\ndef out(a):\n    return np.array([1.0])\n")
     assert analyze_json(cli, *base, "--arg", "i=100", "--check", f"out={tmp_path}/r.py:out")["correct"] is True
+
+
+def test_an_out_of_bounds_vector_load_says_its_width():
+    """A float4 load one vector past the end said "A[128] but A has 128 elements of 4 bytes", not that the
+    access was 16 bytes wide (the mma helper's repro)."""
+    import perfmodel
+    from perfmodel.errors import SimulationError
+
+    k = perfmodel.RawKernel(r'''
+    extern "C" __global__ void oob_v4(const float4 *A, float4 *B) { B[threadIdx.x] = A[threadIdx.x + 1]; }''',
+                            "oob_v4")
+    with pytest.raises(SimulationError, match=r"A\[128\] \(a 16-byte vector load of elements 128\.\.131\) but A has "
+                                              r"128 elements of 4 bytes \(thread \(31, 0, 0\)"):
+        k((1,), (32,), (np.zeros(128, np.float32), np.zeros(128, np.float32)), device="h100")

@@ -134,8 +134,9 @@ class MemoryMixin:
                            f"{heap.names[j]}, which has {heap.sizes[j]:,} bytes ({heap.sizes[j] // own.itemsize:,} "
                            f"elements of {own})")
                 else:
+                    width = f" (a {nbytes}-byte vector {kind} of elements {elem}..{elem + vec - 1})" if vec > 1 else ""
                     msg = (f"out-of-bounds global {kind}: "
-                           f"{heap.names[j]}[{elem}] but {heap.names[j]} has {n_el} elements of {size} bytes")
+                           f"{heap.names[j]}[{elem}]{width} but {heap.names[j]} has {n_el} elements of {size} bytes")
                     if before:
                         msg += f", the pointer at element {before // size} of them"
                 self.fault_where(badm, msg, gid)
