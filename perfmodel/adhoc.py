@@ -70,6 +70,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     compile_defines = {k: v for k, v in defines.items() if k in macros}
     program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
     entry = kernel or program.name
+    notes = _variables_not_macros(defines, macros, source, file)
     params = list(program.params)
     by_name = {p.name: i for i, p in enumerate(params)}
 
@@ -279,7 +280,27 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     # is not (HeCBench's ecdh: `#define P_x 5` in main.cu, after the header whose kernel has a parameter P_x)
     for name in [n for n in scalar_exprs if n in macros]:
         data = _renamed(data, name, _free_name(name, set(model_params) | set(macros)))
-    return _build(data, cwd, entry)
+    spec = _build(data, cwd, entry)
+    spec.__dict__["launch_notes"] = notes
+    return spec
+
+
+def _variables_not_macros(defines: Mapping[str, Any], macros, source: str, file) -> list[str]:
+    """Notes for -D names the file declares as variables (``const int N = 1024;``): -D sets a macro, which the
+    kernel never reads then; the value serves the launch's expressions only (--grid, --arg), so the two can
+    disagree silently (a buffer sized for 4,096 elements and a kernel that writes 1,024)."""
+    notes = []
+    lines = source.splitlines()
+    for name in defines:
+        if name in macros:
+            continue
+        pattern = re.compile(rf"\b(?:const|constexpr)\b[^;{{}}()]*\b{re.escape(name)}\s*(?:=|\{{)")
+        line = next((k for k, text in enumerate(lines, 1) if pattern.search(text)), None)
+        if line is not None:
+            notes.append(f"-D {name}: {file}:{line} declares {name} as a constant (`{lines[line - 1].strip()}`), "
+                         f"not a macro, so the kernel keeps its own value; -D {name} served only the launch's "
+                         "expressions (--grid, --block, --arg)")
+    return notes
 
 
 def _module_variables(program) -> dict:

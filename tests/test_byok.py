@@ -842,3 +842,18 @@ def test_an_out_of_bounds_vector_load_says_its_width():
     with pytest.raises(SimulationError, match=r"A\[128\] \(a 16-byte vector load of elements 128\.\.131\) but A has "
                                               r"128 elements of 4 bytes \(thread \(31, 0, 0\)"):
         k((1,), (32,), (np.zeros(128, np.float32), np.zeros(128, np.float32)), device="h100")
+
+
+def test_a_define_that_names_a_constant_of_the_file_is_noted(cli, tmp_path):
+    """Professional CUDA C's samples declare `const int N = 1 << 24;`: `-D N=4096` set no macro (the kernel kept
+    its N) and sized the --arg buffers only, silently; the run then wrote a quarter of them or ran out of bounds."""
+    (tmp_path / "constn.cu").write_text(
+        "const int N = 1024;\n"
+        "__global__ void k(float *x) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < N) x[i] = 1.0f; }\n")
+    doc = analyze_json(cli, str(tmp_path / "constn.cu"), "--grid", "16", "--block", "256", "--arg", "x=float32[N]",
+                       "-D", "N=4096", "--device", "h100")
+    assert any(n.startswith("-D N: ") and "constn.cu:1 declares N as a constant" in n
+               for n in doc["simulation_notes"]), doc["simulation_notes"]
+    plain = analyze_json(cli, str(tmp_path / "constn.cu"), "--grid", "16", "--block", "256", "--arg",
+                         "x=float32[n]", "-D", "n=4096", "--device", "h100")
+    assert not any(n.startswith("-D ") for n in plain["simulation_notes"])

@@ -166,6 +166,9 @@ def register(app: typer.Typer) -> None:
                 Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
             analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
                                timeout=timeout, execute_all=execute_all, l2=parse_l2(l2))
+            for note in getattr(spec, "launch_notes", ()):
+                if note not in analysis.sim.notes:
+                    analysis.sim.notes.append(note)
         else:
             given = [name for name, value in cuda_only.items() if value]
             if given:
