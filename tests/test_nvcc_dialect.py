@@ -675,3 +675,16 @@ def test_a_device_function_defined_in_another_file_is_named_with_its_declaration
     assert "Unresolved extern function '_Z5twicej'" in message, message
     assert "the __device__ function twice (declared at" in message and "a.cu:2)" in message, message
     assert "relocatable device code" in message, message
+
+
+def test_an_alias_of_a_host_headers_type_that_no_kernel_uses_is_set_aside(tmp_path):
+    """CUDA by Example's common/book.h: `typedef pthread_t CUTThread;` after `#include <pthread.h>`, which NVRTC
+    cannot find and perfmodel sets aside. The typedef was kept, so every file of the book failed to compile
+    ("identifier pthread_t is undefined ... pass -I DIR"). An alias that kept code names stays."""
+    src = tmp_path / "book.cu"
+    src.write_text("#include <pthread.h>\ntypedef pthread_t CUTThread;\nCUTThread start_thread(void *(*f)(void *), "
+                   "void *data);\ntypedef int idx_t;\n__global__ void add(int *a, int *b, int *c)\n"
+                   "{ idx_t tid = blockIdx.x; c[tid] = a[tid] + b[tid]; }\nint main() { return 0; }\n")
+    a, b, c = np.arange(10, dtype=np.int32), np.arange(10, dtype=np.int32) * 3, np.zeros(10, np.int32)
+    simulate(load_kernel(src, entry="add"), 10, 1, [a, b, c])
+    assert c.tolist() == (4 * np.arange(10)).tolist()

@@ -228,6 +228,7 @@ class _FileProcessor:
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
+        self.launch_words: set[str] = set()         # first pass: the words of launches' template arguments
         self.token_cache: dict[str, list[Tok]] = {}   # shared by both passes
         # macros that stand for execution-space or storage words (#define HOST_DEVICE __host__ __device__): the
         # identifiers of each #define's replacement, any branch of an #if (the scan reads every branch)
@@ -357,6 +358,8 @@ class _FileProcessor:
         code_s = "".join(code)
         if self.reachable is not None:
             self.result.launches += [(n, a, display, code_s.count("\n", 0, at) + 1) for n, a, at in _launches(code_s)]
+        else:       # the first pass: what a launch's template arguments name (scale<real, BLOCK><<<...>>>)
+            self.launch_words.update(w for _n, a, _at in _launches(code_s) for w in re.findall(r"[A-Za-z_]\w*", a or ""))
         toks = self.token_cache.get(code_s)
         if toks is None:
             toks = self.token_cache[code_s] = tokenize(code_s)
@@ -446,6 +449,20 @@ class _FileProcessor:
                 continue
             if head[0] in ("using", "typedef") and names_std_member(head) and not self._libcudacxx_has(head):
                 blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
+                continue
+            alias = _alias_name(head) if c.kind != "class" else None
+            if alias is not None:
+                # a plain alias (typedef pthread_t CUTThread;) is kept where kept code names it: the first pass
+                # leaves its own words out of what device code names, the second sets aside one nothing reaches
+                # (book.h's thread typedef named a type of a set-aside host header)
+                if self.reachable is None:
+                    self.class_info.append(({alias}, {t.text for t in toks[c.first:c.last + 1] if t.kind == "id"}))
+                    continue
+                if alias not in self.reachable:
+                    blank.append(span(c))
+                    continue
+                self._record_alias(head)
+                keep(c)
                 continue
             if head[0] in ("typedef", "using", "static_assert", "enum", "namespace") or "typedef" in hs:
                 self._record_alias(head)
@@ -631,6 +648,7 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
     reachable = set(first.kept_ids)
     for expr in name_expressions:        # testKernel<RGBA32> reaches RGBA32
         reachable.update(re.findall(r"[A-Za-z_]\w*", expr))
+    reachable |= first.launch_words         # as does a launch's scale<real, BLOCK><<<...>>>
     changed = True
     while changed:
         changed = False
@@ -653,6 +671,19 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
 _TYPE_WORDS = frozenset("""bool char short int long signed unsigned float double void true false size_t ptrdiff_t
     half half2 __half __half2 __nv_bfloat16 __nv_bfloat162 nv_bfloat16 nv_bfloat162 sizeof""".split())
 _BUILTIN_TYPE = re.compile(r"(u?(char|short|int|long|longlong)|float|double)[1-4]$|u?int(8|16|32|64)_t$")
+
+
+def _alias_name(head: list[str]) -> str | None:
+    """The name a plain alias declares (``typedef unsigned int uint;``, ``using real = float;``): None for anything
+    else (a typedef of a function, an array or a struct body, ``using namespace``, ``using std::min;``)."""
+    words = [w for w in head if w != ";"]
+    if any(w in ("(", "{", "[", "<", "::", ",") for w in words):
+        return None
+    if words[:1] == ["typedef"] and len(words) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]):
+        return words[-1]
+    if words[:1] == ["using"] and len(words) >= 4 and words[2] == "=" and re.fullmatch(r"[A-Za-z_]\w*", words[1]):
+        return words[1]
+    return None
 
 
 def _launched(result: Prepared, known: set[str]) -> list[str]:
