@@ -548,6 +548,23 @@ def test_bank_conflict_advice_knows_a_wide_access_needs_more_than_one_wavefront(
                for t in strided["advice"]), strided["advice"]
 
 
+def test_uncoalesced_stores_are_advised_and_a_kernel_without_flops_is_not_told_to_tile(cli, tmp_path):
+    """The NVIDIA blog's naive transpose stores 32 sectors a request; its advice spoke only of CGMA 0 and tiling for
+    data reuse, nothing of the stores."""
+    (tmp_path / "tr.cu").write_text(
+        "__global__ void transposeNaive(float *odata, const float *idata, int n)\n"
+        "{ int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+        "  for (int j = 0; j < 32; j += 8) odata[x * n + (y + j)] = idata[(y + j) * n + x]; }\n")
+    doc = analyze_json(cli, str(tmp_path / "tr.cu"), "--grid", "32,32", "--block", "32,8", "--arg",
+                       "odata=float32[1048576]", "--arg", "idata=float32[1048576]:random", "--arg", "n=1024",
+                       "--device", "h100")
+    g = doc["counts"]["global"]
+    assert g["store_sectors"] == 32 * g["store_requests"] and g["load_sectors"] == 4 * g["load_requests"]
+    assert any(t.startswith("Uncoalesced global stores: 32.0 sectors per request where 4.0 would do")
+               for t in doc["advice"]), doc["advice"]
+    assert not any("Uncoalesced global loads" in t or "CGMA" in t for t in doc["advice"]), doc["advice"]
+
+
 def test_one_buffer_passed_twice_is_one_array():
     """An in-place kernel called with one buffer for two pointers (HeCBench bitpermute's bit_rev(d, d)): CuPy passes
     the same pointer twice; the Python API copied each argument apart, so the kernel saw two buffers and its writes

@@ -688,3 +688,14 @@ def test_an_alias_of_a_host_headers_type_that_no_kernel_uses_is_set_aside(tmp_pa
     a, b, c = np.arange(10, dtype=np.int32), np.arange(10, dtype=np.int32) * 3, np.zeros(10, np.int32)
     simulate(load_kernel(src, entry="add"), 10, 1, [a, b, c])
     assert c.tolist() == (4 * np.arange(10)).tolist()
+
+
+def test_extern_c_written_against_global_compiles(tmp_path):
+    """NVIDIA's grcuda blog sample writes `extern "C"__global__` (no space): nvcc warns, NVRTC read a user-defined
+    string literal and stopped with "expected an identifier"."""
+    src = tmp_path / "saxpy.cu"
+    src.write_text('extern "C"__global__\nvoid saxpy(int n, float a, float *x, float *y)\n'
+                   "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }\n")
+    x, y = np.arange(32, dtype=np.float32), np.ones(32, np.float32)
+    simulate(load_kernel(src, entry="saxpy"), 1, 32, [32, np.float32(2.0), x, y])
+    assert y.tolist() == (2 * np.arange(32) + 1).tolist()

@@ -366,6 +366,11 @@ class _FileProcessor:
         blank: list[tuple[int, int]] = []
         self.respell = []
         self._classify(toks, split_chunks(toks, 0, len(toks)), blank, display, text)
+        for t, after in zip(toks, toks[1:]):
+            # extern "C"__global__: nvcc's front end warns and reads two tokens; NVRTC (C++11 and later) reads a
+            # user-defined string literal and fails with "expected an identifier" - spelt with the space
+            if t.kind == "str" and text[t.start:t.end] == '"C"' and after.kind == "id" and after.start == t.end:
+                self.respell.append((t.start, t.end, '"C" '))
         for a, b, new in self.respell:
             out[a:b] = [new] + [""] * (b - a - 1)
         for a, b in blank:

@@ -25,7 +25,7 @@ def advise(analysis) -> list[str]:
     bound_share = model.resource(bound).share_of_peak
     if bound in ("dram", "l2"):
         cgma = a.seed.cgma
-        if cgma is not None and cgma < 0.95 * a.seed.required_cgma:
+        if cgma and cgma < 0.95 * a.seed.required_cgma:     # (a copy or a transpose does no flops to reuse data for)
             tips.append(f"Memory-bound ({model.resource(bound).label}, {_pct(bound_share)} of its peak): CGMA "
                         f"{cgma:.3g} is below the {a.seed.required_cgma:.3g} this device needs to reach its "
                         f"{a.seed.peak_basis} peak - reuse data from shared memory (tiling) or registers to raise it.")
@@ -74,18 +74,20 @@ def advise(analysis) -> list[str]:
     elif bound == "launch":
         tips.append("The kernel is too small to keep the GPU busy: its time is the launch overhead.")
 
-    requests = float(g.get("load_requests", 0))
-    sectors = float(g.get("load_sectors", 0))
-    loads = float(g.get("loads", 0))
-    if requests > 0 and loads > 0:
-        per_request = sectors / requests
-        # the bytes the active lanes ask for, packed: 4 sectors for 32 floats, 16 for 32 float4s (a 16-byte load
-        # per lane is coalesced at 16 sectors)
-        load_bytes = float(g.get("load_bytes", 0) or 0) or loads * 4
-        ideal = max(1.0, load_bytes / requests / 32)
-        if per_request > 2 * ideal and per_request > 4:
-            tips.append(f"Uncoalesced global loads: {per_request:.1f} sectors per request where "
-                        f"{ideal:.1f} would do - make consecutive threads (threadIdx.x) read consecutive words.")
+    for kind, verb in (("load", "read"), ("store", "write")):
+        requests = float(g.get(f"{kind}_requests", 0))
+        sectors = float(g.get(f"{kind}_sectors", 0))
+        accesses = float(g.get(f"{kind}s", 0))
+        if requests > 0 and accesses > 0:
+            per_request = sectors / requests
+            # the bytes the active lanes ask for, packed: 4 sectors for 32 floats, 16 for 32 float4s (a 16-byte
+            # access per lane is coalesced at 16 sectors)
+            nbytes = float(g.get(f"{kind}_bytes", 0) or 0) or accesses * 4
+            ideal = max(1.0, nbytes / requests / 32)
+            if per_request > 2 * ideal and per_request > 4:
+                tips.append(f"Uncoalesced global {kind}s: {per_request:.1f} sectors per request where "
+                            f"{ideal:.1f} would do - make consecutive threads (threadIdx.x) {verb} consecutive "
+                            "words.")
     # a wavefront serves 128 bytes (32 banks x 4 B): a warp's 64-bit accesses need 2, its 128-bit ones 4, with no
     # conflict at all (CUDA C++ Programming Guide, compute capability 5.x+ shared memory: 32 banks, 32 bits each a
     # clock); loads and stores apart, so that conflict-free stores do not hide conflicting loads
