@@ -699,3 +699,18 @@ def test_extern_c_written_against_global_compiles(tmp_path):
     x, y = np.arange(32, dtype=np.float32), np.ones(32, np.float32)
     simulate(load_kernel(src, entry="saxpy"), 1, 32, [32, np.float32(2.0), x, y])
     assert y.tolist() == (2 * np.arange(32) + 1).tolist()
+
+
+def test_a_local_copy_of_an_opengl_header_is_set_aside(tmp_path):
+    """CUDA by Example's common/cpu_bitmap.h includes <GL/glext.h>, and the book keeps a Windows copy of it in
+    common/GL/: the search for a project's shared headers found it and inlined it, and GL's types stopped the
+    compile. Windowing and graphics headers (GL/, GLFW/, EGL/ ...) are host-only wherever a copy lies."""
+    (tmp_path / "GL").mkdir()
+    (tmp_path / "GL" / "glext.h").write_text("typedef GLclampf undefined_gl_type;\nvoid glFoo(GLenum e);\n")
+    (tmp_path / "bitmap.h").write_text("#include <GL/glext.h>\nstruct CPUBitmap { unsigned char *pixels; };\n")
+    src = tmp_path / "ripple.cu"
+    src.write_text('#include "bitmap.h"\n__global__ void kernel(unsigned char *ptr)\n'
+                   "{ ptr[threadIdx.x] = (unsigned char)threadIdx.x; }\n")
+    out = np.zeros(32, np.uint8)
+    simulate(load_kernel(src, entry="kernel"), 1, 32, [out])
+    assert out.tolist() == list(range(32))

@@ -80,7 +80,10 @@ DEVICE_PARTS_OF_HOST_HEADERS = {
 # Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
 # headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
 # thrust/random.h need the host's <ostream>, so NVRTC cannot)
-HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh")
+# ... and the windowing and graphics APIs (OpenGL, GLUT, GLEW, GLFW, EGL), wherever a copy is found: CUDA by Example's
+# cpu_bitmap.h includes <GL/glext.h>, of which the book keeps a Windows copy beside it
+HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh", "GL/", "GLES2/", "GLES3/", "GLFW/",
+                      "OpenGL/", "EGL/")
 # CUB's umbrella header <cub/cub.cuh> stops NVRTC (`#error "Including <cub/cub.cuh> is not supported when compiling
 # with NVRTC. Include the specific device header instead"`). Under nvcc it brings both the block-, warp- and
 # thread-level primitives kernels use (cub::BlockReduce, cub::WarpReduce, cub::BlockScan ...) and the device-wide
