@@ -670,17 +670,17 @@ def _fp64_expansion(compiled, info, module, entry, covered: set) -> dict:
 
     from perfmodel.compile.sass import kernel_flow
 
+    f = module.functions[entry]
+    expanded = [i for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED]
+    if not expanded:
+        return {}               # (no disassembly for a kernel without them)
     try:
         flow = kernel_flow(compiled, info)
     except Exception:   # noqa: BLE001 - nvdisasm missing or failing: no expansion known
         return {}
     if not flow:
         return {}
-    f = module.functions[entry]
     keys = [_line_key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
-    expanded = [i for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED]
-    if not expanded:
-        return {}
     sass = Counter(_line_key(*ins.inner) for j, ins in enumerate(flow) if j not in covered
                    and not (ins.subroutine and "slowpath" in ins.subroutine) and _sass_op(ins.text) in _SASS_FP64)
     plain = Counter(keys[i] for i, ins in enumerate(f.instrs) if _is_fp64_ptx(ins))
