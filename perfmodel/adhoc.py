@@ -289,13 +289,27 @@ def _variables_not_macros(defines: Mapping[str, Any], macros, source: str, file)
     """Notes for -D names the file declares as variables (``const int N = 1024;``): -D sets a macro, which the
     kernel never reads then; the value serves the launch's expressions only (--grid, --arg), so the two can
     disagree silently (a buffer sized for 4,096 elements and a kernel that writes 1,024)."""
+    from perfmodel.compile.lexer import mask
+
     notes = []
     lines = source.splitlines()
+    # braces open before each line (strings and comments masked), and the lines of #define bodies: a constant of a
+    # host function or of a macro's body is not the file's
+    code = mask(source).splitlines()
+    depth, depths, in_macro, macro_lines = 0, [], False, set()
+    for k, text in enumerate(code, 1):
+        depths.append(depth)
+        if in_macro or text.lstrip().startswith("#"):
+            macro_lines.add(k)
+            in_macro = text.rstrip().endswith("\\")
+            continue
+        depth += text.count("{") - text.count("}")
     for name in defines:
         if name in macros:
             continue
         pattern = re.compile(rf"\b(?:const|constexpr)\b[^;{{}}()]*\b{re.escape(name)}\s*(?:=|\{{)")
-        line = next((k for k, text in enumerate(lines, 1) if pattern.search(text)), None)
+        line = next((k for k, text in enumerate(lines, 1) if pattern.search(text) and k - 1 < len(depths)
+                     and depths[k - 1] == 0 and k not in macro_lines), None)
         if line is not None:
             notes.append(f"-D {name}: {file}:{line} declares {name} as a constant (`{lines[line - 1].strip()}`), "
                          f"not a macro, so the kernel keeps its own value; -D {name} served only the launch's "

@@ -858,7 +858,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_lines",
                 "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
                 "fp32": "flops", "fp64": "flops", "sfu": "flops", "tensor": "flops", "issue": "warp_instructions",
-                "blocks": "warp_instructions",
+                "blocks": "warp_instructions", "atomics": "atomics",
                 "launch": "warp_instructions"}
 
 

@@ -874,3 +874,25 @@ def test_a_define_that_names_a_constant_of_the_file_is_noted(cli, tmp_path):
     plain = analyze_json(cli, str(tmp_path / "constn.cu"), "--grid", "16", "--block", "256", "--arg",
                          "x=float32[n]", "-D", "n=4096", "--device", "h100")
     assert not any(n.startswith("-D ") for n in plain["simulation_notes"])
+    # a constant of a host function (or of a macro's body) is not the file's: no note
+    (tmp_path / "hostn.cu").write_text(
+        "__global__ void k(float *x, int N) { int i = threadIdx.x; if (i < N) x[i] = 1.0f; }\n"
+        "void run(float *x, int r, int c)\n{\n    const int N = r * c;\n    k<<<1, 256>>>(x, N);\n}\n")
+    host = analyze_json(cli, str(tmp_path / "hostn.cu"), "--grid", "1", "--block", "256", "--arg", "x=float32[N]",
+                        "-D", "N=256", "--arg", "N=N", "--device", "h100")
+    assert not any(n.startswith("-D ") for n in host["simulation_notes"]), host["simulation_notes"]
+
+
+def test_an_atomics_bound_kernel_shows_its_atomic_line_and_advice(cli, tmp_path):
+    """CoffeeBeforeArch's global histogram: atomics were 83% of the predicted time, yet the hottest lines (ranked by
+    global sectors) showed only the load, and the advice said nothing of atomics."""
+    (tmp_path / "hist.cu").write_text(
+        "__global__ void hist(const int *in, int *bins, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    int v = in[i];\n"
+        "    if (i < n) atomicAdd(&bins[v % 7], 1);\n}\n")
+    doc = analyze_json(cli, str(tmp_path / "hist.cu"), "--grid", "256", "--block", "256", "--arg",
+                       "in=int32[65536]:random(0,1000)", "--arg", "bins=int32[7]", "--arg", "n=65536",
+                       "--device", "h100")
+    assert doc["bound"] == "atomics"
+    assert doc["hot_lines"][0]["line"] == 5, doc["hot_lines"]
+    assert any(t.startswith("Atomics-bound") for t in doc["advice"]), doc["advice"]

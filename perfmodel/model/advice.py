@@ -64,6 +64,11 @@ def advise(analysis) -> list[str]:
             tips.append(f"{chain}, {math.ceil(model.waves - 1e-9)} wave(s) of {occ.warps_per_sm} warps/SM - more "
                         f"warps per SM (occupancy is limited by {', '.join(occ.limiters)}), more blocks, or more "
                         "independent work per thread (ILP) would overlap those waits.")
+    elif bound == "atomics":
+        tips.append(f"Atomics-bound ({_pct(bound_share)}): the L2 serialises the operations on one line, one "
+                    "address after another - spread them over more addresses and lines, or combine them first "
+                    "(a per-block histogram in shared memory, a warp's sum with __shfl_xor_sync or "
+                    "__reduce_add_sync, then one global atomic).")
     elif bound == "blocks":
         tips.append(f"Block-launch-bound: {a.launch.total_blocks:,} blocks of {a.launch.threads_per_block} "
                     "threads finish faster than the scheduler starts them - give each block more threads or "

@@ -132,7 +132,7 @@ def counts_section(doc: dict) -> Table:
         if d.get("atomics"):
             same = d.get("atomic_same_address")
             table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(d.get("atomic_requests")),
-                          f"{fmt_num(same)} contended in their warp" if same else "")
+                          f"fullest address of each request: {fmt_num(same)} in all" if same else "")
     if const.get("loads"):
         table.add_row("constant loads", fmt_num(const.get("loads")), fmt_num(const.get("load_requests")),
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
