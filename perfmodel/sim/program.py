@@ -11,6 +11,7 @@ import numpy as np
 from perfmodel.errors import Location, SimulationError
 from perfmodel.ptx.ir import CP_ASYNC_WAITS, Function, Module, Sym
 from perfmodel.sim import alu, memops, warpops
+from perfmodel.sim.contract import contractions
 from perfmodel.sim.values import Operands
 
 UNSUPPORTED_HINT = ("perfmodel executes the PTX instruction set listed in docs/semantics.md; cube-map, mipmapped "
@@ -233,6 +234,7 @@ class ProgramBuilder:
             self.instrs.append(ins)
             self.func_of.append(f.name)
         ops = Operands(f, self.symbols)
+        fused = contractions(f)
         blocks = []
         for b, blk in enumerate(f.blocks):
             cb = CBlock([], "fall", ipdom=blk.ipdom, first=f.instrs[blk.start].index if blk.end > blk.start else 0)
@@ -266,7 +268,8 @@ class ProgramBuilder:
                 if ins.opcode == "call":
                     fn = self._call(ins, ops)
                 else:
-                    fn = self._instr(ins, ops)
+                    # a half mul + add ptxas fuses runs as the fused multiply-add it becomes (sim/contract.py)
+                    fn = self._instr(fused.get(k, ins), ops)
                 kind, is64 = _flop_kind(ins)
                 if kind is not None:
                     cb.works = True
