@@ -238,6 +238,18 @@ def _sources(num: int, trans: bool) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(8 * q + r, (32, num, 2)), np.broadcast_to(c, (32, num, 2))
 
 
+def _rows(st, gid: int, space: str, a, num: int, words=None):
+    """The 16-byte rows the lanes that name one move (lane 8q + r: row r of matrix q, q < num): a shared access of
+    those lanes alone, loading (``words`` None: returns 4 uint32 arrays) or storing ``words``."""
+    saved = st.mask
+    giving = (np.arange(st.Tp) % 32 < 8 * num).reshape(1, -1)
+    st.mask = giving if saved is None else (saved & giving)
+    try:
+        return st.mem_access(gid, space, a, 4, 4, np.dtype(np.uint32), words)
+    finally:
+        st.mask = saved
+
+
 def b_ldmatrix(ins, ops):
     num, trans, space = _matrix_parts(ins, "ldmatrix")
     dests, addr = ins.operands[0], ins.operands[1]
@@ -250,14 +262,7 @@ def b_ldmatrix(ins, ops):
 
     def ldmatrix(st, fr):
         _check_warps(st, gid, "ldmatrix")
-        a = ga(st, fr)
-        saved = st.mask
-        giving = (np.arange(st.Tp) % 32 < 8 * num).reshape(1, -1)       # the lanes whose address names a row
-        st.mask = giving if saved is None else (saved & giving)
-        try:
-            words = st.mem_access(gid, space, a, 4, 4, np.dtype(np.uint32), None)
-        finally:
-            st.mask = saved
+        words = _rows(st, gid, space, ga(st, fr), num)
         rows = max(w.shape[0] for w in words)
         halves = np.stack([np.broadcast_to(w, (rows, st.Tp)) for w in words], axis=-1).view(np.uint16)
         halves = halves.reshape(rows, st.nw, 32, 8)
@@ -298,11 +303,5 @@ def b_stmatrix(ins, ops):
         row_halves = halves[:, :, lane_of, reg_of, half_of]                # (rows, nw, 32, 8)
         words = row_halves.reshape(rows, st.nw, 32, 4, 2).astype(np.uint32)
         words = (words[..., 0] | (words[..., 1] << np.uint32(16))).reshape(rows, st.Tp, 4)
-        saved = st.mask
-        giving = (np.arange(st.Tp) % 32 < 8 * num).reshape(1, -1)
-        st.mask = giving if saved is None else (saved & giving)
-        try:
-            st.mem_access(gid, space, a, 4, 4, np.dtype(np.uint32), [words[..., j] for j in range(4)])
-        finally:
-            st.mask = saved
+        _rows(st, gid, space, a, num, [words[..., j] for j in range(4)])
     return stmatrix
