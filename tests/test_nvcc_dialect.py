@@ -714,3 +714,24 @@ def test_a_local_copy_of_an_opengl_header_is_set_aside(tmp_path):
     out = np.zeros(32, np.uint8)
     simulate(load_kernel(src, entry="kernel"), 1, 32, [out])
     assert out.tolist() == list(range(32))
+
+
+def test_an_overload_set_of_kernels_is_listed_and_run_by_its_parameter_types(tmp_path):
+    """CUDA by Example's book.h defines two `float_to_color` kernels (uchar4* and unsigned char*): only the last was
+    listed, `--kernel float_to_color` silently ran it, and naming the other by its types did not parse. Each overload
+    is now a kernel, `name(types)`; the bare name is refused naming both."""
+    src = tmp_path / "over.cu"
+    src.write_text("__global__ void scale(unsigned char *out, const float *in)\n"
+                   "{ int i = threadIdx.x; out[i] = (unsigned char)(in[i] * 255.0f); }\n"
+                   "__global__ void scale(uchar4 *out, const float *in)\n"
+                   "{ int i = threadIdx.x; out[i].x = (unsigned char)(in[i] * 255.0f); }\n")
+    mod = compile_cuda(src)
+    assert [k.expression for k in mod.kernels] == ["scale(unsigned char*, const float*)", "scale(uchar4*, const float*)"]
+    assert len({k.mangled for k in mod.kernels}) == 2
+    with pytest.raises(CompileError, match=r"'scale' names 2 compiled kernels .*scale\(unsigned char\*, const "
+                                           r"float\*\), scale\(uchar4\*, const float\*\); name one of them"):
+        mod.kernel("scale")
+    x = np.linspace(0, 1, 32).astype(np.float32)
+    out = np.zeros(32, np.uint8)
+    simulate(load_kernel(src, entry="scale(unsigned char *, const float *)"), 1, 32, [out, x])
+    assert out.tolist() == (x * 255).astype(np.uint8).tolist()

@@ -10,6 +10,7 @@ Results are cached on disk (see ``cache.py``) and in process.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -168,7 +169,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 13          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 14          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -434,8 +435,16 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
         return next((k for k in named if k.specialization is not None and k.specialization == args),
                     next((k for k in named if k.specialization is None), None))
 
+    plain = [k for k in kernels if not k.is_template and k.specialization is None]
+    overloaded = {n for n in (k.namespace + k.name for k in plain)
+                  if len({re.sub(r"\s+", "", d.params_text) for d in plain if d.namespace + d.name == n}) > 1}
     for k in kernels:
-        if not k.is_template and k.namespace + k.name not in seen:
+        if not k.is_template and k.namespace + k.name in overloaded:
+            # an overload set (CUDA by Example's two float_to_color): each by its cast, listed as name(types)
+            e = _cast_expression(k)
+            if re.sub(r"\s+", "", e) not in seen:
+                take(e, k)
+        elif not k.is_template and k.namespace + k.name not in seen:
             take(k.namespace + k.name, k)
     for k in kernels:     # explicit specializations are compiled code of their own: listed like kernels
         e = f"{k.namespace}{k.name}<{k.specialization}>"
@@ -446,6 +455,8 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
         if k is not None and re.sub(r"\s+", "", e) not in seen:
             take(e, k)
     for e in exprs:
+        if "<" not in e and re.sub(r"\s+", "", e.split("(")[0]) in {re.sub(r"\s+", "", n) for n in overloaded}:
+            continue            # scale(unsigned char*, const float*), or scale: an overload set, compiled above
         base = re.sub(r"\s+", "", e.split("<")[0])
         match = decl_for(e, lambda k: k.namespace + k.name == base or k.name == base)
         if match is not None and match.namespace and "::" not in base:
@@ -559,12 +570,21 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                     param.layout = StructLayout.from_json(record.layouts[key])
             params.append(param)
         res = resources.get(mangled, {})
+        if any(k.mangled == mangled for k in kernels):
+            continue            # two declarations of one kernel (a prototype spelt with a typedef)
+        if expr.startswith("static_cast<void(*)("):         # one of an overload set: name(types)
+            expr = f"{decl.namespace}{decl.name}({expr[len('static_cast<void(*)('):].split(')>(')[0]})"
         kernels.append(KernelInfo(
             name=decl.name, expression=expr, mangled=mangled, params=params,
             registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
             spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
             static_shared_bytes=res.get("static_shared_bytes", 0), barriers=res.get("barriers", 0),
             is_template=decl.is_template, file=decl.file, line=decl.line))
+    # an overload set of which one kernel has a body here (the others only declared): its plain name
+    named = [k.expression.split("(")[0] for k in kernels if not k.is_template and k.expression.endswith(")")]
+    kernels = [dataclasses.replace(k, expression=k.expression.split("(")[0])
+               if not k.is_template and k.expression.endswith(")") and named.count(k.expression.split("(")[0]) == 1
+               else k for k in kernels]
     instantiated = {k.name for k in kernels}
     templates = list(dict.fromkeys(k.namespace + k.name for k in prepared.kernels
                                    if k.is_template and k.name not in instantiated))

@@ -599,11 +599,12 @@ class _FileProcessor:
                           c.namespace, specialization)
         for k, old in enumerate(self.result.kernels):
             if old.name == decl.name and old.namespace == decl.namespace and \
-                    old.specialization == decl.specialization:
+                    old.specialization == decl.specialization and \
+                    (is_template or _param_types(old.params_text) == _param_types(decl.params_text)):
                 if c.kind == "function":      # the definition wins over a prototype
                     self.result.kernels[k] = decl
                 return
-        self.result.kernels.append(decl)
+        self.result.kernels.append(decl)      # (a kernel of another parameter list: an overload)
 
 
 def _launches(code: str) -> list[tuple[str, str, int]]:
@@ -679,6 +680,16 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
 _TYPE_WORDS = frozenset("""bool char short int long signed unsigned float double void true false size_t ptrdiff_t
     half half2 __half __half2 __nv_bfloat16 __nv_bfloat162 nv_bfloat16 nv_bfloat162 sizeof""".split())
 _BUILTIN_TYPE = re.compile(r"(u?(char|short|int|long|longlong)|float|double)[1-4]$|u?int(8|16|32|64)_t$")
+
+
+def _param_types(params_text: str) -> list[str]:
+    """A parameter list's types, white space and names left out: a prototype and its definition agree."""
+    from perfmodel.compile.signature import parse_params
+
+    try:
+        return ["".join(ctype.split()) for _, ctype, _ in parse_params(params_text)]
+    except Exception:   # noqa: BLE001 - a list the parser does not read: compare the text
+        return ["".join(params_text.split())]
 
 
 def _alias_name(head: list[str]) -> str | None:

@@ -80,7 +80,9 @@ def render_inspect(mod, rows: list[dict], console: Console) -> None:
 
             same = mod.source_path and Path(mod.source_path).resolve() == Path(r["file"])
             where = f"  line {r['line']}" if same else f"  {Path(r['file']).name}:{r['line']}"
-        console.print(Text.assemble((r["expression"], "cyan"), f"({params})", (where, "dim")))
+        # one of an overload set is listed as name(types); its signature line is the name and the parameters
+        shown = r["name"] if r["expression"].endswith(")") and "<" not in r["expression"] else r["expression"]
+        console.print(Text.assemble((shown, "cyan"), f"({params})", (where, "dim")))
         for p in r["params"]:
             struct = p.get("struct")
             if struct is None:

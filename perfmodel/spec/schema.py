@@ -439,10 +439,13 @@ class SpecModel(_Strict):
     @field_validator("entry")
     @classmethod
     def _entry(cls, value: str) -> str:
-        # a kernel name, or a C++ template name expression as the host code launches it: reduce6<int, 256, true>
-        base = value.split("<", 1)[0].strip()
-        if not all(_IDENT.match(part) for part in base.split("::")) or value.count("<") != value.count(">"):
-            raise ValueError(f"expected a kernel name or a template name expression, got {value!r}")
+        # a kernel name, or a C++ template name expression as the host code launches it: reduce6<int, 256, true>,
+        # or one of an overload set by its parameter types: scale(unsigned char*, const float*)
+        base = value.split("<", 1)[0].split("(", 1)[0].strip()
+        if not all(_IDENT.match(part) for part in base.split("::")) or value.count("<") != value.count(">") \
+                or value.count("(") != value.count(")"):
+            raise ValueError(f"expected a kernel name, a template name expression or name(parameter types), got "
+                             f"{value!r}")
         return value
 
     @field_validator("description")
