@@ -896,3 +896,17 @@ def test_an_atomics_bound_kernel_shows_its_atomic_line_and_advice(cli, tmp_path)
     assert doc["bound"] == "atomics"
     assert doc["hot_lines"][0]["line"] == 5, doc["hot_lines"]
     assert any(t.startswith("Atomics-bound") for t in doc["advice"]), doc["advice"]
+
+
+def test_local_memory_traffic_is_in_the_text_report(cli, tmp_path):
+    """A per-thread array read at a run-time index lives in local memory: its loads and stores were only in --json
+    (GPU MODE's flash_attention_spilling: 146k local loads beside 20k global ones, unseen in the report)."""
+    import re
+
+    (tmp_path / "local.cu").write_text(
+        "__global__ void k(const int *idx, float *out) {\n  float a[64];\n"
+        "  for (int i = 0; i < 64; i++) a[i] = i * 0.5f;\n  out[threadIdx.x] = a[idx[threadIdx.x] & 63];\n}\n")
+    code, out, err = cli("analyze", str(tmp_path / "local.cu"), "--grid", "1", "--block", "32", "--arg",
+                         "idx=int32[32]:arange", "--arg", "out=float32[32]", "--device", "h100")
+    assert code == 0, err
+    assert re.search(r"local loads\s+32\s+1", out) and re.search(r"local stores\s+512\s+16", out), out

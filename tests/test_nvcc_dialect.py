@@ -735,3 +735,32 @@ def test_an_overload_set_of_kernels_is_listed_and_run_by_its_parameter_types(tmp
     out = np.zeros(32, np.uint8)
     simulate(load_kernel(src, entry="scale(unsigned char *, const float *)"), 1, 32, [out, x])
     assert out.tolist() == (x * 255).astype(np.uint8).tolist()
+
+
+def test_a_host_only_class_named_only_where_no_device_compile_looks_is_set_aside(tmp_path):
+    """gau-nernst's fp6.cu: a __host__ __device__ function throws a class derived from std::invalid_argument under
+    #ifndef __CUDA_ARCH__. The class was kept (device code named it) after <stdexcept> was set aside, and NVRTC
+    stopped; nvcc's device pass never sees the throw."""
+    src = tmp_path / "hd_throw.cu"
+    src.write_text("#include <stdexcept>\nclass too_big : public std::invalid_argument {\npublic:\n"
+                   "  too_big() : std::invalid_argument(\"too big\") { }\n};\n"
+                   "__host__ __device__ static float twice(float x) {\n#ifndef __CUDA_ARCH__\n"
+                   "  if (x > 30.0f) throw too_big();\n#endif\n  return x * 2.0f;\n}\n"
+                   "__global__ void k(const float *in, float *out) { out[threadIdx.x] = twice(in[threadIdx.x]); }\n")
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    simulate(load_kernel(src, entry="k"), 1, 32, [x, y])
+    assert y.tolist() == (2 * x).tolist()
+
+
+def test_a_tma_descriptor_parameter_compiles_without_the_driver_header(tmp_path):
+    """A Hopper kernel taking `const __grid_constant__ CUtensorMap` (gau-nernst's sm100/sm120 matmuls, CUTLASS-free
+    TMA code): <cuda.h> is host-only and set aside, so CUtensorMap was undefined. Its definition (cuda.h, CUDA 12:
+    16 64-byte-aligned words) stands in, once, for <cuda.h> and <cudaTypedefs.h> alike."""
+    src = tmp_path / "tmap.cu"
+    src.write_text("#include <cuda.h>\n#include <cudaTypedefs.h>\n"
+                   "__global__ void k(const __grid_constant__ CUtensorMap tmap, float *out)\n"
+                   "{ out[threadIdx.x] = (float)threadIdx.x; }\n")
+    mod = compile_cuda(src)
+    (k,) = mod.kernels
+    assert [p.ctype for p in k.params] == ["const CUtensorMap", "float*"]
+    assert k.params[0].size == 128 and k.params[0].align == 64

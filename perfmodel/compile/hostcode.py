@@ -30,6 +30,7 @@ Preprocessor lines are never blanked (``#if``/``#endif`` stay balanced), except 
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -76,6 +77,11 @@ DEVICE_PARTS_OF_HOST_HEADERS = {
     **{name: _CUBLAS_DEVICE_PARTS for name in ("cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h", "cublasXt.h")},
     "cufft.h": (("cuComplex.h", "library_types.h"), _CUFFT_TYPES),
     "cufftXt.h": (("cuComplex.h", "library_types.h"), _CUFFT_TYPES + _CUFFT_CALLBACKS),
+    # the driver API's TMA descriptor, a kernel parameter (const __grid_constant__ CUtensorMap) on sm_90: cuda.h's
+    # definition (CUDA 12), once whichever of the two headers brings it
+    **{name: ((), ("#ifndef PERFMODEL_CUTENSORMAP", "#define PERFMODEL_CUTENSORMAP",
+                   "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;",
+                   "#endif")) for name in ("cuda.h", "cudaTypedefs.h")},
 }
 # Header folders whose headers are host-side libraries (Thrust's containers and algorithms) - except the Thrust
 # headers kernels use on the device that NVRTC compiles (tuples, pairs, functors; thrust/complex.h and
@@ -96,6 +102,8 @@ DEVICE_WORDS = frozenset({"__global__", "__device__", "constexpr"})   # constexp
 DEVICE_VAR_WORDS = frozenset({"__device__", "__constant__", "__shared__", "__managed__", "__global__"})
 # a macro replacement that is host code: a kernel launch or a call of the host runtime's memory / stream API
 HOST_MACRO_BODY = re.compile(r"<\s*<\s*<|\bcuda(?:Malloc|Memcpy|Memset|Free|Stream|Event|DeviceSynchronize)\w*\s*\(")
+
+
 @dataclass
 class KernelDecl:
     """A ``__global__`` function found in the source (or an inlined local header)."""
@@ -278,7 +286,7 @@ class _FileProcessor:
         device headers and declarations it would have brought in (DEVICE_PARTS_OF_HOST_HEADERS), then a ``#line``
         back to the next line."""
         headers, decls = DEVICE_PARTS_OF_HOST_HEADERS.get(name.rsplit("/", 1)[-1], ((), ()))
-        if not headers or not all(any((d / h).is_file() for d in self.sdk_dirs) for h in headers):
+        if not (headers or decls) or not all(any((d / h).is_file() for d in self.sdk_dirs) for h in headers):
             return ""           # not one of those, or not NVIDIA's headers here: nothing, as for any set-aside header
         return ("".join(f"#include <{h}>\n" for h in headers) + "".join(d + "\n" for d in decls)
                 + f'#line {last + 2} "{_escape(display)}"')
@@ -401,8 +409,14 @@ class _FileProcessor:
         def span(c: Chunk) -> tuple[int, int]:
             return toks[c.first].start, toks[c.last].end
 
+        dead = self.device_dead.get(display) or set()
+        newlines = [k for k, ch in enumerate(text) if ch == "\n"] if dead else []
+
         def keep(c: Chunk) -> None:
-            kept_ids.update(t.text for t in toks[c.first:c.last + 1] if t.kind == "id")
+            # words on lines no device compile takes (#ifndef __CUDA_ARCH__: a __host__ __device__ function's
+            # host-only throw) name nothing device code needs
+            kept_ids.update(t.text for t in toks[c.first:c.last + 1] if t.kind == "id"
+                            and not (dead and bisect.bisect_left(newlines, t.start) + 1 in dead))
 
         for c in chunks:
             head = head_words(toks, c)

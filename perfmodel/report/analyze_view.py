@@ -133,6 +133,10 @@ def counts_section(doc: dict) -> Table:
             same = d.get("atomic_same_address")
             table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(d.get("atomic_requests")),
                           f"fullest address of each request: {fmt_num(same)} in all" if same else "")
+    local = c.get("local", {})
+    if local.get("loads") or local.get("stores"):      # spills and per-thread arrays the compiler put in memory
+        table.add_row("local loads", fmt_num(local.get("loads")), fmt_num(local.get("load_requests")), "")
+        table.add_row("local stores", fmt_num(local.get("stores")), fmt_num(local.get("store_requests")), "")
     if const.get("loads"):
         table.add_row("constant loads", fmt_num(const.get("loads")), fmt_num(const.get("load_requests")),
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
