@@ -1,6 +1,6 @@
 // A loop of double divisions (div.rn.f64: Newton steps in DFMA, a slow path for rare operands) and the same loop in
 // float, for the SASS-level issue count (tests/test_fp64_pipe.py against validation/fp64_div_h200_ncu.csv):
-//     ncu --metrics smsp__inst_executed.sum,smsp__inst_executed_pipe_fp64.sum --csv python3 -c '...'  (see the test)
+// the launches and the ncu command: validation/microbench/fp64_div.py
 extern "C" __global__ void div_f64(double *x, int iters)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
