@@ -118,7 +118,11 @@ def report(s: dict) -> None:
 
 def hgemm_once() -> int:
     """The tile GEMM alone, once, for Nsight Compute (validation/mma_sync_h200_ncu.csv):
-    ncu --metrics METRICS --csv python validation/microbench/mma_sync.py --hgemm-once"""
+    ncu --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,
+    smsp__inst_executed_op_ldsm.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,
+    sm__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,
+    l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum (one comma-separated list)
+    --csv -k hgemm_ldmatrix_mma python3 validation/microbench/mma_sync.py --hgemm-once"""
     import cupy as cp
 
     mod = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",), backend="nvcc")
