@@ -440,6 +440,13 @@ def test_a_define_that_only_an_included_header_tests_reaches_the_compiler(cli, t
                        "-D", "USE_F=1", "--arg", "o=float32[32]", "--check", f"o={tmp_path / 'refs.py'}:twos",
                        "--device", "h100")
     assert doc["correct"] is True and doc["launch"]["defines"] == {"USE_F": 1}
+    # and through #include <...> found in an -I folder (Parboil's <parboil.h>): it was not followed, so the -D
+    # was dropped and the header's #error stopped the compile
+    (tmp_path / "inc" / "angle.h").write_text('#if FOO >= 5\n#define VAL2 3.0f\n#else\n#error "FOO too small"\n#endif\n')
+    (tmp_path / "a.cu").write_text("#include <angle.h>\n__global__ void k(float *o) { o[threadIdx.x] = VAL2; }\n")
+    doc = analyze_json(cli, str(tmp_path / "a.cu"), "--grid", "1", "--block", "32", "-I", str(tmp_path / "inc"),
+                       "-D", "FOO=7", "--arg", "o=float32[32]", "--device", "h100")
+    assert doc["launch"]["defines"] == {"FOO": 7}
 
 
 def test_a_kernel_in_a_header_is_analysed_as_a_cuda_file(cli, tmp_path):

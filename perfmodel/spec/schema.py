@@ -61,12 +61,14 @@ def macro_names(source: str) -> tuple[str, ...]:
 
 
 _QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+_ANGLE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*<([^>]+)>', re.MULTILINE)
 
 
 def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, ...]:
     """:func:`macro_names` of a source and of the local headers it includes (``#include "x.h"``, found beside
-    the including file or in ``include_dirs``, transitively): a ``-D`` that only a header tests (``#ifdef
-    SINGLE_PRECISION`` in HeCBench md's MD.h) reaches the compiler too."""
+    the including file or in ``include_dirs``; ``#include <x.h>`` found in ``include_dirs``; transitively): a ``-D``
+    that only a header tests (``#ifdef SINGLE_PRECISION`` in HeCBench md's MD.h, Parboil's ``<parboil.h>`` found
+    through ``-I``) reaches the compiler too."""
     from pathlib import Path
 
     from perfmodel import safeload
@@ -76,8 +78,10 @@ def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, .
     todo = [(Path(path).resolve().parent, source)] if path is not None else []
     while todo and len(seen) < 200:
         folder, text = todo.pop(0)
-        for name in _QUOTED_INCLUDE.findall(text):
-            for base in (folder, *(Path(d) for d in include_dirs)):
+        found = [(n, (folder, *(Path(d) for d in include_dirs))) for n in _QUOTED_INCLUDE.findall(text)]
+        found += [(n, tuple(Path(d) for d in include_dirs)) for n in _ANGLE_INCLUDE.findall(text)]
+        for name, bases in found:
+            for base in bases:
                 candidate = (base / name).resolve()
                 if candidate.is_file():
                     break
