@@ -764,3 +764,18 @@ def test_a_tma_descriptor_parameter_compiles_without_the_driver_header(tmp_path)
     (k,) = mod.kernels
     assert [p.ctype for p in k.params] == ["const CUtensorMap", "float*"]
     assert k.params[0].size == 128 and k.params[0].align == 64
+
+
+def test_a_host_only_operator_called_from_device_code_is_named(tmp_path):
+    """Parboil's fft defines `inline float2 operator+(float2, float2)` with no __device__ and calls it in a kernel
+    (nvcc refuses that call too). NVRTC said only "no operator "+" matches these operands", and perfmodel added
+    that <stdio.h> was set aside; the message now names the host-only operator and its line."""
+    src = tmp_path / "fftop.cu"
+    src.write_text("#include <stdio.h>\ninline float2 operator+(float2 a, float2 b)\n"
+                   "{ return make_float2(a.x + b.x, a.y + b.y); }\n"
+                   "__global__ void k(float2 *x) { x[threadIdx.x] = x[threadIdx.x] + x[0]; }\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(src)
+    message = str(info.value)
+    assert "fftop.cu:2 defines operator+ for the host only" in message and "__host__ __device__" in message, message
+    assert "pass -I DIR" not in message, message

@@ -713,13 +713,30 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         hint += (f" {undefined.group(1)} is a texture reference (texture<...> {undefined.group(1)}): CUDA 12.0 removed "
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
+    operator = re.fullmatch(r'no operator "(.+?)" matches these operands', msg)
+    host_operator = False
+    if operator:
+        # a host-only operator (no __device__) that device code calls: set aside with the host code, so NVRTC
+        # sees none; nvcc refuses the call too ("calling a __host__ function from a __device__ function")
+        op = re.escape(operator.group(1))
+        for name, text in prepared.files.items():
+            for number, src in enumerate(text.splitlines(), 1):
+                if re.search(rf"\boperator\s*{op}\s*\(", src) and "__device__" not in src:
+                    host_operator = True
+                    hint += (f" {Path(name).name}:{number} defines operator{operator.group(1)} for the host only "
+                             f"(`{src.strip()[:80]}`): device code cannot call it, under nvcc either; it needs "
+                             "__host__ __device__.")
+                    break
+            else:
+                continue
+            break
     device_sync = bool(undefined and undefined.group(1) == "cudaDeviceSynchronize")
     if device_sync:
         hint += (" cudaDeviceSynchronize() in device code waited for child launches (dynamic parallelism): CUDA "
                  "11.6 deprecated it and CUDA 12 removed it for compute_90 and later (CUDA C++ Programming Guide, "
                  "dynamic parallelism), so nvcc refuses it too: the kernel must leave the wait to a later launch "
                  "(or a tail launch, cudaStreamTailLaunch).")
-    if prepared.missing_includes and not device_sync:
+    if prepared.missing_includes and not device_sync and not host_operator:
         # the names as written, with their quotes or angle brackets (hostcode.py)
         hint += (" Set aside because not found: " + ", ".join(
             f"#include {n}" for n in dict.fromkeys(prepared.missing_includes)) + "; pass -I DIR if the kernels need them.")
