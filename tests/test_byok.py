@@ -917,3 +917,22 @@ def test_local_memory_traffic_is_in_the_text_report(cli, tmp_path):
                          "idx=int32[32]:arange", "--arg", "out=float32[32]", "--device", "h100")
     assert code == 0, err
     assert re.search(r"local loads\s+32\s+1", out) and re.search(r"local stores\s+512\s+16", out), out
+
+
+def test_a_flag_define_a_printf_of_another_kernel_and_header_lines_in_the_shares(cli, tmp_path):
+    """HeCBench findings: `-D MILC_COMPLEX` (a Makefile's flag, no value) was refused by analyze; gemv_fp16 was told
+    of "the kernel's printf (3 calls)", which were the file's checking kernels'; the hottest lines' shares were of
+    the listed lines only, so a file whose work is in an included header showed its index line at 40%."""
+    (tmp_path / "heavy.cuh").write_text(
+        "__device__ unsigned mix(unsigned x, int n)\n{ for (int i = 0; i < n; ++i) x = x * 1664525u + 1013904223u;"
+        " return x; }\n")
+    (tmp_path / "k.cu").write_text(
+        '#include <cstdio>\n#include "heavy.cuh"\n__global__ void k(unsigned *out, int n)\n'
+        "{\n#ifdef FLAG\n  out[threadIdx.x] = mix(threadIdx.x, n);\n#endif\n}\n"
+        '__global__ void check(const unsigned *out) { if (out[threadIdx.x] == 0) printf("zero\\n"); }\n')
+    doc = analyze_json(cli, str(tmp_path / "k.cu"), "--kernel", "k", "--grid", "1", "--block", "32", "--arg",
+                       "out=uint32[32]", "--arg", "n=64", "-D", "FLAG", "--device", "h100")
+    assert doc["launch"]["defines"] == {"FLAG": 1}
+    assert not doc["compile"].get("printf_calls"), doc["compile"]
+    shares = [h["share"] for h in doc["hot_lines"]]
+    assert shares and sum(shares) < 0.5, doc["hot_lines"]       # the loop's instructions are in heavy.cuh

@@ -779,3 +779,17 @@ def test_a_host_only_operator_called_from_device_code_is_named(tmp_path):
     message = str(info.value)
     assert "fftop.cu:2 defines operator+ for the host only" in message and "__host__ __device__" in message, message
     assert "pass -I DIR" not in message, message
+
+
+def test_host_aliases_of_std_templates_are_set_aside(tmp_path):
+    """HeCBench's jaccard (`using namespace std; typedef vector<vector<vtype>> matrix;`) and su3 (`typedef
+    std::chrono::system_clock Clock;`): the aliases were kept after <vector> / <chrono> were set aside and stopped
+    the compile; no kernel names them."""
+    src = tmp_path / "aliases.cu"
+    src.write_text("#include <vector>\n#include <chrono>\nusing namespace std;\n"
+                   "typedef vector<vector<float>> matrix;\ntypedef std::chrono::system_clock Clock;\n"
+                   "__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }\n"
+                   "int main() { matrix m(2, vector<float>(2)); Clock::now(); return (int)m.size(); }\n")
+    x = np.ones(32, np.float32)
+    simulate(load_kernel(src, entry="scale"), 1, 32, [x, np.float32(3.0)])
+    assert x.tolist() == [3.0] * 32

@@ -156,7 +156,7 @@ def check_output_path(path, option: str, *, create_parents: bool = False):
 
 
 def parse_defines(items: list[str] | None) -> dict[str, int | float]:
-    """Parse ``-D NAME=VALUE`` items into numbers. A VALUE is a number, or an arithmetic expression over the
+    """Parse ``-D NAME=VALUE`` (or ``-D NAME``: 1) items into numbers. A VALUE is a number, or an arithmetic expression over the
     ``-D`` names given before it (``-D N=1024 -D NZ='(N-2)*3+4'``), evaluated by the spec's safe evaluator
     (perfmodel.expr: an allow-list of operators and functions, never ``eval``)."""
     from perfmodel import expr as _expr
@@ -166,8 +166,11 @@ def parse_defines(items: list[str] | None) -> dict[str, int | float]:
     for item in items or []:
         name, sep, raw = item.partition("=")
         name, raw = name.strip(), raw.strip()
-        if not sep or not name.isidentifier() or not raw:
-            raise PerfmodelError(f"-D {item!r}: expected NAME=VALUE with a numeric VALUE, e.g. -D TILE_WIDTH=16")
+        if not sep and name.isidentifier():
+            raw = "1"           # -D NAME, as a compiler takes it (a Makefile's -DMILC_COMPLEX): NAME=1
+        if not name.isidentifier() or not raw:
+            raise PerfmodelError(f"-D {item!r}: expected NAME, or NAME=VALUE with a numeric VALUE, e.g. "
+                                 "-D TILE_WIDTH=16")
         try:
             value: int | float = int(raw, 0)
         except ValueError:

@@ -707,12 +707,14 @@ def _param_types(params_text: str) -> list[str]:
 
 
 def _alias_name(head: list[str]) -> str | None:
-    """The name a plain alias declares (``typedef unsigned int uint;``, ``using real = float;``): None for anything
-    else (a typedef of a function, an array or a struct body, ``using namespace``, ``using std::min;``)."""
+    """The name a plain alias declares (``typedef unsigned int uint;``, ``using real = float;``, ``typedef
+    std::chrono::system_clock Clock;``, ``typedef vector<vector<int>> matrix;``): None for anything else (a typedef
+    of a function, an array or a struct body, ``using namespace``, ``using std::min;``)."""
     words = [w for w in head if w != ";"]
-    if any(w in ("(", "{", "[", "<", "::", ",") for w in words):
+    if any(w in ("(", "{", "[") for w in words):
         return None
-    if words[:1] == ["typedef"] and len(words) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]):
+    if words[:1] == ["typedef"] and len(words) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]) \
+            and words[-2] not in ("::", ","):
         return words[-1]
     if words[:1] == ["using"] and len(words) >= 4 and words[2] == "=" and re.fullmatch(r"[A-Za-z_]\w*", words[1]):
         return words[1]
