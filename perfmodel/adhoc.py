@@ -143,6 +143,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         elif fields:
             missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}={','.join(fields).upper()}, one value per "
                            "component)")
+        elif p.layout is not None and p.layout.error is None and not p.layout.leaves:
+            struct_exprs[i] = ({}, f"{p.name} (an empty struct: nothing to give)")
         elif p.layout is not None and p.layout.error is None:
             missing.append(f"{p.name!r} ({p.ctype}, a struct: --arg '{p.name}={_struct_example(p.layout)}')")
         elif p.layout is not None:

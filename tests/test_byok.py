@@ -936,3 +936,18 @@ def test_a_flag_define_a_printf_of_another_kernel_and_header_lines_in_the_shares
     assert not doc["compile"].get("printf_calls"), doc["compile"]
     shares = [h["share"] for h in doc["hot_lines"]]
     assert shares and sum(shares) < 0.5, doc["hot_lines"]       # the loop's instructions are in heavy.cuh
+
+
+def test_an_empty_struct_passed_by_value_needs_no_value(cli, tmp_path):
+    """HeCBench's pool passes the functor AvgPoolGrad<float> (member functions only) by value: it was refused,
+    "found no data member", whatever was given. An empty struct is laid out as its byte and needs no --arg."""
+    (tmp_path / "functor.cu").write_text(
+        "struct Add { __device__ void compute(float x, float *y) const { *y += x; } };\n"
+        "__global__ void k(const float *x, Add op, float *y, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { float t = 0.f; op.compute(x[i], &t); "
+        "y[i] = t; } }\n")
+    (tmp_path / "ref.py").write_text("def same(x, **kw):\n    return x\n")
+    doc = analyze_json(cli, str(tmp_path / "functor.cu"), "--grid", "1", "--block", "32", "--arg",
+                       "x=float32[32]:random", "--arg", "y=float32[32]", "--arg", "n=32", "--check",
+                       f"y={tmp_path / 'ref.py'}:same", "--device", "h100")
+    assert doc["correct"] is True

@@ -389,9 +389,7 @@ def plan(ctype: str, namespace: str, text: str, typedefs, source: _Source | None
         return probe
     probe.members = members
     probe.paths = _paths(members, "")
-    if not probe.paths:
-        probe.error = f"perfmodel found no data member in the declaration of {name}"
-    elif len(probe.paths) > MAX_FIELDS:
+    if len(probe.paths) > MAX_FIELDS:
         probe.error = f"{name} has more than {MAX_FIELDS} fields (nested ones counted)"
     return probe
 
@@ -538,6 +536,10 @@ def layout(probe: Probe, numbers: list[int] | None) -> StructLayout:
     if numbers is None or len(numbers) != 2 + _PER_FIELD * len(probe.paths):
         return StructLayout(probe.ctype, error="NVRTC did not compile the probe of its fields")
     size, align = numbers[:2]
+    if not probe.paths:
+        # an empty struct (a functor with only member functions, HeCBench pool's AvgPoolGrad<float>): its byte
+        # carries nothing
+        return StructLayout(probe.ctype, size, ())
     facts = {path: numbers[2 + _PER_FIELD * n: 2 + _PER_FIELD * (n + 1)] for n, path in enumerate(probe.paths)}
     leaves: list[Leaf] = []
     error = _level(probe.members or [], facts, "", "", 0, size, align, (), (), leaves, probe.ctype)
