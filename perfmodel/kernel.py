@@ -153,11 +153,13 @@ def _sass_bytes(instr: str) -> int:
 _SASS_FP64 = ("DFMA", "DADD", "DMUL")
 
 
-_FP64_EXPANDED = ("div", "rcp", "sqrt", "rsqrt")
-
-
 def _is_fp64_ptx(ins) -> bool:
     return ins.opcode in ("add", "sub", "mul", "fma", "mad") and ins.type == "f64"
+
+
+def _is_fp64_expanded(ins) -> bool:
+    """A double division, reciprocal or square root: Newton steps of DFMA / DMUL in SASS, not one instruction."""
+    return ins.opcode in ("div", "rcp", "sqrt", "rsqrt") and ins.type == "f64"
 
 
 # kernel-parameter and __constant__ arrays read by index: ptxas turns each PTX ld.param / ld.const into constant-bank
@@ -482,7 +484,7 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     # a double division, reciprocal or square root is a sequence of DFMAs in SASS (Newton steps): on its line the
     # DFMA count says nothing of unrolling (a loop of v / 1.037 + 1.0 read as unrolled 9 times, its instructions
     # a ninth of the SASS's)
-    for k in {ptx_keys[i] for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED}:
+    for k in {ptx_keys[i] for i, ins in enumerate(f.instrs) if _is_fp64_expanded(ins)}:
         ptx_d.pop(k, None)
     replication = []
     for b_index, blk in enumerate(f.blocks):
@@ -671,7 +673,7 @@ def _fp64_expansion(compiled, info, module, entry, covered: set) -> dict:
     from perfmodel.compile.sass import kernel_flow
 
     f = module.functions[entry]
-    expanded = [i for i, ins in enumerate(f.instrs) if ins.type == "f64" and ins.opcode in _FP64_EXPANDED]
+    expanded = [i for i, ins in enumerate(f.instrs) if _is_fp64_expanded(ins)]
     if not expanded:
         return {}               # (no disassembly for a kernel without them)
     try:

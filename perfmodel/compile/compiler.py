@@ -455,7 +455,7 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
         if k is not None and re.sub(r"\s+", "", e) not in seen:
             take(e, k)
     for e in exprs:
-        if "<" not in e and re.sub(r"\s+", "", e.split("(")[0]) in {re.sub(r"\s+", "", n) for n in overloaded}:
+        if "<" not in e and re.sub(r"\s+", "", e.split("(")[0]) in overloaded:
             continue            # scale(unsigned char*, const float*), or scale: an overload set, compiled above
         base = re.sub(r"\s+", "", e.split("<")[0])
         match = decl_for(e, lambda k: k.namespace + k.name == base or k.name == base)
@@ -572,8 +572,8 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         res = resources.get(mangled, {})
         if any(k.mangled == mangled for k in kernels):
             continue            # two declarations of one kernel (a prototype spelt with a typedef)
-        if expr.startswith("static_cast<void(*)("):         # one of an overload set: name(types)
-            expr = f"{decl.namespace}{decl.name}({expr[len('static_cast<void(*)('):].split(')>(')[0]})"
+        if expr == _cast_expression(decl):                 # one of an overload set: name(types)
+            expr = f"{decl.namespace}{decl.name}({_declared_types(decl)})"
         kernels.append(KernelInfo(
             name=decl.name, expression=expr, mangled=mangled, params=params,
             registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
@@ -619,10 +619,24 @@ def _failed_name_expressions(log: str) -> dict[str, str]:
     return out
 
 
+def _declared_types(decl: KernelDecl) -> str:
+    """``int*, int``: a kernel's parameter types as its declaration spells them."""
+    return ", ".join(ctype for _, ctype, _ in parse_params(decl.params_text))
+
+
 def _cast_expression(decl: KernelDecl) -> str:
     """``static_cast<void(*)(int*, int)>(ns::k)``: names one kernel of an overload set."""
-    types = ", ".join(ctype for _, ctype, _ in parse_params(decl.params_text))
-    return f"static_cast<void(*)({types})>({decl.namespace}{decl.name})"
+    return f"static_cast<void(*)({_declared_types(decl)})>({decl.namespace}{decl.name})"
+
+
+def _source_line(prepared: Prepared, pattern: str, device: bool) -> tuple[str, int, str] | None:
+    """The first line of the translation unit's files matching ``pattern`` that says ``__device__`` (``device``)
+    or does not: (file, line number, text)."""
+    for name, text in prepared.files.items():
+        for number, src in enumerate(text.splitlines(), 1):
+            if re.search(pattern, src) and ("__device__" in src) == device:
+                return name, number, src
+    return None
 
 
 def _legacy_warp_hint(name: str) -> str:
@@ -642,14 +656,11 @@ def _extern_function_hint(mangled: str, prepared: Prepared, display: str | None)
 
     name = _source_name(mangled)
     where, at = Location(display), ""
-    for file, text in prepared.files.items():
-        for number, line in enumerate(text.splitlines(), 1):
-            if re.search(rf"\b{re.escape(name)}\s*\(", line) and "__device__" in line:
-                shown = display if display and Path(file).name == Path(display).name else file
-                where, at = Location(shown, number), f" (declared at {shown}:{number})"
-                break
-        if at:
-            break
+    found = _source_line(prepared, rf"\b{re.escape(name)}\s*\(", device=True)
+    if found is not None:
+        file, number, _text = found
+        shown = display if display and Path(file).name == Path(display).name else file
+        where, at = Location(shown, number), f" (declared at {shown}:{number})"
     return (f". The kernel calls the __device__ function {name}{at}, which this file declares but does not define: "
             "its definition is in another file of a program built with relocatable device code (nvcc -rdc=true or "
             "-dc, linked with -dlink). perfmodel compiles one translation unit: analyse a file that also holds the "
@@ -714,22 +725,15 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
     operator = re.fullmatch(r'no operator "(.+?)" matches these operands', msg)
-    host_operator = False
-    if operator:
-        # a host-only operator (no __device__) that device code calls: set aside with the host code, so NVRTC
-        # sees none; nvcc refuses the call too ("calling a __host__ function from a __device__ function")
-        op = re.escape(operator.group(1))
-        for name, text in prepared.files.items():
-            for number, src in enumerate(text.splitlines(), 1):
-                if re.search(rf"\boperator\s*{op}\s*\(", src) and "__device__" not in src:
-                    host_operator = True
-                    hint += (f" {Path(name).name}:{number} defines operator{operator.group(1)} for the host only "
-                             f"(`{src.strip()[:80]}`): device code cannot call it, under nvcc either; it needs "
-                             "__host__ __device__.")
-                    break
-            else:
-                continue
-            break
+    # a host-only operator (no __device__) that device code calls: set aside with the host code, so NVRTC sees
+    # none; nvcc refuses the call too ("calling a __host__ function from a __device__ function")
+    host_operator = operator and _source_line(prepared, rf"\boperator\s*{re.escape(operator.group(1))}\s*\(",
+                                              device=False)
+    if host_operator:
+        name, number, src = host_operator
+        hint += (f" {Path(name).name}:{number} defines operator{operator.group(1)} for the host only "
+                 f"(`{src.strip()[:80]}`): device code cannot call it, under nvcc either; it needs "
+                 "__host__ __device__.")
     device_sync = bool(undefined and undefined.group(1) == "cudaDeviceSynchronize")
     if device_sync:
         hint += (" cudaDeviceSynchronize() in device code waited for child launches (dynamic parallelism): CUDA "
