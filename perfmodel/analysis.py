@@ -88,6 +88,10 @@ class SimOutcome:
     replication: dict = field(default_factory=dict)   # an exact run from one block per class (sim.replicate)
     grid_sync: bool = False   # the kernel synchronises the grid: a cooperative launch, all its blocks resident
     notes: list = field(default_factory=list)     # the simulator's notes (SimResult.notes)
+    # "path:line" -> aggregates for the lines of the headers the kernel's file includes (SimResult.header_lines),
+    # and each such line's text
+    header_lines: dict = field(default_factory=dict)
+    header_source: dict = field(default_factory=dict)
     # the args after the run, in order (only with keep_args=True: the Python API writes them back)
     final_args: list | None = field(default=None, repr=False)
     # keep_args: the __device__ variables after the run, by name (a sampled run: where its blocks wrote)
@@ -499,6 +503,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
             kernel=spec.name, params=dict(launch.params), counts=counts, sampled=False, sample=None,
             blocks_simulated=total, total_blocks=total, spread=block_spread(per_block),
             correct=correct, correct_detail=detail, lines=_lines_json(result),
+            header_lines=_lines_json(result, "header_lines"),
             source_lines=list(getattr(program, "source_lines", []) or []),
             static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
             block_load_sectors=None, block_footprint_sectors=None,
@@ -518,6 +523,7 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     outcome.block_footprint_sectors = block_footprint
     outcome.round_miss_factor = miss_factor
     outcome.grid_sync = grid_sync(program)
+    outcome.header_source = _header_source(program, outcome.header_lines)
     outcome.sim_seconds = time.perf_counter() - started
     if key is None:
         return launch, outcome
@@ -536,11 +542,26 @@ def _printf_calls(program) -> int:
                if ins.opcode == "call" and len(ins.operands) > 1 and getattr(ins.operands[1], "name", "") == "vprintf")
 
 
-def _lines_json(result) -> dict:
+def _lines_json(result, field: str = "lines") -> dict:
     from perfmodel.report.jsonout import to_jsonable
 
-    lines = getattr(result, "lines", None) or {}
-    return {int(k): to_jsonable(v) for k, v in lines.items()}
+    lines = getattr(result, field, None) or {}
+    return {(int(k) if field == "lines" else str(k)): to_jsonable(v) for k, v in lines.items()}
+
+
+def _header_source(program, keys) -> dict[str, str]:
+    """"path:line" -> that line's text, from the headers the compile read (the kernel's own file aside)."""
+    compiled = (getattr(program, "sass_source", None) or (None,))[0]
+    files = getattr(compiled, "files", None) or {}
+    out = {}
+    for key in keys:
+        path, _, line = str(key).rpartition(":")
+        text = files.get(path)
+        if text is not None and line.isdigit():
+            rows = text.splitlines()
+            n = int(line)
+            out[key] = rows[n - 1].strip() if 0 < n <= len(rows) else ""
+    return out
 
 
 def _scale_lines(lines_weighted: list[tuple[dict, float]]) -> dict:
@@ -563,6 +584,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     notes: list[str] = []
     per_stratum = []
     lines_weighted = []
+    headers_weighted = []
     per_block_all: dict[str, list] = {}
     idle_partial = idle_full = idle_warps = 0.0
     changed_elements: dict[str, np.ndarray] = {}
@@ -585,6 +607,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         counts = _counts_json(result.counts)
         per_stratum.append((counts, stratum.weight))
         lines_weighted.append((_lines_json(result), stratum.weight))
+        headers_weighted.append((result.header_lines, stratum.weight))
         per_block = getattr(result, "per_block", {}) or {}
         for name, values in per_block.items():
             per_block_all.setdefault(name, []).extend(np.asarray(values).tolist())
@@ -648,6 +671,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         kernel=spec.name, params=dict(launch.params), counts=counts, sampled=True, sample=sample,
         blocks_simulated=sample.blocks_simulated, total_blocks=launch.total_blocks, spread=spread,
         correct=correct, correct_detail=detail, lines=_scale_lines(lines_weighted),
+        header_lines=_scale_lines(headers_weighted),
         source_lines=list(getattr(program, "source_lines", []) or []),
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
@@ -839,14 +863,15 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
         wave_blocks=occ.blocks_per_sm * dev.sm_count,
         total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes, l2_state=l2)
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
+    every_line = {**sim.lines, **sim.header_lines}     # the kernel's file's lines and its headers'
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,
                              warps_per_sm=occ.warps_per_sm, blocks_per_sm=occ.blocks_per_sm,
                              warps_per_block=warps_per_block,
                              loads_in_flight=weighted_loads_in_flight(sim.compile.get("loads_in_flight_by_line"),
-                                                                      sim.lines),
+                                                                      every_line),
                              idle_blocks=float((sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0),
                              idle_warps=(sim.per_block_idle or {}).get("idle_warps"),
-                             ilp=ilp_mix(sim.compile.get("ilp_by_line"), sim.lines),
+                             ilp=ilp_mix(sim.compile.get("ilp_by_line"), every_line),
                              round_miss_factor=sim.round_miss_factor)
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
@@ -879,11 +904,17 @@ def _kernel_total(counts: dict, metric: str) -> float:
 
 def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]:
     """The source lines that carry most of the bounding resource's work (global sectors, shared wavefronts or
-    flops), each with its share of the kernel total."""
-    if not sim.lines:
+    flops), each with its share of the kernel total: the kernel's file's lines and its headers' (``file`` names
+    the header; None for the kernel's own file)."""
+    merged = {(None, int(line)): agg for line, agg in (sim.lines or {}).items()}
+    for key, agg in (sim.header_lines or {}).items():
+        path, _, line = str(key).rpartition(":")
+        if line.isdigit():
+            merged[(path, int(line))] = agg
+    if not merged:
         return []
     metric = _LINE_METRIC.get(bound, "global_sectors")
-    lines = sim.lines
+    lines = merged
     if metric == "memory_requests":   # the LSU: global requests + shared wavefronts of each line
         lines = {line: {**agg, "memory_requests": float(agg.get("global_requests", 0) or 0)
                         + float(agg.get("shared_wavefronts", 0) or 0)} for line, agg in lines.items()}
@@ -895,17 +926,19 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
                 break
         else:
             return []
-    # shares of the kernel's whole figure: the lines of included headers are not listed, and shares of what is
-    # listed alone over-stated the file's lines (kiss's loop line at 54% of a fifth of the instructions)
+    # shares of the kernel's whole figure (code tied to no line counts in it, too)
     total = max(sum(float(agg.get(metric, 0) or 0) for agg in lines.values()), _kernel_total(sim.counts, metric))
     ranked = sorted(lines.items(), key=lambda kv: -float(kv[1].get(metric, 0) or 0))
     out = []
-    for line, agg in ranked[:limit]:
+    for (path, line), agg in ranked[:limit]:
         value = float(agg.get(metric, 0) or 0)
         if value <= 0:
             break
-        text = sim.source_lines[line - 1].strip() if 0 < line <= len(sim.source_lines) else ""
-        out.append({"line": int(line), "source": text, "metric": metric, "value": value,
+        if path is None:
+            text = sim.source_lines[line - 1].strip() if 0 < line <= len(sim.source_lines) else ""
+        else:
+            text = (sim.header_source or {}).get(f"{path}:{line}", "")
+        out.append({"line": line, "file": path, "source": text, "metric": metric, "value": value,
                     "share": value / total if total else 0.0,
                     **{k: v for k, v in agg.items() if isinstance(v, (int, float))}})
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -934,8 +935,30 @@ def test_a_flag_define_a_printf_of_another_kernel_and_header_lines_in_the_shares
                        "out=uint32[32]", "--arg", "n=64", "-D", "FLAG", "--device", "h100")
     assert doc["launch"]["defines"] == {"FLAG": 1}
     assert not doc["compile"].get("printf_calls"), doc["compile"]
-    shares = [h["share"] for h in doc["hot_lines"]]
-    assert shares and sum(shares) < 0.5, doc["hot_lines"]       # the loop's instructions are in heavy.cuh
+    own = [h["share"] for h in doc["hot_lines"] if not h["file"]]
+    assert own and sum(own) < 0.5, doc["hot_lines"]       # the loop's instructions are in heavy.cuh
+
+
+def test_hot_lines_list_the_lines_of_an_included_header(cli, tmp_path):
+    """A kernel whose loop is a header's device function: the hottest-lines table left the header's lines out, so it
+    showed the kernel's call line at 1% and nothing for the other 96%. Each header line is listed as file:line with
+    its own text. By hand: the loop runs 64 iterations of at least 3 instructions for one warp, against under 20
+    instructions on the kernel's own lines, so the header's lines carry over 80% of the warp instructions."""
+    (tmp_path / "heavy.cuh").write_text(
+        "__device__ unsigned mix(unsigned x, int n)\n{\n  for (int i = 0; i < n; ++i)\n"
+        "    x = x * 1664525u + 1013904223u;\n  return x;\n}\n")
+    (tmp_path / "k.cu").write_text('#include "heavy.cuh"\n__global__ void k(unsigned *out, int n)\n'
+                                   "{\n  out[threadIdx.x] = mix(threadIdx.x, n);\n}\n")
+    doc = analyze_json(cli, str(tmp_path / "k.cu"), "--grid", "1", "--block", "32", "--arg", "out=uint32[32]",
+                       "--arg", "n=64", "--device", "h100")
+    top = doc["hot_lines"][0]
+    assert top["file"].endswith("heavy.cuh") and top["line"] in (3, 4), doc["hot_lines"]
+    assert top["source"] in ("for (int i = 0; i < n; ++i)", "x = x * 1664525u + 1013904223u;"), top
+    header = sum(h["share"] for h in doc["hot_lines"] if h["file"])
+    assert header > 0.8, doc["hot_lines"]
+    code, out, err = cli("analyze", str(tmp_path / "k.cu"), "--grid", "1", "--block", "32", "--arg",
+                         "out=uint32[32]", "--arg", "n=64", "--device", "h100")
+    assert code == 0 and re.search(r"heavy\.cuh:[34]\s+\d+%", out), out
 
 
 def test_an_empty_struct_passed_by_value_needs_no_value(cli, tmp_path):

@@ -99,10 +99,12 @@ def load_rounds(instrs: list) -> dict[int, int]:
     return out
 
 
-def loads_in_flight_by_line(module: Any, entry: str) -> dict[int, float]:
-    """Source line -> loads in flight of the basic blocks that hold the line's global loads (the largest)."""
+def loads_in_flight_by_line(module: Any, entry: str) -> dict:
+    """Source line (:meth:`perfmodel.ptx.ir.Module.line_key`) -> loads in flight of the basic blocks that hold the
+    line's global loads (the largest)."""
     f = module.functions[entry]
-    out: dict[int, float] = {}
+    primary = module.primary_file(entry)
+    out: dict = {}
     for blk in f.blocks:
         instrs = f.instrs[blk.start:blk.end]
         loads, in_flight = block_loads_in_flight(instrs)
@@ -110,7 +112,8 @@ def loads_in_flight_by_line(module: Any, entry: str) -> dict[int, float]:
             continue
         for ins in instrs:
             if _is_global_load(ins) and ins.line:
-                out[ins.line] = max(out.get(ins.line, 0.0), in_flight)
+                key = module.line_key(ins, primary)
+                out[key] = max(out.get(key, 0.0), in_flight)
     return out
 
 
@@ -118,14 +121,15 @@ def load_round_lines(module: Any, entry: str) -> list[list[int]]:
     """The source lines of each round of global loads that a warp issues together (per basic block and round,
     :func:`load_rounds`)."""
     f = module.functions[entry]
-    out: list[list[int]] = []
+    primary = module.primary_file(entry)
+    out: list[list] = []
     for blk in f.blocks:
         instrs = f.instrs[blk.start:blk.end]
         by_round: dict[int, set] = {}
         for pos, r in load_rounds(instrs).items():
             if instrs[pos].line:
-                by_round.setdefault(r, set()).add(instrs[pos].line)
-        out.extend(sorted(lines) for _r, lines in sorted(by_round.items()))
+                by_round.setdefault(r, set()).add(module.line_key(instrs[pos], primary))
+        out.extend(sorted(lines, key=str) for _r, lines in sorted(by_round.items()))
     return out
 
 
@@ -153,12 +157,21 @@ def round_miss_factor(reuse_by_line: dict | None, round_lines: list | None) -> f
     return sum(sectors * worst[line] for line, (sectors, _first) in reuse_by_line.items()) / own
 
 
+def _line_figures(lines: dict | None, key) -> dict:
+    """A line's figures from ``sim.lines`` merged with ``sim.header_lines``, by a line key that JSON may have made a
+    string: the kernel's own line number, or "path:line"."""
+    lines = lines or {}
+    if isinstance(key, int) or str(key).isdigit():
+        return lines.get(int(key)) or lines.get(str(key)) or {}
+    return lines.get(str(key)) or {}
+
+
 def weighted_loads_in_flight(by_line: dict, lines: dict) -> float | None:
     """The lines' loads in flight weighted by their executed global load requests (``sim.lines``); None when no
     executed load has a figure (hand-written counts, a kernel without global loads)."""
     total = weighted = 0.0
     for line, in_flight in (by_line or {}).items():
-        agg = (lines or {}).get(int(line)) or (lines or {}).get(str(line)) or {}
+        agg = _line_figures(lines, line)
         if not agg.get("global_loads"):
             continue
         requests = float(agg.get("global_requests", 0) or 0)
@@ -190,8 +203,9 @@ def ilp_by_line(module: Any, entry: str) -> dict[int, float]:
     """Source line -> the instruction-level parallelism of the basic blocks holding its instructions (instructions
     over longest dependence chain, averaged over the line's instructions)."""
     f = module.functions[entry]
-    total: dict[int, float] = {}
-    weighted: dict[int, float] = {}
+    primary = module.primary_file(entry)
+    total: dict = {}
+    weighted: dict = {}
     for blk in f.blocks:
         instrs = f.instrs[blk.start:blk.end]
         count, chain = block_ilp(instrs)
@@ -200,8 +214,9 @@ def ilp_by_line(module: Any, entry: str) -> dict[int, float]:
         ilp = count / max(1, chain)
         for ins in instrs:
             if ins.line and not _is_global_load(ins):
-                total[ins.line] = total.get(ins.line, 0.0) + 1.0
-                weighted[ins.line] = weighted.get(ins.line, 0.0) + ilp
+                key = module.line_key(ins, primary)
+                total[key] = total.get(key, 0.0) + 1.0
+                weighted[key] = weighted.get(key, 0.0) + ilp
     return {line: weighted[line] / total[line] for line in total}
 
 
@@ -209,7 +224,7 @@ def ilp_mix(by_line: dict, lines: dict) -> list[tuple[float, float]] | None:
     """[(share of the executed warp instructions, ILP)] over the lines (``sim.lines``); None without figures."""
     rows = []
     for line, ilp in (by_line or {}).items():
-        agg = (lines or {}).get(int(line)) or (lines or {}).get(str(line)) or {}
+        agg = _line_figures(lines, line)
         w = float(agg.get("warp_instructions", 0) or 0)
         if w > 0:
             rows.append((w, float(ilp)))

@@ -180,6 +180,20 @@ class Module:
     def entries(self) -> list[str]:
         return [n for n, f in self.functions.items() if f.is_entry]
 
+    def primary_file(self, entry: str) -> int | None:
+        """The .file index of the kernel's own source: its first instruction tied to a line."""
+        return next((ins.file for ins in self.functions[entry].instrs if ins.line), None)
+
+    def line_key(self, ins: Instr, primary_file: int | None) -> int | str | None:
+        """The key of an instruction's source line in the per-line figures: the line number in the kernel's own
+        file (0: code of that file tied to no line), ``"path:line"`` in another (a header it includes); None for
+        code tied to no file."""
+        if primary_file is None or ins.file == primary_file:
+            return ins.line
+        if not ins.line:
+            return None
+        return f"{self.files.get(ins.file, ins.file)}:{ins.line}"
+
     def callees(self, entry: str) -> list[str]:
         """Functions reachable from the entry through calls, in the order found."""
         seen, todo = [], [entry]

@@ -5,6 +5,7 @@ Everything shown is read from ``Analysis.to_json()``, so the terminal and the ``
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from rich.console import Console
 from rich.panel import Panel
@@ -226,7 +227,8 @@ def hot_lines_section(doc: dict) -> Table | None:
     table.add_column("")
     table.add_column("source", overflow="ellipsis", no_wrap=True, max_width=70)
     for item in lines:
-        table.add_row(str(item["line"]), f"{100 * item['share']:.0f}%", bar(item["share"], 12, "magenta"),
+        where = str(item["line"]) if not item.get("file") else f"{Path(item['file']).name}:{item['line']}"
+        table.add_row(where, f"{100 * item['share']:.0f}%", bar(item["share"], 12, "magenta"),
                       Text(item["source"], style="bold" if item is lines[0] else ""))
     return table
 

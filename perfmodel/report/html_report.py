@@ -53,7 +53,7 @@ def analysis_html(doc: dict) -> str:
         f"<td class=\"num\">{_e(fmt_time(r['time_s']))}</td><td class=\"num\">{100 * r['share_of_peak']:.0f}%</td>"
         f"<td><span class=\"bar\" style=\"width:{int(240 * float(r['time_s']) / top)}px\"></span></td></tr>"
         for r in resources if float(r["time_s"]) > 0)
-    hot = "\n".join(f"<tr><td class=\"num\">{h['line']}</td><td class=\"num\">{100 * h['share']:.0f}%</td>"
+    hot = "\n".join(f"<tr><td class=\"num\">{_e(_where(h))}</td><td class=\"num\">{100 * h['share']:.0f}%</td>"
                     f"<td><code>{_e(h['source'])}</code></td></tr>" for h in doc.get("hot_lines") or [])
     advice = "\n".join(f"<li>{_e(a)}</li>" for a in doc.get("advice") or [])
     body = f"""<h1 id="title">perfmodel: {_e(title)}</h1>
@@ -80,3 +80,8 @@ def write_analysis_html(doc: dict, path) -> Path:
     path = Path(path)
     path.write_text(analysis_html(doc), encoding="utf-8")
     return path
+
+
+def _where(hot: dict) -> str:
+    """A hot line's place: its number in the kernel's file, or header:number."""
+    return str(hot["line"]) if not hot.get("file") else f"{hot['file'].rsplit('/', 1)[-1]}:{hot['line']}"

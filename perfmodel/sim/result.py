@@ -79,6 +79,9 @@ class SimResult:
     notes: list = field(default_factory=list)     # what the run did that the user should know (messages)
     # track_writes: name -> (elements the run stored to, elements its atomics updated), boolean masks
     written: dict = field(default_factory=dict)
+    # "path:line" -> aggregates for the lines of other files (headers the kernel's file includes: a CUB block
+    # reduction, a helper's device function), the same figures as ``lines``
+    header_lines: dict = field(default_factory=dict)
 
     @property
     def sampled(self) -> bool:
@@ -90,6 +93,27 @@ def _new_line():
                 global_lines=0, shared_loads=0, shared_stores=0, shared_wavefronts=0, constant_loads=0,
                 constant_wavefronts=0, local_accesses=0, atomics=0, barriers=0, divergent_branches=0,
                 warp_instructions=0, ptx_warp_instructions=0)
+
+
+def _line_slot(key, lines: dict, header_lines: dict) -> dict | None:
+    """The per-line aggregate for a line key (:meth:`perfmodel.ptx.ir.Module.line_key`): ``lines`` for the kernel's
+    own file, ``header_lines`` for another's ``"path:line"``; None for code tied to no line."""
+    if key is None:
+        return None
+    into = header_lines if isinstance(key, str) else lines
+    ln = into.get(key)
+    if ln is None:
+        ln = into[key] = _new_line()
+    return ln
+
+
+def _line_order(item):
+    """Sort key of per-line items: the kernel's own lines by number, then the headers' by path and number."""
+    key = item[0]
+    if isinstance(key, str):
+        path, _, line = key.rpartition(":")
+        return (1, path, int(line) if line.isdigit() else 0)
+    return (0, "", key)
 
 
 def _space(ins) -> str:
@@ -109,6 +133,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c = Counts()
     builder = launch.builder
     lines: dict = {}
+    header_lines: dict = {}    # "path:line" -> aggregates (other files' lines)
+    module = launch.program.module
     reuse: dict = {}           # line -> [load sectors, first touches] (first_touch runs)
     rows = []
     cnt = counters
@@ -155,12 +181,8 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     sass_extra = cnt.conflicts[gid] * spin
                 else:
                     sass_extra = 0
-                own = primary_file is None or ins.file == primary_file
-                ln = None
-                if own:
-                    ln = lines.get(ins.line)
-                    if ln is None:
-                        ln = lines[ins.line] = _new_line()
+                line_key = module.line_key(ins, primary_file)
+                ln = _line_slot(line_key, lines, header_lines)
                 if ln is not None:
                     ln["ptx_warp_instructions"] += w_b
                     ln["warp_instructions"] += w_sass * weight + sass_extra
@@ -202,7 +224,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         COAL.add_to_global(g, load, cnt.cc1.get(gid))
                         row.update(sectors=un, lines=li, bytes=by)
                         if load and ln is not None and launch.count_first_touch:
-                            r = reuse.setdefault(ins.line, [0, 0])
+                            r = reuse.setdefault(line_key, [0, 0])
                             r[0] += un
                             r[1] += counters.first_touch.get(gid, 0)
                         if ln is not None:
@@ -262,9 +284,9 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                             and ins.guard is None:
                         ln["flops"] += t_b * (2 if kind == "fma" else 1)
             if cblk.term == "cbra":
-                last = f.instrs[blk.end - 1]
-                if primary_file is None or last.file == primary_file:
-                    lines.setdefault(last.line, _new_line())["divergent_branches"] += divw[b]
+                slot = _line_slot(module.line_key(f.instrs[blk.end - 1], primary_file), lines, header_lines)
+                if slot is not None:
+                    slot["divergent_branches"] += divw[b]
     c.flops = cnt.flops + tensor_flops       # tensor-core flops count as flops (GFLOPS, CGMA), run on their own pipe
     c.fp_ops = dict(cnt.fp)
     c.fp64_ops = cnt.fp64
@@ -285,12 +307,12 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
     c.threads = nb * launch.T
     c.warps = nb * launch.nw_real
     c.idle_threads = int(per_block["idle_threads"].sum())
-    for ln in lines.values():
+    for ln in (*lines.values(), *header_lines.values()):
         ln["warp_instructions"] = int(round(ln["warp_instructions"]))
         ln["shared_wavefronts"] = int(round(ln["shared_wavefronts"]))
     if 0 in lines and not any(lines[0].values()):
         del lines[0]          # compiler-generated code (.loc line 0) that did nothing counted
     return SimResult(counts=c, lines=dict(sorted(lines.items())), per_block=per_block, block_ids=block_ids,
                      blocks_simulated=nb, total_blocks=total_blocks, instructions=rows, args=args,
-                     load_reuse_by_line={k: tuple(v) for k, v in sorted(reuse.items())}
-                     if launch.count_first_touch else None)
+                     load_reuse_by_line={k: tuple(v) for k, v in sorted(reuse.items(), key=_line_order)}
+                     if launch.count_first_touch else None, header_lines=dict(sorted(header_lines.items(), key=_line_order)))
