@@ -348,6 +348,87 @@ def test_which_device_branches_every_compile_takes(cond, value):
     assert _device_condition(cond) is value
 
 
+@pytest.mark.parametrize("cond, value", [
+    ("defined(DEBUG_K)", False), ("!defined(DEBUG_K)", True), ("defined(FLAG)", True), ("BLOCK > 128", True),
+    ("BLOCK > 512", False), ("defined(LOCAL_MACRO)", None), ("defined(CUDART_VERSION)", None),
+    ("defined(_MSC_VER)", None), ("UNDEFINED_NAME == 0", True)])
+def test_which_branches_the_given_defines_decide(cond, value):
+    """By hand, as a C preprocessor reads them with -D FLAG -D BLOCK=256: a name nothing defines (no -D, no #define
+    in the file, none in NVIDIA's headers) is undefined and 0 in #if; a -D name has its value; a name the file
+    defines, that NVIDIA's headers define (CUDART_VERSION) or that is reserved (_MSC_VER) stays undecided."""
+    from perfmodel.compile.hostcode import _FileProcessor, _device_condition
+    from perfmodel.compile.nvrtc import sdk_include_dirs
+
+    proc = _FileProcessor({"FLAG": 1, "BLOCK": 256}, [], sdk_include_dirs())
+    assert _device_condition(cond, lambda name: proc._macro(name, {"LOCAL_MACRO"})) is value
+
+
+IFDEF_SIGNATURES = """// a kernel's signature and a helper's chosen by #ifdef, each branch with its own '{' (ISPASS RAY)
+#ifdef DEBUG_K
+__device__ float helper(float *dbg, float a) {
+#else
+__device__ float helper(float a) {
+#endif
+    return 2.0f * a;
+}
+#ifdef DEBUG_K
+__global__ void scale(float *dbg, float *out, const float *in, int n)
+#else
+__global__ void scale(float *out, const float *in, int n)
+#endif
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef DEBUG_K
+    if (i < n) { out[i] = helper(dbg, in[i]); dbg[i] = 1.0f; }
+#else
+    if (i < n) out[i] = helper(in[i]);
+#endif
+}
+__global__ void after(float *x) { x[threadIdx.x] = 1.0f; }
+"""
+
+
+def test_ifdef_branches_are_read_as_the_compile_reads_them():
+    """ISPASS RAY: a device function whose two #ifdef branches each open a '{' hid every later kernel (0 kernels
+    listed), and a kernel's parameter names came from the branch the compile drops (`out` named `dbg`, the output
+    checked under the wrong name). Without -D DEBUG_K the #else branches are the code; with it, the #ifdef ones."""
+    mod = compile_cuda("ray.cu", source=IFDEF_SIGNATURES)
+    assert sorted(k.name for k in mod.kernels) == ["after", "scale"]
+    assert [p.name for p in mod.kernel("scale").params] == ["out", "in", "n"]
+    mod = compile_cuda("ray.cu", source=IFDEF_SIGNATURES, defines={"DEBUG_K": 1})
+    assert sorted(k.name for k in mod.kernels) == ["after", "scale"]
+    assert [p.name for p in mod.kernel("scale").params] == ["dbg", "out", "in", "n"]
+
+
+def test_typedefs_of_tagged_enums_and_of_member_function_pointers():
+    """RSBench: `typedef enum __hm{SMALL, LARGE} HM_size;` was read as an alias named after the tag, which nothing
+    named, and set aside: "identifier HM_size is undefined". HeCBench lulesh: `typedef Real_t &(Domain::*
+    Domain_member)(Index_t);` was kept while the host class Domain (std::vector members) was set aside: "name
+    followed by '::' must be a class". A function-pointer typedef that device code uses stays."""
+    src = ("#include <vector>\n"
+           "typedef enum __hm{SMALL, LARGE, XL} HM_size;\n"
+           "class Domain { public: double &x(int i) { return m_x[i]; } std::vector<double> m_x; };\n"
+           "typedef double &(Domain::* Domain_member)(int);\n"
+           "typedef float (*op_t)(float);\n"
+           "__device__ float twice(float v) { return 2.0f * v; }\n"
+           "__device__ float apply(op_t f, float v) { return f(v); }\n"
+           "__global__ void k(HM_size h, float *out) { out[threadIdx.x] = apply(twice, (float)(h == LARGE)); }\n")
+    mod = compile_cuda("typedefs.cu", source=src)
+    assert [(p.name, p.ctype) for p in mod.kernel("k").params] == [("h", "HM_size"), ("out", "float*")]
+
+
+def test_a_gnu_statement_expression_is_named_in_the_error():
+    """HeCBench lulesh: `#define max(a,b) ({ __typeof__ (a) _a = (a); ... })`, which nvcc takes and NVRTC refuses,
+    gave only "expected an expression" at the line using it; the error names the macro and its line."""
+    src = ("#define mymax(a,b) ({ __typeof__ (a) _a = (a); __typeof__ (b) _b = (b); _a > _b ? _a : _b; })\n"
+           "__global__ void k(const double *x, double *y, int n) {\n"
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = mymax(x[i], 0.0);\n}\n")
+    with pytest.raises(CompileError) as err:
+        compile_cuda("stmt.cu", source=src)
+    assert "The macro mymax (stmt.cu:1) holds a GNU statement expression" in str(err.value), str(err.value)
+    assert err.value.location.line == 4
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

@@ -116,6 +116,18 @@ def test_blocks_writing_one_address_are_flagged():
     assert _counts_json(rep.counts) == _counts_json(full.counts)
 
 
+def test_local_memory_stores_are_no_overlap_between_blocks():
+    """ISPASS LIB: a per-thread array indexed at run time lives in local memory, at the same local addresses in
+    every block; its stores counted as "several blocks write the same elements", so the outputs went unchecked.
+    Each thread here writes its own out[i] only: no overlap, and the replicated run's outputs are the full run's."""
+    program = _kernel("float buf[16]; int i = blockIdx.x * blockDim.x + threadIdx.x; int m = n & 15;\n"
+                      "for (int j = 0; j < 16; j++) buf[j] = a[i] * j;\nout[i] = buf[(threadIdx.x + m) & 15];")
+    a = np.random.default_rng(0).standard_normal(64 * 64).astype(np.float32)
+    rep = simulate(program, 64, 64, [a, np.zeros(64 * 64, np.float32), 5], replicate=True)
+    assert rep.counts.local["store_requests"] > 0
+    assert rep.replication.proved and not rep.replication.overlapping_writes
+
+
 @pytest.mark.parametrize("name,params", [("matmul_tiled", {"Width": 256}), ("conv2d_tiled", {"Width": 100})])
 def test_footprint_is_the_same_when_the_sectors_are_compacted_after_every_access(name, params, monkeypatch):
     """The representative's sectors are reduced to the distinct ones once enough have been kept; doing it after

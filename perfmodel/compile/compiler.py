@@ -639,6 +639,26 @@ def _source_line(prepared: Prepared, pattern: str, device: bool) -> tuple[str, i
     return None
 
 
+def _statement_expression(prepared: Prepared, file: str, line: int) -> str | None:
+    """Where the error's line holds a GNU statement expression: ``({`` on the line itself, or a macro whose
+    replacement has one (lulesh's ``#define max(a,b) ({ __typeof__ (a) _a = (a); ... })``): how to say which."""
+    text = prepared.files.get(file)
+    if text is None:
+        text = next((t for name, t in prepared.files.items() if Path(name).name == Path(file).name), None)
+    rows = (text or "").splitlines()
+    if not 0 < line <= len(rows):
+        return None
+    src = rows[line - 1]
+    if re.search(r"\(\s*\{", src):
+        return f"line {line}"
+    for name, t in prepared.files.items():
+        for number, row in enumerate(t.splitlines(), 1):
+            m = re.match(r"\s*#\s*define\s+(\w+)\s*\([^)]*\)\s*\(\s*\{", row)
+            if m and re.search(rf"\b{m.group(1)}\s*\(", src):
+                return f"the macro {m.group(1)} ({Path(name).name}:{number})"
+    return None
+
+
 def _legacy_warp_hint(name: str) -> str:
     """Why a warp intrinsic without a mask does not compile, and what to write instead."""
     example = name.split(",")[0]
@@ -740,7 +760,12 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
                  "11.6 deprecated it and CUDA 12 removed it for compute_90 and later (CUDA C++ Programming Guide, "
                  "dynamic parallelism), so nvcc refuses it too: the kernel must leave the wait to a later launch "
                  "(or a tail launch, cudaStreamTailLaunch).")
-    if prepared.missing_includes and not device_sync and not host_operator:
+    statement = _statement_expression(prepared, file, line) if msg.startswith("expected") else None
+    if statement:
+        hint += (f" {statement[0].upper()}{statement[1:]} holds a GNU statement expression, `({{ ... }})`: nvcc "
+                 "takes them in its GNU dialect (it follows the host compiler, gcc or clang), NVRTC in no -std; an "
+                 "inline __device__ function (or fmax, min, max) does the same.")
+    if prepared.missing_includes and not device_sync and not host_operator and not statement:
         # the names as written, with their quotes or angle brackets (hostcode.py)
         hint += (" Set aside because not found: " + ", ".join(
             f"#include {n}" for n in dict.fromkeys(prepared.missing_includes)) + "; pass -I DIR if the kernels need them.")

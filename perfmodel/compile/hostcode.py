@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,23 +141,42 @@ _DEVICE_DEFINED = ("__CUDA_ARCH__", "__CUDACC__", "__NVCC__", "__CUDACC_RTC__")
 _ARCH_RANGE = (750, 1210)      # __CUDA_ARCH__ of the oldest and newest targets
 
 
-def _device_condition(cond: str) -> bool | None:
-    """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__`` (and
-    on ``defined`` of the names a device compile defines): the same at the oldest and the newest architecture
-    NVRTC targets. None when it depends on anything else."""
+def _device_condition(cond: str, macro=None) -> bool | None:
+    """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__``, on
+    ``defined`` of the names a device compile defines, and on what ``macro`` knows: NAME -> its value (a number,
+    the ``-D`` given), False (defined nowhere: not by ``-D``, this file, the headers read before, or NVIDIA's
+    headers), or None (unknown). The same at the oldest and the newest architecture NVRTC targets. None when it
+    depends on anything else."""
     from perfmodel import expr as _expr
 
     unknown = False
 
+    def verdict(name):
+        if name in _DEVICE_DEFINED:
+            return 1
+        return macro(name) if macro is not None else None
+
     def known(m):
         nonlocal unknown
-        name = m.group(1) or m.group(2)
-        if name in _DEVICE_DEFINED:
-            return " 1 "
-        unknown = True
-        return " 0 "
+        v = verdict(m.group(1) or m.group(2))
+        if v is None:
+            unknown = True
+            return " 0 "
+        return " 0 " if v is False else " 1 "
+
+    def value(m):
+        nonlocal unknown
+        name = m.group(0)
+        if name == "__CUDA_ARCH__" or name in ("and", "or", "not"):
+            return name
+        v = verdict(name)
+        if v is None or v == 1 and name in _DEVICE_DEFINED:
+            unknown = True
+            return " 0 "
+        return " 0 " if v is False else f" {v} "
     c = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)", known, cond)
     c = re.sub(r"(\d+)[uUlL]+\b", r"\1", c)
+    c = re.sub(r"(?<![\w.])[A-Za-z_]\w*", value, c)
     if unknown or set(re.findall(r"[A-Za-z_]\w*", c)) - {"__CUDA_ARCH__"}:
         return None
     c = c.replace("&&", " and ").replace("||", " or ")
@@ -168,10 +188,11 @@ def _device_condition(cond: str) -> bool | None:
     return values.pop() if len(values) == 1 else None
 
 
-def _device_dead_lines(mlines: list[str], directives) -> set[int]:
+def _device_dead_lines(mlines: list[str], directives, macro=None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
-    parameter names under ``#else``); branches it cannot decide count as taken."""
+    parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
+    its own ``{``); branches it cannot decide count as taken."""
     dead: set[int] = set()
     stack: list[list] = []          # per open #if: [this branch's value (True/False/None), a branch was True]
     start = 0
@@ -184,11 +205,11 @@ def _device_dead_lines(mlines: list[str], directives) -> set[int]:
         rest = body[len(word):].strip()
         if word in ("if", "ifdef", "ifndef"):
             cond = rest if word == "if" else (f"defined({rest})" if word == "ifdef" else f"!defined({rest})")
-            value = _device_condition(cond)
+            value = _device_condition(cond, macro)
             stack.append([value, value is True])
         elif word == "elif" and stack:
             frame = stack[-1]
-            value = False if frame[1] else _device_condition(rest)
+            value = False if frame[1] else _device_condition(rest, macro)
             if value is not False and frame[0] is None:
                 value = None
             frame[0], frame[1] = value, frame[1] or value is True
@@ -198,6 +219,25 @@ def _device_dead_lines(mlines: list[str], directives) -> set[int]:
         elif word == "endif" and stack:
             stack.pop()
     return dead
+
+
+@functools.lru_cache(maxsize=4)
+def _sdk_macros(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
+    """Every macro name a ``#define`` in NVIDIA's headers (these SDK folders) names: an ``#ifdef`` of one of them
+    cannot be decided before the compile (about 1 s, once per process, and only where an ``#if`` names a macro
+    nothing else defines)."""
+    pattern = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+    names: set[str] = set()
+    roots = [r for r in sdk_dirs if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in sdk_dirs)]
+    for root in roots:
+        for folder, _dirs, files in os.walk(root):
+            for f in files:
+                try:
+                    data = Path(folder, f).read_bytes()
+                except OSError:
+                    continue
+                names.update(m.decode("ascii", "replace") for m in pattern.findall(data))
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=4)
@@ -252,6 +292,18 @@ class _FileProcessor:
         # (a PyTorch extension's TORCH_BINDING_ADD(f32, torch::kFloat32) defining the host wrapper of a kernel)
         self.host_macros: set[str] = set()
 
+    def _macro(self, name: str, here: set[str]) -> object:
+        """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number), False where
+        nothing defines it (no ``-D``, no ``#define`` in this file or the headers read before it, none in NVIDIA's
+        headers: the compile sees it undefined, as a C preprocessor does), else None (unknown)."""
+        if name in self.defines:
+            value = self.defines[name]
+            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
+                or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
+            return None
+        return False
+
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
         """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("umbrella", path) for the device-side
@@ -299,7 +351,8 @@ class _FileProcessor:
         mlines = masked.split("\n")
         out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
-        self.device_dead[display] = _device_dead_lines(mlines, directives)
+        here = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", masked, re.M))
+        self.device_dead[display] = _device_dead_lines(mlines, directives, lambda name: self._macro(name, here))
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
@@ -366,6 +419,15 @@ class _FileProcessor:
                     replacements[first] = ""
             elif word == "pragma" and re.match(r"pragma\s+once", body):
                 replacements[first] = ""
+        dead = self.device_dead[display]
+        if dead:
+            # code on lines no compile takes is not scanned: an #ifdef DEBUG / #else pair of signatures, each with
+            # its own '{', read as two declarations and one brace too many
+            pos = 0
+            for li, m in enumerate(mlines, start=1):
+                if li in dead and li - 1 not in directive_lines:
+                    code[pos:pos + len(m)] = " " * len(m)
+                pos += len(m) + 1
         code_s = "".join(code)
         if self.reachable is not None:
             self.result.launches += [(n, a, display, code_s.count("\n", 0, at) + 1) for n, a, at in _launches(code_s)]
@@ -472,7 +534,7 @@ class _FileProcessor:
             if head[0] in ("using", "typedef") and names_std_member(head) and not self._libcudacxx_has(head):
                 blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
                 continue
-            alias = _alias_name(head) if c.kind != "class" else None
+            alias = _alias_name(head) if c.kind != "class" and not c.body else None
             if alias is not None:
                 # a plain alias (typedef pthread_t CUTThread;) is kept where kept code names it: the first pass
                 # leaves its own words out of what device code names, the second sets aside one nothing reaches
@@ -709,8 +771,17 @@ def _param_types(params_text: str) -> list[str]:
 def _alias_name(head: list[str]) -> str | None:
     """The name a plain alias declares (``typedef unsigned int uint;``, ``using real = float;``, ``typedef
     std::chrono::system_clock Clock;``, ``typedef vector<vector<int>> matrix;``): None for anything else (a typedef
-    of a function, an array or a struct body, ``using namespace``, ``using std::min;``)."""
+    of a function, an array or a struct body, ``using namespace``, ``using std::min;``), except a pointer to a function
+    or a member function (``typedef double &(Domain::* Domain_member)(int);``: the pointer's name)."""
     words = [w for w in head if w != ";"]
+    if words[:1] == ["typedef"] and "(" in words and "{" not in words:
+        # a pointer to a function or to a member function: typedef double &(Domain::* Domain_member)(int_t);
+        # typedef void (*handler)(int); -- the name is the pointer's, inside the first parentheses
+        i = words.index("(")
+        inner = words[i + 1:words.index(")", i)] if ")" in words[i:] else []
+        if inner and inner[-2:-1] == ["*"] and re.fullmatch(r"[A-Za-z_]\w*", inner[-1]):
+            return inner[-1]
+        return None
     if any(w in ("(", "{", "[") for w in words):
         return None
     if words[:1] == ["typedef"] and len(words) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]) \

@@ -343,7 +343,9 @@ class Probe:
             # over blocks, when blocks aim at different lines
             self.fail(f"global atomics (instruction {gid}) move from block to block")
             return
-        if store and "shared" not in space and any(kd == 0 and ext > 1 for kd, ext in zip(k, self._extent)):
+        # (a thread's local memory is its own: every block's stores to the same local address are no overlap)
+        if store and "shared" not in space and "local" not in space and \
+                any(kd == 0 and ext > 1 for kd, ext in zip(k, self._extent)):
             self.shared_writes = True
         if space == "global":
             self.global_gids.add(gid)
