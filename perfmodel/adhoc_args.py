@@ -255,10 +255,13 @@ def _struct_fields(p, texts: dict[str, str], item: str, values: Mapping[str, Any
         leaf = p.layout.leaf(key)
         at = f"{option} (field {key})"
         is_array = _ARRAY.match(text) is not None
+        if leaf.pointer and text == "null":
+            fields[key] = None          # NULL, as --arg p=null for a pointer parameter
+            continue
         if leaf.pointer:
             if not is_array:
                 raise LaunchArgumentError(f"{at}: {key} is a pointer ({leaf.ctype}); give it an array, e.g. "
-                                          f"{key}={leaf.pointee or 'float32'}[N]:random")
+                                          f"{key}={leaf.pointee or 'float32'}[N]:random, or null")
             fields[key] = _array_arg(text, at, f"field {key}", leaf.ctype, leaf.pointee, 100 * (index + 1) + n + 1,
                                      values, cwd)
             continue

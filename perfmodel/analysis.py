@@ -934,7 +934,9 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
         value = float(agg.get(metric, 0) or 0)
         if value <= 0:
             break
-        if path is None:
+        if path is None and line == 0:
+            text = "(no source line: code the compiler generated or moved, .loc line 0)"
+        elif path is None:
             text = sim.source_lines[line - 1].strip() if 0 < line <= len(sim.source_lines) else ""
         else:
             text = (sim.header_source or {}).get(f"{path}:{line}", "")

@@ -128,10 +128,17 @@ def _import_callable(text: str, base_dir) -> Callable[..., Any]:
         name = f"_perfmodel_reference_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        # its own folder first on sys.path while it imports, as Python runs a script: a reference that imports a
+        # helper module beside it (from xslib import ...) works from any folder
+        folder = str(path.parent)
+        sys.path.insert(0, folder)
         try:
             spec.loader.exec_module(module)
         except Exception as err:  # noqa: BLE001 - the user's module failed to import: say so, once
             raise SpecError(f"reference {text!r}: importing {path} failed: {type(err).__name__}: {err}") from None
+        finally:
+            if folder in sys.path:
+                sys.path.remove(folder)
     else:
         if not all(part.isidentifier() for part in target.split(".")):
             raise SpecError(f"reference {text!r}: {target!r} is not a module name")

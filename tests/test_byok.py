@@ -939,6 +939,20 @@ def test_a_flag_define_a_printf_of_another_kernel_and_header_lines_in_the_shares
     assert own and sum(own) < 0.5, doc["hot_lines"]       # the loop's instructions are in heavy.cuh
 
 
+def test_a_hot_line_with_no_source_line_says_so():
+    """XSBench's baseline put 7% of its warp instructions on `.loc` line 0 (code the compiler hoisted or generated):
+    the table showed line 0 with no text. It says what line 0 is."""
+    from types import SimpleNamespace
+
+    from perfmodel.analysis import hot_lines
+
+    sim = SimpleNamespace(lines={0: {"warp_instructions": 7}, 2: {"warp_instructions": 93}}, header_lines={},
+                          header_source={}, counts={"warp_instructions": 100}, source_lines=["a", "b = c;"])
+    rows = hot_lines(sim, "issue")
+    assert [(r["line"], r["source"]) for r in rows] == [
+        (2, "b = c;"), (0, "(no source line: code the compiler generated or moved, .loc line 0)")], rows
+
+
 def test_hot_lines_list_the_lines_of_an_included_header(cli, tmp_path):
     """A kernel whose loop is a header's device function: the hottest-lines table left the header's lines out, so it
     showed the kernel's call line at 1% and nothing for the other 96%. Each header line is listed as file:line with

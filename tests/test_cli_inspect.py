@@ -165,3 +165,14 @@ def test_inspect_lists_forms_of_supported_opcodes_the_executor_does_not_run(cli,
     assert code == 0, err
     rows = {r["name"]: r["unsupported"] for r in json.loads(out)}
     assert rows == {"child": [], "parent": ["device-side launch"], "streams": ["call cudaStreamCreateWithFlags"]}
+
+
+def test_a_file_with_no_kernel_and_an_opencl_file_are_said_so(cli, tmp_path):
+    """ISPASS/pannotia: `kernels inspect` of a file with no __global__ function printed an empty "0 kernels" table,
+    and `analyze prk_kernel.cl` called the OpenCL file "the spec" ("expected a YAML mapping")."""
+    (tmp_path / "host.cu").write_text("int main() { return 0; }\n")
+    code, out, err = cli("kernels", "inspect", str(tmp_path / "host.cu"))
+    assert code == 0 and "no __global__ function" in out and "┏" not in out, out
+    (tmp_path / "k.cl").write_text("__kernel void k(__global float *x) { x[get_global_id(0)] = 1; }\n")
+    code, out, err = cli("analyze", str(tmp_path / "k.cl"), "--device", "h100")
+    assert code == 2 and "a .cl file is not CUDA" in err, err

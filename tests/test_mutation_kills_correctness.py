@@ -265,6 +265,20 @@ def test_byok_reference_from_a_module_beside_the_spec_and_a_missing_one(tmp_path
         _import_callable("no_such_module_18:f", tmp_path)
 
 
+def test_a_reference_file_imports_the_modules_beside_it(tmp_path):
+    """XSBench's reference `xsref.py` does `from xslib import ...`, a module beside it: run from another folder,
+    ModuleNotFoundError. The file's own folder is on sys.path while it imports, as Python runs a script."""
+    from perfmodel.references import _import_callable
+
+    lib = tmp_path / "refs"
+    lib.mkdir()
+    (lib / "helper_lib_19.py").write_text("def thrice(x):\n    return 3 * x\n")
+    (lib / "ref19.py").write_text("from helper_lib_19 import thrice\n\ndef f(x):\n    return thrice(x)\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _import_callable("../refs/ref19.py:f", elsewhere)(5) == 15
+
+
 def test_npy_reference_errors_name_the_file(tmp_path):
     """Expected values from a .npy file: a missing file, a file that is not .npy and a non-numeric array are each a
     SpecError that names the file; a numeric array is returned as saved."""

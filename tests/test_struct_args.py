@@ -166,6 +166,23 @@ def test_a_struct_in_a_saved_and_edited_spec(cli, params_cu, tmp_path):
     assert args["p"]["fields"]["out"] == {"dtype": "float32", "length": 256}
 
 
+def test_a_pointer_field_given_null(cli, tmp_path):
+    """XSBench's Inputs holds a host `char *HM` its kernels never read: `HM=null` was refused ("give it an
+    array") though `--arg p=null` works for a pointer parameter. NULL is address 0: the kernel sees `in.HM == 0`
+    (each output element 3 i + 1, by hand), and a saved spec runs the same."""
+    (tmp_path / "s.cu").write_text(
+        "struct In { int n; char *HM; float scale; };\n"
+        "__global__ void k(In in, float *out)\n"
+        "{ int i = threadIdx.x; if (i < in.n) out[i] = in.scale * i + (in.HM == 0 ? 1.0f : 0.0f); }\n")
+    np.save(tmp_path / "want.npy", (3.0 * np.arange(32) + 1.0).astype(np.float32))
+    args = ("--grid", "1", "--block", "32", "--device", "h100", "--arg", "in={n=32, HM=null, scale=3}", "--arg",
+            "out=float32[32]", "--check", f"out={tmp_path / 'want.npy'}", "--json")
+    code, out, err = cli("analyze", str(tmp_path / "s.cu"), *args, "--save-spec", str(tmp_path / "s.yaml"))
+    assert code == 0 and json.loads(out)["correct"] is True, err
+    code, out, err = cli("analyze", str(tmp_path / "s.yaml"), "--device", "h100", "--json")
+    assert code == 0 and json.loads(out)["correct"] is True, err
+
+
 def test_a_struct_from_python_writes_its_pointer_fields_back(params_cu):
     import perfmodel
 

@@ -58,6 +58,10 @@ def _struct_json(layout) -> dict:
 
 def render_inspect(mod, rows: list[dict], console: Console) -> None:
     title = f"{mod.source_path or 'source'}: {len(rows)} kernel{'s' if len(rows) != 1 else ''} ({mod.arch})"
+    if not rows:
+        console.print(f"{title}: no __global__ function in the file, nor in the headers it includes from its own "
+                      "folders (-I adds folders); nothing to launch.", style="yellow")
+        return
     table = Table(title=title, title_justify="left", expand=False)
     widest = max((len(r["expression"]) for r in rows), default=6)
     table.add_column("kernel", style="bold cyan", min_width=min(widest, 40), overflow="fold")

@@ -37,9 +37,13 @@ def normalise(p, value) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     for f in layout.leaves:
         v = value[f.path]
         at = f"{where}, field {f.path}"
+        if f.pointer and v is None:
+            numbers[f.path] = np.zeros(1, np.uint64)      # NULL: address 0, no array
+            continue
         if f.pointer:
             if not isinstance(v, np.ndarray):
-                raise SimulationError(f"{at} is a pointer ({f.ctype}): give it a numpy array, got {type(v).__name__}")
+                raise SimulationError(f"{at} is a pointer ({f.ctype}): give it a numpy array (or None for NULL), got "
+                                      f"{type(v).__name__}")
             if f.pointee is not None and not array_fits(np.dtype(f.pointee), v.dtype):
                 raise SimulationError(f"{at} points to {f.pointee}; the array holds {v.dtype}")
             if not v.flags.c_contiguous:

@@ -185,6 +185,8 @@ class KernelSpec:
             base = f"args[{i}]"
             for key, value in (arg.fields or {}).items():
                 where = f"{base}.fields.{key}"
+                if value is None:       # a pointer field given NULL
+                    continue
                 if isinstance(value, FieldArraySpec):
                     self._check_sized(value.length, value.shape, value.init, where, known)
                     continue
@@ -412,7 +414,9 @@ class KernelSpec:
         out: dict[str, Any] = {}
         for key, value in fields.items():
             where = f"{base}.{key}"
-            if isinstance(value, FieldArraySpec):
+            if value is None:
+                out[key] = None       # a pointer field given NULL
+            elif isinstance(value, FieldArraySpec):
                 out[key] = self._array(value.length, value.shape, value.init, DTYPES[value.dtype], params, where,
                                        cache, values)
             elif isinstance(value, list):

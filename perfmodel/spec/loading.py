@@ -43,10 +43,14 @@ def _load_file(path: Path) -> KernelSpec:
         return cached[0]
     from perfmodel import safeload
 
+    if path.suffix.lower() in (".cl", ".ocl", ".metal", ".hip", ".comp", ".glsl", ".hlsl", ".wgsl", ".f90", ".f"):
+        raise SpecError(f"{path}: a {path.suffix} file is not CUDA: perfmodel analyses CUDA C++ kernels (.cu, .cuh "
+                        "or a C++ file holding __global__ functions, compiled by NVRTC) and kernel specs (.yaml)")
     data = safeload.parse_yaml(safeload.read_text(path, error=SpecError, what="kernel spec"), str(path),
                                error=SpecError, invalid="malformed YAML")
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a YAML mapping with name, source, entry, params, grid, block, args, ...")
+        raise SpecError(f"{path}: expected a kernel spec, a YAML mapping with name, source, entry, params, grid, "
+                        "block, args, ... (a CUDA file is named .cu, .cuh or a C++ suffix)")
     try:
         model = SpecModel.model_validate(data)
     except ValidationError as err:

@@ -274,7 +274,7 @@ class ArgSpec(_Strict):
     value: Expr | list[Expr] | None = None      # a list: one EXPR per component of a vector type (float3)
     texture: TextureSpec | None = None
     surface: SurfaceSpec | None = None
-    fields: dict[str, Expr | list[Expr] | FieldArraySpec] | None = None
+    fields: dict[str, Expr | list[Expr] | FieldArraySpec | None] | None = None   # None: a NULL pointer field
     # an array arg: the kernel's pointer is this many elements into the array (the host passes d + offset), and
     # the elements before it are the kernel's at negative indices
     offset: Expr | None = None
