@@ -74,6 +74,12 @@ class RunawayKernel(SimulationError):
     write what it waits for)."""
 
 
+class LockstepStuck(RunawayKernel):
+    """A batch of several blocks came back to a loop with every register, mask and memory as before: threads spin
+    on what a thread of another block would write once past the point where the batch's threads reconverge (a
+    lock between blocks), which the blocks' lockstep run never reaches; one block a batch runs it."""
+
+
 class BudgetError(PerfmodelError):
     """A `perfmodel check` budget or baseline file is invalid."""
 

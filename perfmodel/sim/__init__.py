@@ -102,6 +102,36 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
              cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False,
              pointer_offsets: dict | None = None, track_writes=()) -> SimResult:
+    """Run the kernel on the CPU and count what it does. Blocks run in batches, their threads in lockstep; a batch
+    of several blocks that spins with nothing changing (a lock one block holds while it waits where the batch's
+    threads reconverge: machine.LockstepStuck) is run again from the start one block a batch, as a GPU may run
+    them. The caller's arrays are written only when a run completes."""
+    import time as _time
+
+    from perfmodel.errors import LockstepStuck
+
+    started = _time.perf_counter()
+    options = dict(constants=constants, dynamic_shared_bytes=dynamic_shared_bytes, block_ids=block_ids,
+                   max_steps=max_steps, replicate=replicate, fast_loops=fast_loops, blank_inputs=blank_inputs,
+                   cc1_counts=cc1_counts, write_back=write_back, first_touch=first_touch,
+                   pointer_offsets=pointer_offsets, track_writes=track_writes)
+    try:
+        return _simulate(program, grid, block, args, max_lanes=max_lanes, timeout=timeout, **options)
+    except LockstepStuck:
+        if timeout is not None:
+            timeout = max(1e-3, timeout - (_time.perf_counter() - started))
+        result = _simulate(program, grid, block, args, max_lanes=1, timeout=timeout, **options)
+        result.notes.append("a batch of blocks spun with nothing changing (a lock that one block held while it "
+                            "waited for the others in lockstep): the blocks ran again one at a time, as a GPU may "
+                            "run them")
+        return result
+
+
+def _simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
+              max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
+              replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
+              cc1_counts: bool = True, write_back: bool = True, first_touch: bool = False,
+              pointer_offsets: dict | None = None, track_writes=()) -> SimResult:
     from perfmodel.sim.launch import LaunchState
     from perfmodel.sim.machine import Counters, State, run_function
     from perfmodel.sim.values import Frame

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from perfmodel.errors import Location, RunawayKernel, SimulationError
+from perfmodel.errors import Location, LockstepStuck, RunawayKernel, SimulationError
 from perfmodel.sim import regroup
 from perfmodel.sim.memory import MemoryMixin
 from perfmodel.sim.values import Frame, as_type
@@ -89,6 +89,9 @@ class State(MemoryMixin):
         self.worked = None
         self.worked_full = False
         self.steps = 0
+        self.writes = 0           # stores and atomics that changed memory: a loop that made none made no progress
+        self.stuck_next = STUCK_FIRST_CHECK     # steps at which the next no-progress check runs (_check_stuck)
+        self.stuck_seen: dict = {}
         self.max_steps = launch.max_steps
         self.deadline = launch.deadline
         self.depth = 0
@@ -415,6 +418,8 @@ def execute_block(st: State, cf, fr: Frame, pc: int, blk, bbw, bbt) -> None:
     # with atomics can take ms, so 1,024 of them overran a --timeout by seconds)
     if st.steps > st.max_steps or (st.steps & 63 == 0 and time.perf_counter() > st.deadline):
         _runaway(st, cf, pc)
+    if st.steps >= st.stuck_next:
+        _check_stuck(st, cf, fr, pc)
     if st.can_suspend:
         return resume_block(st, fr, blk, 0)
     for fn in blk.body:
@@ -595,6 +600,51 @@ def _divergent_warps(st, taken, nt) -> int:
     t = np.broadcast_to(taken, (rows, st.Tp)).reshape(rows, st.nw, 32).any(axis=2)
     f = np.broadcast_to(nt, (rows, st.Tp)).reshape(rows, st.nw, 32).any(axis=2)
     return int(np.count_nonzero(t & f)) * (st.nB if rows == 1 else 1)
+
+
+STUCK_FIRST_CHECK = 1 << 10    # basic blocks of a batch before the first no-progress check
+STUCK_EVERY = 1 << 10          # and between checks
+
+
+def _check_stuck(st: State, cf, fr: Frame, pc: int) -> None:
+    """A batch back at the same basic block of the same function activation with the same active lanes, the
+    same registers and no memory changed since the last time it was seen there runs the same steps again, for
+    ever (the executor is deterministic). With several blocks in the batch that is the lockstep run's doing - a
+    thread spinning on a lock that a thread of another block holds while it waits where the batch's threads
+    reconverge - and the batch is run again one block at a time (LockstepStuck); a single block is a runaway."""
+    import hashlib
+
+    st.stuck_next = st.steps + STUCK_EVERY
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((st.mbar_epoch, st.depth)).encode())
+    for part in (st.mask, st.exited, st.bar_waiting, fr.done, fr.carry, *fr.r):
+        if part is None:
+            h.update(b"-")
+        elif isinstance(part, np.ndarray):
+            h.update(str(part.shape).encode() + part.dtype.str.encode())
+            h.update(np.ascontiguousarray(part).tobytes())
+        else:
+            h.update(repr(part).encode())
+    h.update(str(st.writes).encode())
+    key = (id(fr), pc)
+    digest = h.digest()
+    if st.stuck_seen.get(key) != digest:
+        if len(st.stuck_seen) > 256:
+            st.stuck_seen.clear()
+        st.stuck_seen[key] = digest
+        return
+    blk = cf.func.blocks[pc]
+    loc = st.builder._location(cf.func.instrs[blk.start])
+    thread, block = st.first_lane(st.mask_full())
+    if st.nB > 1:
+        raise LockstepStuck(f"{loc}: threads of a batch of {st.nB} blocks spin here with nothing changing "
+                            f"(thread {thread}, block {block})", location=loc, thread=thread, block=block)
+    raise RunawayKernel(
+        f"{loc}: runaway kernel: thread {thread} of block {block} loops at this line with nothing changing - the "
+        "same registers, no store or atomic changing memory - and would for ever. If it spins on a lock or flag "
+        "that another thread of its block sets after this loop, the simulator runs a block's threads in lockstep, "
+        "as GPUs before Volta did (whose threads deadlock there too); independent thread scheduling lets a "
+        "Volta or later GPU run the waiting threads on", location=loc, thread=thread, block=block)
 
 
 def _runaway(st: State, cf, pc: int):

@@ -383,15 +383,18 @@ def max_same_address(addr: np.ndarray, m, nB, Tp):
     nw = Tp // 32
     k = np.ascontiguousarray(k2).reshape(rows * nw, 32)
     act = np.ones(k.shape, bool) if m2 is None else np.ascontiguousarray(m2).reshape(rows * nw, 32)
-    any_active = act.any(axis=1)
-    big = np.iinfo(np.int64).max
-    k = np.where(act, k, big)           # inactive lanes sort last and are not counted
-    k = np.sort(k, axis=1)
-    same = (k[:, 1:] == k[:, :-1]) & (k[:, 1:] != big)
-    # longest run of equal keys per warp
-    run = np.ones(k.shape, np.int64)
-    for j in range(1, 32):
-        run[:, j] = np.where(same[:, j - 1], run[:, j - 1] + 1, 1)
-    best = np.where(any_active, run.max(axis=1), 0)
+    lanes = act.sum(axis=1)
+    best = np.minimum(lanes, 1)         # no lane: 0; one lane: 1
+    several = np.flatnonzero(lanes > 1)  # only warps with two or more active lanes can share an address
+    if several.size:
+        big = np.iinfo(np.int64).max
+        k = np.where(act[several], k[several], big)     # inactive lanes sort last and are not counted
+        k = np.sort(k, axis=1)
+        same = (k[:, 1:] == k[:, :-1]) & (k[:, 1:] != big)
+        # longest run of equal keys per warp
+        run = np.ones(k.shape, np.int64)
+        for j in range(1, 32):
+            run[:, j] = np.where(same[:, j - 1], run[:, j - 1] + 1, 1)
+        best[several] = run.max(axis=1)
     return best.reshape(rows, nw).sum(axis=1), f
 

@@ -32,6 +32,8 @@ class MemoryMixin:
         n, nw = st[0], st[1]
         if n == 0:
             return [np.zeros((1, 1), dt)] * vec if values is None else None
+        if values is not None:
+            self.writes += 1
         if self.probe is not None:
             self.probe.address(self, gid, a, space, values is not None, nbytes)
         if self.loop_trace is not None:
@@ -478,7 +480,10 @@ class MemoryMixin:
         else:
             bv = np.broadcast_to(b, shape)[mb].astype(dt, copy=False)
         cv = None if cval is None else np.broadcast_to(cval, shape)[mb].astype(dt, copy=False)
+        before = view[idx]
         old = _apply_atomic(view, idx, bv, cv, op, dt)
+        if not np.array_equal(before, view[idx]):
+            self.writes += 1            # memory changed (a failed compare-and-swap changes none)
         if space == "global":
             self.heap.atomic_dirty[(idx * dt.itemsize) >> 5] = True
             if self.launch.tracked:
@@ -648,8 +653,9 @@ def _apply_atomic(view, idx, b, c, op, dt):
     si = idx[order]
     start = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
     ends = np.r_[start[1:], si.size]
-    if (ends - start).max() > 64 and len(start) <= 4096:
-        # few addresses with many lanes each: each address's lanes in lane order, one scan per address
+    if (ends - start).max() > min(64, len(start)) and len(start) <= 4096:
+        # few addresses with many lanes each (more lanes on one than there are addresses): each address's lanes
+        # in lane order, one scan per address
         scan = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and, "or": np.bitwise_or,
                 "xor": np.bitwise_xor}.get(op)
         for s0, e0 in zip(start.tolist(), ends.tolist()):
