@@ -23,7 +23,7 @@ from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, devic
 from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_in_flight_by_line, round_miss_factor,
                                  weighted_loads_in_flight)
 from perfmodel.model.seed import SeedModel, seed_model
-from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic
+from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic, with_local
 from perfmodel.registers import Registers, resolve_registers
 from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread, extrapolate_counts, stratified_blocks
 
@@ -862,6 +862,12 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
         block_load_sectors=sim.block_load_sectors, block_footprint_sectors=sim.block_footprint_sectors,
         wave_blocks=occ.blocks_per_sm * dev.sm_count,
         total_blocks=launch.total_blocks, l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes, l2_state=l2)
+    per_sm_threads = occ.blocks_per_sm * launch.threads_per_block
+    traffic = with_local(traffic, counts.get("local", {}) or {},
+                         bytes_per_thread=float(sim.compile.get("local_bytes", 0) or 0),
+                         resident_threads_per_sm=per_sm_threads,
+                         resident_threads=min(per_sm_threads * dev.sm_count, launch.total_threads),
+                         l1_bytes=rates.l1_bytes, l2_bytes=rates.l2_bytes)
     warps_per_block = math.ceil(launch.threads_per_block / dev.warp_size)
     every_line = {**sim.lines, **sim.header_lines}     # the kernel's file's lines and its headers'
     model = bottleneck_model(counts, rates=rates, traffic=traffic, total_blocks=launch.total_blocks,

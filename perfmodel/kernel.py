@@ -104,6 +104,7 @@ def _parsed(compiled):
 
 _SASS_GLOBAL = ("LDG", "STG", "ATOMG", "RED", "ATOM", "LDGSTS")   # LDGSTS: cp.async (a global load)
 _SASS_SHARED = ("LDS", "STS", "ATOMS")
+_SASS_LOCAL = ("LDL", "STL")
 
 
 def _line_key(path, line) -> tuple:
@@ -128,6 +129,10 @@ def _is_global_ptx(ins) -> bool:
 
 def _is_shared_ptx(ins) -> bool:
     return ins.opcode in ("ld", "st", "atom", "red") and "shared" in ins.mods
+
+
+def _is_local_ptx(ins) -> bool:
+    return ins.opcode in ("ld", "st") and "local" in ins.mods
 
 
 def _ptx_bytes(ins) -> int:
@@ -477,6 +482,7 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
         return sass_b, ptx_b
 
     sass_s, ptx_s = bytes_by_line(_SASS_SHARED, _is_shared_ptx)
+    sass_l, ptx_l = bytes_by_line(_SASS_LOCAL, _is_local_ptx)
     sass_c, ptx_c = bytes_by_line(_SASS_CONST, _is_const_ptx)
     looped = _loop_blocks(f)
     sass_d = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_FP64)
@@ -490,9 +496,10 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     for b_index, blk in enumerate(f.blocks):
         rep = 1.0
         # global accesses first; shared ones (in bytes: ptxas merges them into 64/128-bit accesses) where the
-        # block has no global access; in a loop, parameter and constant loads (in bytes: LDC.64 loads two words)
-        # where it has neither; double-precision arithmetic where it has no memory access at all
-        kinds = [(_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s)]
+        # block has no global access; then local ones (in bytes: a thread's run-time indexed array, LDL/STL); in a
+        # loop, parameter and constant loads (in bytes: LDC.64 loads two words) where it has none of those;
+        # double-precision arithmetic where it has no memory access at all
+        kinds = [(_is_global_ptx, ptx_g, sass_g), (_is_shared_ptx, ptx_s, sass_s), (_is_local_ptx, ptx_l, sass_l)]
         if b_index in looped:
             kinds.append((_is_const_ptx, ptx_c, sass_c))
         for is_kind, n_ptx, n_sass in (*kinds, (_is_fp64_ptx, ptx_d, sass_d)):

@@ -528,7 +528,8 @@ def bottleneck_model(counts: dict, *, rates: DeviceRates, traffic: Traffic, tota
     memory_requests = (g.get("load_requests", 0) + g.get("store_requests", 0) + g.get("atomic_requests", 0)
                        + s.get("load_requests", 0) + s.get("store_requests", 0)
                        + c.get("load_requests", 0) + (local.get("loads", 0) + local.get("stores", 0)) / 32.0)
-    l1_work = l1_lines(g, rates)
+    # local memory's lines too: a warp's access of a word each is one 128-byte line (interleaved across lanes)
+    l1_work = l1_lines(g, rates) + (float(local.get("load_bytes", 0) or 0) + float(local.get("store_bytes", 0) or 0)) / 128.0
     issued = float(counts.get("warp_instructions", 0))   # SASS-level (perfmodel.kernel._sass_weights)
     times = {
         "fp32": (fp32_time(fp_ops, rates, fp64, active_sms), float(counts.get("flops", 0)), "flop"),

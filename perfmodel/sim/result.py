@@ -28,7 +28,8 @@ class Counts:
         loads=0, stores=0, load_requests=0, store_requests=0, load_wavefronts=0, store_wavefronts=0, atomics=0,
         atomic_requests=0, atomic_same_address=0, load_bytes=0, store_bytes=0))
     constant: dict = field(default_factory=lambda: dict(loads=0, load_requests=0, load_wavefronts=0, load_bytes=0))
-    local: dict = field(default_factory=lambda: dict(loads=0, stores=0, load_requests=0, store_requests=0))
+    local: dict = field(default_factory=lambda: dict(loads=0, stores=0, load_requests=0, store_requests=0,
+                                                     load_bytes=0, store_bytes=0))
     # tensor cores (wmma.mma, mma.sync): warp instructions, and 2 M N K flops per warp instruction by A/B operand type
     tensor: dict = field(default_factory=lambda: dict(mma=0, flops={}))
     barriers: int = 0
@@ -260,6 +261,7 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                     elif sp == "local":
                         c.local["loads" if load else "stores"] += th
                         c.local["load_requests" if load else "store_requests"] += rq
+                        c.local["load_bytes" if load else "store_bytes"] += by
                         if ln is not None:
                             ln["local_accesses"] += th
                     rows.append(row)
