@@ -299,3 +299,15 @@ __global__ void fill(cudaSurfaceObject_t s) {
     np.save(tmp_path / "expected.npy", (x + 101 * y).astype(np.float32))
     code, out, err = cli("analyze", str(tmp_path / "fill.yaml"), "--device", "h100", "--json")
     assert json.loads(out)["correct"] is False
+
+
+def test_a_texture_object_in_a_device_variable_says_why_it_is_refused():
+    """FudanPPI's CUDA-12 port of ISPASS AES keeps its texture objects in `__device__ cudaTextureObject_t`
+    variables: the handle the kernel reads is 0, and the error only said 0x0 was no texture object of the launch.
+    It says where a 0 handle comes from and what perfmodel takes."""
+    program = load_kernel(source="__device__ cudaTextureObject_t texKey;\n"
+                                 "__global__ void k(unsigned *out, int n)\n"
+                                 "{ int i = threadIdx.x; if (i < n) out[i] = tex1Dfetch<unsigned>(texKey, i % 16); }\n",
+                          path="texsym.cu")
+    with pytest.raises(SimulationError, match="held in a __device__ or __constant__ variable"):
+        simulate(program, 1, 32, [np.zeros(32, np.uint32), 32])

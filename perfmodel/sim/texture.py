@@ -181,9 +181,12 @@ def _resource(st, gid, handle, what: str):
         st.fault_where(m, f"{what}: the lanes of one instruction use different objects (not supported)", gid)
     found = st.launch.textures.get(first)
     if found is None:
-        st.fault_where(m, f"{what}: {first:#x} is not a {'texture' if what == 'tex' else 'surface'} object of this "
-                          "launch (a cudaTextureObject_t / cudaSurfaceObject_t argument is given as a Texture / "
-                          "Surface)", gid)
+        kind = "texture" if what == "tex" else "surface"
+        why = (f"; a handle of 0 is most often a {kind} object held in a __device__ or __constant__ variable (which "
+               f"holds zeros, or what --symbol gives it): perfmodel takes {kind} objects as kernel parameters only"
+               if first == 0 else "")
+        st.fault_where(m, f"{what}: {first:#x} is not a {kind} object of this launch (a cudaTextureObject_t / "
+                          f"cudaSurfaceObject_t argument is given as a Texture / Surface){why}", gid)
     return found
 
 
