@@ -176,3 +176,15 @@ def test_a_file_with_no_kernel_and_an_opencl_file_are_said_so(cli, tmp_path):
     (tmp_path / "k.cl").write_text("__kernel void k(__global float *x) { x[get_global_id(0)] = 1; }\n")
     code, out, err = cli("analyze", str(tmp_path / "k.cl"), "--device", "h100")
     assert code == 2 and "a .cl file is not CUDA" in err, err
+
+
+def test_a_file_of_template_kernels_says_to_name_an_instantiation(cli, tmp_path):
+    """cudpp's scan_app.cu holds only template kernels (from a header): inspect said "no __global__ function",
+    though --kernel 'scan4<...>' compiles and runs. It says they are templates and lists them."""
+    (tmp_path / "kern.cuh").write_text("template <class T>\n__global__ void scale(T* x, T a, int n)\n"
+                                       "{ int i = threadIdx.x; if (i < n) x[i] *= a; }\n")
+    (tmp_path / "app.cu").write_text('#include "kern.cuh"\n'
+                                     "template <class T> void run(T* d, T a, int n) { scale<T><<<1, 256>>>(d, a, n); }\n")
+    code, out, err = cli("kernels", "inspect", str(tmp_path / "app.cu"))
+    assert code == 0 and "its kernels are templates" in out and "not instantiated" in out and "scale" in out, out
+    assert "no __global__ function" not in out

@@ -288,9 +288,25 @@ class _FileProcessor:
         # Shared<T> { __device__ T *get() ... }): their invocations at file level declare it, and are kept
         self.device_macros: set[str] = set()
         self.function_macros: set[str] = set()     # every function-like macro of the translation unit
+        # object-like macros' replacement texts (the last #define read): a kernel's parameter list written with one
+        # (CloverLeaf's `#define _SHARED_KERNEL_ARGS_ const int x_min, ...` then `k(_SHARED_KERNEL_ARGS_, ...)`)
+        self.macro_bodies: dict[str, str] = {}
         # function-like macros whose replacement is host code: it launches a kernel or calls the host runtime
         # (a PyTorch extension's TORCH_BINDING_ADD(f32, torch::kFloat32) defining the host wrapper of a kernel)
         self.host_macros: set[str] = set()
+
+    def _expand_params(self, params_text: str) -> str:
+        """A parameter list with the file's object-like macros replaced by their text (a few levels deep), as the
+        preprocessor does: a macro that stands for several parameters gives each its own name (a -D value is
+        left to the compile)."""
+        for _ in range(4):
+            names = {w for w in re.findall(r"[A-Za-z_]\w*", params_text)
+                     if w in self.macro_bodies and w not in self.defines}
+            if not names:
+                break
+            params_text = re.sub(r"[A-Za-z_]\w*", lambda m: f" {self.macro_bodies[m.group(0)]} "
+                                 if m.group(0) in names else m.group(0), params_text)
+        return params_text
 
     def _macro(self, name: str, here: set[str]) -> object:
         """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number), False where
@@ -374,12 +390,17 @@ class _FileProcessor:
                 m = re.match(r"define\s+([A-Za-z_]\w*)\b(?!\()(.*)", body)
                 if m:
                     self.macro_words.setdefault(m.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", m.group(2)))
+                    self.macro_bodies[m.group(1)] = m.group(2).strip()
                 m = re.match(r"define\s+([A-Za-z_]\w*)\(([^)]*)\)(.*)", body)
                 if m:
                     self.function_macros.add(m.group(1))
-                if m and set(re.findall(r"[A-Za-z_]\w*", m.group(3))) & (DEVICE_WORDS | DEVICE_VAR_WORDS):
+                words = set(re.findall(r"[A-Za-z_]\w*", m.group(3))) if m else set()
+                words |= {x for w in words for x in self.macro_words.get(w, ())}
+                if m and words & (DEVICE_WORDS | DEVICE_VAR_WORDS):
                     self.device_macros.add(m.group(1))
-                elif m and HOST_MACRO_BODY.search(m.group(3)):
+                elif m and (HOST_MACRO_BODY.search(m.group(3)) or re.search(r"\)\s*(?:const\s*)?\{", m.group(3))):
+                    # host code: it launches a kernel, calls the host runtime, or defines a function none of whose
+                    # words is a device one (CloverLeaf's C_PACK_INTERFACE(name): extern "C" host entry points)
                     self.host_macros.add(m.group(1))
             if word == "include":
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
@@ -658,6 +679,7 @@ class _FileProcessor:
         # preprocessor lines inside the parameter list (`#ifdef DYNAMIC_PARTITION , int *worklist #endif`) go: the
         # parameters of every branch stay, and the compiled entry's mangled name says which ones are there
         params_text = re.sub(r"^[ \t]*#.*$", " ", mask(params_text), flags=re.M)
+        params_text = self._expand_params(params_text)
         name_tok = toks[po - 1]
         line = text.count("\n", 0, name_tok.start) + 1
         if line in self.device_dead.get(display, ()):

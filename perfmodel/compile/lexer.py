@@ -263,8 +263,10 @@ def template_params(words: list[str]) -> list[tuple[str, str]]:
 
 def _attribute_macro(words: list[str], k: int, macros) -> bool:
     """Whether ``words[k - 1](...)`` is a function-like macro standing where an attribute does, between the return
-    type and the name (SHOC's ``__global__ void LAUNCH_BOUNDS(256, 4) gr_base(...)``): a macro the file defines
-    with parameters, or an upper-case name, whose call is followed by the function's name and its '('."""
+    type and the name (SHOC's ``__global__ void LAUNCH_BOUNDS(256, 4) gr_base(...)``) or before the return type
+    (cudpp's ``__global__ LAUNCH_BOUNDS(32) void radixSortSingleWarp(...)``): a macro the file defines with
+    parameters, or an upper-case name, whose call is followed by the function's name and its '(', or by type
+    words and then the name and its '('."""
     prev = words[k - 1]
     if prev not in macros and not re.fullmatch(r"[A-Z][A-Z0-9_]*", prev):
         return False
@@ -274,8 +276,16 @@ def _attribute_macro(words: list[str], k: int, macros) -> bool:
     for j in range(k, len(words)):
         d += (words[j] == "(") - (words[j] == ")")
         if d == 0:
-            return j + 2 < len(words) and re.fullmatch(r"[A-Za-z_]\w*", words[j + 1]) is not None \
-                and words[j + 2] in ("(", "<")
+            if j + 2 < len(words) and re.fullmatch(r"[A-Za-z_]\w*", words[j + 1]) is not None \
+                    and words[j + 2] in ("(", "<"):
+                return True
+            # type words, then the name and its '(': void radixSortSingleWarp(, unsigned int *f(
+            rest = words[j + 1:]
+            if "(" not in rest:
+                return False
+            before = rest[:rest.index("(")]
+            return len(before) >= 2 and re.fullmatch(r"[A-Za-z_]\w*", before[-1]) is not None and \
+                all(re.fullmatch(r"[A-Za-z_]\w*", w) or w in ("*", "&", "::") for w in before)
     return False
 
 

@@ -59,8 +59,15 @@ def _struct_json(layout) -> dict:
 def render_inspect(mod, rows: list[dict], console: Console) -> None:
     title = f"{mod.source_path or 'source'}: {len(rows)} kernel{'s' if len(rows) != 1 else ''} ({mod.arch})"
     if not rows:
-        console.print(f"{title}: no __global__ function in the file, nor in the headers it includes from its own "
-                      "folders (-I adds folders); nothing to launch.", style="yellow")
+        if mod.templates:
+            console.print(f"{title}: its kernels are templates, compiled once instantiated: name one with --kernel "
+                          "'NAME<ARGS>'.", style="yellow")
+        elif mod.declared_only:
+            console.print(f"{title}: its kernels are only declared here.", style="yellow")
+        else:
+            console.print(f"{title}: no __global__ function in the file, nor in the headers it includes from its "
+                          "own folders (-I adds folders); nothing to launch.", style="yellow")
+        _inspect_notes(mod, console)
         return
     table = Table(title=title, title_justify="left", expand=False)
     widest = max((len(r["expression"]) for r in rows), default=6)
@@ -95,6 +102,11 @@ def render_inspect(mod, rows: list[dict], console: Console) -> None:
             console.print(Text(f"  {p['name']}: {fields or struct.get('error')}", style="dim"))
     if mod.arch_note:
         console.print(Text(mod.arch_note, style="dim"))
+    _inspect_notes(mod, console)
+
+
+def _inspect_notes(mod, console: Console) -> None:
+    """The template kernels not instantiated, the kernels declared only, the file compiled around a header."""
     if mod.templates:
         console.print(Text("template kernels not instantiated (add --kernel 'NAME<ARGS>'): "
                            + ", ".join(mod.templates), style="dim"))
