@@ -449,6 +449,92 @@ def test_parameters_from_a_macro_a_bounds_macro_before_void_and_host_functions_f
     assert [p.name for p in mod.kernel("warpKernel<true>").params] == ["keys"]
 
 
+def test_programmatic_dependent_launch_calls_compile_and_run():
+    """llama.cpp's ggml-cuda calls cudaGridDependencySynchronize() and cudaTriggerProgrammaticLaunchCompletion() in
+    nearly every kernel (sm_90): nvcc's implicit cuda_runtime.h defines them, NVRTC's compile did not ("identifier
+    is undefined"), and inspect listed their griddepcontrol instruction as unsupported though the executor runs it
+    (a no-op for one launch). By hand: y = 2 x."""
+    from perfmodel.compile.support import unsupported_opcodes
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("__global__ void k(const float *x, float *y, int n) {\n    cudaGridDependencySynchronize();\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i];\n"
+           "    cudaTriggerProgrammaticLaunchCompletion();\n}\n")
+    mod = compile_cuda("pdl.cu", source=src)
+    assert "griddepcontrol" in mod.ptx_body("k") and not unsupported_opcodes(mod.ptx_body("k"))
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    simulate(load_kernel(source=src, path="pdl.cu"), 1, 64, [x, y, 64])
+    assert np.array_equal(y, 2 * x)
+
+
+def test_a_project_header_named_like_a_toolkit_header_is_the_projects(tmp_path):
+    """llama.cpp's ggml-cuda includes "vendors/cuda.h", its own header (cuda_fp16.h and its macros): its name made
+    it the driver API's cuda.h, set aside, and every ggml file failed ("identifier ... is undefined")."""
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "cuda.h").write_text("#pragma once\n#include <cuda_fp16.h>\n#define MY_VENDOR_MACRO 3\n")
+    (tmp_path / "k.cu").write_text('#include "vendors/cuda.h"\n'
+                                   "__global__ void k(float *x) { x[threadIdx.x] = MY_VENDOR_MACRO + "
+                                   "__half2float(__float2half(1.0f)); }\n")
+    mod = compile_cuda(tmp_path / "k.cu")
+    assert [k.name for k in mod.kernels] == ["k"] and "vendors/cuda.h" not in mod.set_aside_includes
+
+
+def test_device_tables_declared_through_brace_opening_macros(tmp_path):
+    """ggml-common.h declares its __device__ lookup tables as GGML_TABLE_BEGIN(type, name, size) values
+    GGML_TABLE_END(), the first macro opening the initialiser's '{' and the second closing it: the scan kept the
+    first invocation and blanked the rest (an unclosed '{', "expected an expression"), or, in the kernel's own file,
+    lost the next kernel's parameter names. By hand: y[i] = tab_a[i] + tab_b[i] = 11 (i + 1)."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    (tmp_path / "tables.h").write_text(
+        "#pragma once\n#define TABLE_BEGIN(type, name, size) static const __device__ type name[size] = {\n"
+        "#define TABLE_END() };\n\nTABLE_BEGIN(int, tab_a, 4)\n    1, 2, 3, 4,\nTABLE_END()\n\n"
+        "TABLE_BEGIN(int, tab_b, 4)\n    10, 20, 30, 40,\nTABLE_END()\n")
+    (tmp_path / "k.cu").write_text('#include "tables.h"\n'
+                                   "__global__ void k(int *y) { y[threadIdx.x] = tab_a[threadIdx.x] + tab_b[threadIdx.x]; }\n")
+    program = load_kernel(tmp_path / "k.cu")
+    assert [p.name for p in program.params] == ["y"]
+    y = np.zeros(4, np.int32)
+    simulate(program, 1, 4, [y])
+    assert y.tolist() == [11, 22, 33, 44]
+
+
+def test_a_function_pointer_template_parameter_with_two_arguments():
+    """ggml's k_bin_bcast<float (*bin_op)(const float, const float), typename src0_t, ...>: the template parameters
+    were split at the function pointer's inner comma, so the type arguments shifted by one and `src0` read as
+    `const int*`. By hand: dst = (double)(src0 + (float)src1)."""
+    from perfmodel.compile.lexer import template_params, tokenize
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    head = "template <float (*bin_op)(const float, const float), typename src0_t, typename src1_t, typename dst_t>"
+    assert [name for _kind, name in template_params([t.text for t in tokenize(head)])] == [
+        "bin_op", "src0_t", "src1_t", "dst_t"]
+    src = ("__device__ float op_add(const float a, const float b) { return a + b; }\n" + head + "\n"
+           "__global__ void bcast(const src0_t *src0, const src1_t *src1, dst_t *dst, int n) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < n) dst[i] = (dst_t) bin_op((float) src0[i], (float) src1[i]);\n}\n")
+    program = load_kernel(source=src, path="bcast.cu", entry="bcast<op_add, float, int, double>")
+    src0 = np.random.default_rng(2).uniform(-1, 1, 64).astype(np.float32)
+    src1 = np.arange(64, dtype=np.int32)
+    dst = np.zeros(64, np.float64)
+    simulate(program, 1, 64, [src0, src1, dst, 64])
+    assert np.array_equal(dst, (src0 + src1.astype(np.float32)).astype(np.float64))
+
+
+def test_a_compile_error_shows_the_next_errors_too():
+    """ggml: the first NVRTC error hid another cause ("(2 more errors)" and nothing else). The next errors that
+    say something else follow in the parentheses."""
+    src = "__global__ void k(float *x) {\n  x[0] = undefined_a;\n  x[1] = undefined_b;\n}\n"
+    with pytest.raises(CompileError) as err:
+        compile_cuda("errs.cu", source=src)
+    assert 'errs.cu:2: error: identifier "undefined_a" is undefined (1 more error: errs.cu:3: identifier ' \
+           '"undefined_b" is undefined)' in str(err.value), str(err.value)
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

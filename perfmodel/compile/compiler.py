@@ -100,8 +100,21 @@ _LIMITS_MACROS = re.compile(r"\b(?:INFINITY|NAN|HUGE_VALF?)\b")
 
 
 def _math_macros_used(text: str) -> str:
-    """MATH_MACROS, after the include they need where the prepared text names one that expands to numeric_limits."""
-    return ("#include <cuda/std/limits>\n" if _LIMITS_MACROS.search(text) else "") + MATH_MACROS
+    """MATH_MACROS, after the include they need where the prepared text names one that expands to numeric_limits;
+    and the programmatic-dependent-launch functions where it calls one (PDL_FUNCTIONS)."""
+    return ("#include <cuda/std/limits>\n" if _LIMITS_MACROS.search(text) else "") + MATH_MACROS + \
+        (PDL_FUNCTIONS if _PDL_CALLS.search(text) else "")
+
+
+# Programmatic dependent launch (CUDA 11.8, sm_90): nvcc's implicit cuda_runtime.h brings cuda_device_runtime_api.h,
+# which defines these two for device code; NVRTC's compile has neither (llama.cpp's ggml-cuda calls them in nearly
+# every kernel). Their definitions as that header (CUDA 13) writes them: one PTX instruction each.
+PDL_FUNCTIONS = """static inline __device__ void cudaTriggerProgrammaticLaunchCompletion(void)
+{ asm volatile("griddepcontrol.launch_dependents;":::); }
+static inline __device__ void cudaGridDependencySynchronize(void)
+{ asm volatile("griddepcontrol.wait;":::"memory"); }
+"""
+_PDL_CALLS = re.compile(r"\b(?:cudaGridDependencySynchronize|cudaTriggerProgrammaticLaunchCompletion)\s*\(")
 
 
 # The C++ standard library in device code. nvcc compiles device code against the host's libstdc++ (crt/math_functions.h
@@ -735,7 +748,13 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
     elif file == "kernel.cu" and display is None:
         file = "<source>"
     detail = ""
-    more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    # the next errors too, where they say something else (a first error can hide another cause: ggml's undefined
+    # PDL functions only showed once two header problems before them were fixed)
+    others = list(dict.fromkeys(
+        f"{Path(display or f).name if abs_path is not None and f == str(abs_path) else Path(f).name}:{n}: {m}"
+        for f, n, m, _i in errors[1:] if m != msg))[:3]
+    more = (f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''}"
+            + (": " + "; ".join(others) if others else "") + ")") if len(errors) > 1 else ""
     legacy = re.fullmatch(r'identifier "(__shfl(?:_up|_down|_xor)?|__any|__all|__ballot)" is undefined', msg)
     hint = _legacy_warp_hint(legacy.group(1)) if legacy else ""
     undefined = re.fullmatch(r'identifier "(\w+)" is undefined', msg)

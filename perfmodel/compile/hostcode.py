@@ -291,9 +291,29 @@ class _FileProcessor:
         # object-like macros' replacement texts (the last #define read): a kernel's parameter list written with one
         # (CloverLeaf's `#define _SHARED_KERNEL_ARGS_ const int x_min, ...` then `k(_SHARED_KERNEL_ARGS_, ...)`)
         self.macro_bodies: dict[str, str] = {}
+        # function-like macros' '{' less '}' in their replacement: ggml's GGML_TABLE_BEGIN(type, name, size) opens a
+        # __device__ table's initialiser (`static const __device__ type name[size] = {`), GGML_TABLE_END() closes it
+        self.macro_braces: dict[str, int] = {}
         # function-like macros whose replacement is host code: it launches a kernel or calls the host runtime
         # (a PyTorch extension's TORCH_BINDING_ADD(f32, torch::kFloat32) defining the host wrapper of a kernel)
         self.host_macros: set[str] = set()
+
+    def _macro_brace_end(self, toks, close: int, limit: int, depth: int) -> int:
+        """The last token of the macro invocations from the one ending at ``close`` (which opens ``depth`` braces)
+        to the one that closes them (GGML_TABLE_BEGIN(...) 1, 2, ... GGML_TABLE_END()), or ``close`` if none does
+        before ``limit``."""
+        k = close + 1
+        while k + 1 < limit:
+            t = toks[k]
+            if t.kind == "id" and t.text in self.macro_braces and toks[k + 1].text == "(":
+                end = match_close(toks, k + 1)
+                depth += self.macro_braces[t.text]
+                if depth <= 0:
+                    return end
+                k = end + 1
+                continue
+            k += 1
+        return close
 
     def _expand_params(self, params_text: str) -> str:
         """A parameter list with the file's object-like macros replaced by their text (a few levels deep), as the
@@ -325,9 +345,17 @@ class _FileProcessor:
         """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("umbrella", path) for the device-side
         headers an umbrella header includes (UMBRELLAS), ("aside", None) to blank."""
         base = name.rsplit("/", 1)[-1]
+        search = ([here.parent] if quoted else []) + self.include_dirs
+        if quoted and "/" in name and not name.startswith(HOST_ONLY_PREFIXES) and not base.startswith("helper_") \
+                and base not in ("exception.h", "multithreading.h"):
+            # the project's own header under a folder of its own, whatever its name (llama.cpp's "vendors/cuda.h",
+            # which brings cuda_fp16.h and its own macros, is no driver API); cuda-samples' host helpers stay aside
+            # wherever they are
+            for d in search:
+                if (d / name).is_file():
+                    return "local", (d / name).resolve()
         if base in HOST_ONLY_HEADERS or (name.startswith(HOST_ONLY_PREFIXES) and name not in DEVICE_THRUST):
             return "aside", None
-        search = ([here.parent] if quoted else []) + self.include_dirs
         for d in search:
             cand = d / name
             if cand.is_file():
@@ -394,6 +422,7 @@ class _FileProcessor:
                 m = re.match(r"define\s+([A-Za-z_]\w*)\(([^)]*)\)(.*)", body)
                 if m:
                     self.function_macros.add(m.group(1))
+                    self.macro_braces[m.group(1)] = m.group(3).count("{") - m.group(3).count("}")
                 words = set(re.findall(r"[A-Za-z_]\w*", m.group(3))) if m else set()
                 words |= {x for w in words for x in self.macro_words.get(w, ())}
                 if m and words & (DEVICE_WORDS | DEVICE_VAR_WORDS):
@@ -510,6 +539,10 @@ class _FileProcessor:
                 close = match_close(toks, c.first + 1)
                 if close + 1 >= (c.body[0] if c.body else c.last):
                     break
+                if self.macro_braces.get(head[0], 0) > 0:
+                    # an invocation that opens a brace: through the invocations that close it, one declaration
+                    close = self._macro_brace_end(toks, close, c.body[0] if c.body else c.last + 1,
+                                                  self.macro_braces[head[0]])
                 if head[0] in self.host_macros:
                     blank.append(span(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c)))
                 else:

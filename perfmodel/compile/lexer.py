@@ -233,19 +233,20 @@ def template_params(words: list[str]) -> list[tuple[str, str]]:
     """``template < typename T , int N = 4 >`` -> [("typename", "T"), ("int", "N")]."""
     if not words or words[0] != "template" or len(words) < 2 or words[1] != "<":
         return []
-    depth, cur, params = 0, [], []
+    depth, paren, cur, params = 0, 0, [], []
     for w in words[1:]:
-        if w == "<":
+        paren += (w == "(") - (w == ")")
+        if w == "<" and paren == 0:
             depth += 1
             if depth == 1:
                 continue
-        elif w in (">", ">>"):
+        elif w in (">", ">>") and paren == 0:
             depth -= len(w)
             if depth <= 0:
                 if cur:
                     params.append(cur)
                 break
-        if depth == 1 and w == ",":
+        if depth == 1 and paren == 0 and w == ",":
             params.append(cur)
             cur = []
             continue
@@ -254,6 +255,13 @@ def template_params(words: list[str]) -> list[tuple[str, str]]:
     for p in params:
         if "=" in p:
             p = p[:p.index("=")]
+        if "(" in p and p[p.index("(") + 1:p.index("(") + 2] == ["*"]:
+            # a function pointer: float (*bin_op)(const float, const float) - the name is the pointer's
+            i = p.index("(")
+            inner = p[i + 2:p.index(")", i)] if ")" in p[i:] else []
+            if inner and re.match(r"[A-Za-z_]\w*$", inner[-1]):
+                result.append((" ".join(w for w in p if w != inner[-1]), inner[-1]))
+                continue
         names = [w for w in p if re.match(r"[A-Za-z_]\w*$", w)]
         if not names:
             continue

@@ -24,7 +24,7 @@ ld st ldu
 bra ret exit call
 atom red
 bar barrier shfl vote match redux activemask membar fence
-isspacep prefetch prefetchu nanosleep trap brkpt pmevent
+isspacep prefetch prefetchu nanosleep trap brkpt pmevent griddepcontrol discard applypriority
 wmma mma ldmatrix stmatrix mbarrier
 """.split())
 # forms of supported opcodes the executor does not run: sub-byte and single-bit wmma fragments
