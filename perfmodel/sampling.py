@@ -76,12 +76,15 @@ def classify_blocks(grid: tuple[int, int, int]) -> np.ndarray:
 
 
 def _spread(ids: np.ndarray, n: int) -> np.ndarray:
-    """``n`` ids spread evenly over ``ids`` (all of them when there are at most ``n``)."""
+    """``n`` ids spread evenly over ``ids`` (all of them when there are at most ``n``): the middle of each of ``n``
+    equal runs (a centred systematic sample). The runs' ends would take the stratum's first and last blocks, which
+    in a 1-D grid laid over a 2-D mesh are its halo rows: CloverLeaf's ideal_gas on 3,840^2 sampled 2 fully idle
+    blocks of 46, each standing for 1,255, and its loads came out 4.2% low."""
     if n <= 0 or len(ids) == 0:
         return ids[:0]
     if len(ids) <= n:
         return ids
-    positions = np.unique(np.round(np.linspace(0, len(ids) - 1, n)).astype(np.int64))
+    positions = np.unique(((np.arange(n) + 0.5) * len(ids) / n).astype(np.int64))
     return ids[positions]
 
 

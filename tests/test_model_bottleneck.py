@@ -163,6 +163,13 @@ def test_chain_waits_for_the_loads_that_miss_l1(rates):
     assert g80.l1_bytes == 0
     assert bn.chain_cycles_per_warp(300, 100, 2.0, t, g80) == pytest.approx(
         300 * g80.dependent_issue_latency_cycles + 25 * bn.miss_latency_cycles(t, g80))
+    # whole rounds: 50.2 misses at 2 in flight (25.1, within 1% of 25) are 25 rounds, as sampled counts' noise must not
+    # add one; 51 (25.5) are 26
+    per_round = 0.25 * 281.7 + 0.75 * 689
+    assert bn.chain_cycles_per_warp(300, 100.4, 2.0, t, rates) == pytest.approx(
+        199.6 * rates.dependent_issue_latency_cycles + 100.4 * 41.1 + 25 * per_round)
+    assert bn.chain_cycles_per_warp(300, 102, 2.0, t, rates) == pytest.approx(
+        198 * rates.dependent_issue_latency_cycles + 102 * 41.1 + 26 * per_round)
     # warm, the launch floor is the back-to-back one (8.70 us measured: the median of five sessions), cold the
     # fitted 3.3 us
     assert bn.launch_overhead(dataclasses.replace(t, l2_state="warm"), rates) == pytest.approx(8.704e-6)

@@ -49,3 +49,14 @@ def test_extrapolation_scales_each_stratum_by_its_weight():
 def test_block_spread():
     spread = block_spread({"flops": np.array([1.0, 1.0, 4.0])})
     assert spread["flops"]["min"] == 1 and spread["flops"]["max"] == 4 and spread["flops"]["mean"] == 2
+
+
+def test_a_1d_grid_is_sampled_at_the_middle_of_equal_runs():
+    """A 1-D grid over a 2-D mesh has its idle halo blocks at both ends of the interior stratum: the even spread
+    took the first and last interior blocks (CloverLeaf's ideal_gas at 3,840^2: 2 idle blocks of 46 sampled, each
+    standing for 1,255, loads 4.2% low). The middle of each of 46 equal runs of the 57,748 interior blocks: about
+    1,255 apart, the first at 1 + 1,255 // 2 = 628."""
+    sample = stratified_blocks((57750, 1, 1), 48)
+    interior = sorted(i for i in sample.block_ids.tolist() if i not in (0, 57749))
+    assert len(interior) == 46
+    assert interior[0] == 1 + (57748 // 46) // 2 and interior[-1] < 57748 - 600
