@@ -178,6 +178,9 @@ class Device(BaseModel):
     sm_count: PositiveInt
     fp32_lanes_per_sm: PositiveInt
     fp64_lanes_per_sm: NonNegativeInt = 0
+    # FP32 lane slots one lane of a packed-half instruction (HFMA2, HADD2, HMUL2: two results) takes: 2 (each half
+    # an FP32 lane operation) unless measured (1 on the H100 / H200: HFMA2 issues at the FFMA rate)
+    fp16x2_lane_slots: float = Field(default=2.0, gt=0)
     sfu_per_sm: NonNegativeInt
     lsu_per_sm: PositiveInt
     warp_schedulers_per_sm: PositiveInt

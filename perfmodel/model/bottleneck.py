@@ -102,6 +102,7 @@ class DeviceRates:
     dram_queue: tuple = ()
     # tensor cores: ((A/B operand type, wmma.mma flops per clock per SM), ...) where measured; () without
     tensor_flops_per_clock: tuple = ()
+    fp16x2_lane_slots: float = 2.0      # FP32 lane slots of one packed-half instruction lane (device profile)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -125,6 +126,7 @@ def device_rates(device: Any, shared_memory_per_sm_used: float = 0.0) -> DeviceR
         warp_size=warp,
         fp32_lane_ops_per_s=float(device.peak_fp32_flops) / 2.0,
         fp64_lane_ops_per_s=float(getattr(device, "fp64_lanes_per_sm", 0) or 0) * sm_count * clock,
+        fp16x2_lane_slots=float(getattr(device, "fp16x2_lane_slots", 2.0) or 2.0),
         sfu_ops_per_s=(sfu if sfu > 0 else 1.0) * sm_count * clock,
         warp_instructions_per_clock=_throughput(
             device, "warp_instructions_per_clock", min(device.warp_schedulers_per_sm, device.fp32_lanes_per_sm / warp)),
@@ -221,8 +223,11 @@ def _active_share(rates: DeviceRates, active_sms: int | None) -> float:
 def fp32_time(fp_ops: dict, rates: DeviceRates, fp64_ops: float = 0.0, active_sms: int | None = None) -> float:
     """FP32 lane operations at peak on the SMs that have a block (``active_sms``, default all). Division is ~4
     lane ops (reciprocal + Newton step); special functions run on the SFUs and are counted by :func:`sfu_time`;
-    double-precision operations (``fp64_ops``, part of ``fp_ops``) run on the FP64 units, :func:`fp64_time`."""
+    double-precision operations (``fp64_ops``, part of ``fp_ops``) run on the FP64 units, :func:`fp64_time`. A
+    packed-half lane (``fp_ops["packed"]``: HFMA2, two of the kinds' results) takes ``fp16x2_lane_slots`` lane
+    slots, not the two its results count (1 on the H100/H200, measured; 2 by default)."""
     lane_ops = (fp_ops.get("add", 0) + fp_ops.get("mul", 0) + fp_ops.get("fma", 0) + 4 * fp_ops.get("div", 0))
+    lane_ops -= float(fp_ops.get("packed", 0) or 0) * (2.0 - rates.fp16x2_lane_slots)
     return max(0.0, lane_ops - fp64_ops) / (rates.fp32_lane_ops_per_s * _active_share(rates, active_sms))
 
 

@@ -142,7 +142,9 @@ def counts_section(doc: dict) -> Table:
         table.add_row("constant loads", fmt_num(const.get("loads")), fmt_num(const.get("load_requests")),
                       f"{fmt_num(const.get('load_wavefronts'))} wavefronts")
     fp = c.get("fp_ops", {})
-    table.add_row("flops", fmt_num(c.get("flops")), "", ", ".join(f"{k} {fmt_num(v)}" for k, v in fp.items() if v))
+    table.add_row("flops", fmt_num(c.get("flops")), "", ", ".join(f"{k} {fmt_num(v)}" for k, v in fp.items()
+                                                                  if v and k != "packed")
+                  + (f" (packed half2: {fmt_num(fp['packed'])} lanes)" if fp.get("packed") else ""))
     tensor = c.get("tensor") or {}
     if tensor.get("mma"):
         table.add_row("tensor-core mma", "", fmt_num(tensor["mma"]),

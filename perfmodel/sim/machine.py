@@ -47,7 +47,8 @@ class Counters:
         self.bb_warps: dict = {}          # (function, block) -> warps that executed it
         self.bb_threads: dict = {}
         self.div_warps: dict = {}         # (function, block) -> divergent warps at its branch
-        self.fp = dict(add=0, mul=0, fma=0, div=0, special=0)
+        # packed: lanes of packed-half instructions (f16x2, bf16x2), whose two results the kinds count
+        self.fp = dict(add=0, mul=0, fma=0, div=0, special=0, packed=0)
         self.fp64 = 0
         self.fp64_flops = 0
         self.flops = 0
@@ -231,6 +232,8 @@ class State(MemoryMixin):
         n = int(per_row.sum()) * (self.nB if rows == 1 else 1)
         c = self.counters
         c.fp[kind] += n * ops
+        if ops == 2:
+            c.fp["packed"] += n
         c.flops += n * flops
         if is64:
             c.fp64 += n * ops
@@ -652,9 +655,12 @@ def _runaway(st: State, cf, pc: int):
     ins = cf.func.instrs[blk.start]
     loc = st.builder._location(ins)
     thread, block = st.first_lane(st.mask_full())
-    reason = (f"more than {st.max_steps:,} basic-block executions" if st.steps > st.max_steps
-              else "the simulation time limit")
-    raise RunawayKernel(f"{loc}: runaway kernel: {reason} in one batch of blocks, still looping at this line "
-                          f"(thread {thread}, block {block}); raise --max-steps / --timeout if the loop is meant to "
-                          "run that long", location=loc, thread=thread, block=block)
+    if st.steps > st.max_steps:
+        raise RunawayKernel(f"{loc}: runaway kernel: more than {st.max_steps:,} basic-block executions in one batch "
+                            f"of blocks, still looping at this line (thread {thread}, block {block}); raise "
+                            "--max-steps / --timeout if the loop is meant to run that long",
+                            location=loc, thread=thread, block=block)
+    raise RunawayKernel(f"{loc}: the simulation ran past its time limit (--timeout), here at this line (thread "
+                        f"{thread}, block {block}), not done; raise --timeout, or --sample fewer blocks",
+                        location=loc, thread=thread, block=block)
 

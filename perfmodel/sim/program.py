@@ -277,6 +277,8 @@ class ProgramBuilder:
                         n = 2 if kind == "fma" else 1
                         x2 = 2 if ins.type in ("f16x2", "bf16x2") else 1
                         cb.flops[kind] = cb.flops.get(kind, 0) + x2
+                        if x2 == 2:
+                            cb.flops["packed"] = cb.flops.get("packed", 0) + 1
                         cb.flop_total += n * x2
                         cb.fp64 += x2 if is64 else 0
                         cb.fp64_flops += n * x2 if is64 else 0

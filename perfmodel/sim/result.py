@@ -16,7 +16,7 @@ from perfmodel.sim.tensor import flops_per_warp, input_type
 class Counts:
     flops: int = 0
     int_ops: int = 0
-    fp_ops: dict = field(default_factory=lambda: dict(add=0, mul=0, fma=0, div=0, special=0))
+    fp_ops: dict = field(default_factory=lambda: dict(add=0, mul=0, fma=0, div=0, special=0, packed=0))
     fp64_ops: int = 0
     fp64_flops: int = 0                 # the double-precision part of flops
     fp64_pipe_ops: int = 0              # FP64-pipe instructions (per thread): a division's Newton steps each count
