@@ -111,8 +111,8 @@ def loads_in_flight_by_line(module: Any, entry: str) -> dict:
         if not loads:
             continue
         for ins in instrs:
-            if _is_global_load(ins) and ins.line:
-                key = module.line_key(ins, primary)
+            key = module.model_line_key(ins, primary) if _is_global_load(ins) and ins.line else None
+            if key is not None:
                 out[key] = max(out.get(key, 0.0), in_flight)
     return out
 
@@ -127,8 +127,9 @@ def load_round_lines(module: Any, entry: str) -> list[list[int]]:
         instrs = f.instrs[blk.start:blk.end]
         by_round: dict[int, set] = {}
         for pos, r in load_rounds(instrs).items():
-            if instrs[pos].line:
-                by_round.setdefault(r, set()).add(module.line_key(instrs[pos], primary))
+            key = module.model_line_key(instrs[pos], primary) if instrs[pos].line else None
+            if key is not None:
+                by_round.setdefault(r, set()).add(key)
         out.extend(sorted(lines, key=str) for _r, lines in sorted(by_round.items()))
     return out
 
@@ -213,8 +214,8 @@ def ilp_by_line(module: Any, entry: str) -> dict[int, float]:
             continue
         ilp = count / max(1, chain)
         for ins in instrs:
-            if ins.line and not _is_global_load(ins):
-                key = module.line_key(ins, primary)
+            key = module.model_line_key(ins, primary) if ins.line and not _is_global_load(ins) else None
+            if key is not None:
                 total[key] = total.get(key, 0.0) + 1.0
                 weighted[key] = weighted.get(key, 0.0) + ilp
     return {line: weighted[line] / total[line] for line in total}

@@ -224,8 +224,10 @@ def build_result(launch, counters, per_block, block_ids, total_blocks, args, sas
                         g["load_lines" if load else "store_lines"] += li
                         COAL.add_to_global(g, load, cnt.cc1.get(gid))
                         row.update(sectors=un, lines=li, bytes=by)
-                        if load and ln is not None and launch.count_first_touch:
-                            r = reuse.setdefault(line_key, [0, 0])
+                        reuse_key = module.model_line_key(ins, primary_file) if load and ln is not None and \
+                            launch.count_first_touch else None
+                        if reuse_key is not None:
+                            r = reuse.setdefault(reuse_key, [0, 0])
                             r[0] += un
                             r[1] += counters.first_touch.get(gid, 0)
                         if ln is not None:
