@@ -535,6 +535,32 @@ def test_a_compile_error_shows_the_next_errors_too():
            '"undefined_b" is undefined)' in str(err.value), str(err.value)
 
 
+def test_a_kernel_with_a_function_parameter_pack():
+    """ggml's k_bin_bcast<..., src1_ptrs...>(..., src1_ptrs... src1s): an empty pack was a phantom required
+    parameter (`no value for parameter 'src1s'`), a two-element one a single parameter (23 for 24). Each element
+    is a parameter, NAME_0, NAME_1, ... By hand: dst = a + s0 + s1, and a alone with the empty pack."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("template <typename dst_t, typename... src1_ptrs>\n"
+           "__global__ void add_all(const float *a, dst_t *dst, int n, src1_ptrs... srcs) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    float r = a[i];\n"
+           "    if constexpr (sizeof...(src1_ptrs) > 0) { r = (..., (r = r + srcs[i])); }\n"
+           "    dst[i] = (dst_t) r;\n}\n")
+    rng = np.random.default_rng(4)
+    a, s0, s1 = (rng.uniform(-1, 1, 64).astype(np.float32) for _ in range(3))
+    two = load_kernel(source=src, path="pack.cu", entry="add_all<float, const float*, const float*>")
+    assert [p.name for p in two.params] == ["a", "dst", "n", "srcs_0", "srcs_1"]
+    dst = np.zeros(64, np.float32)
+    simulate(two, 1, 64, [a, dst, 64, s0, s1])
+    assert np.array_equal(dst, (a + s0) + s1)
+    none = load_kernel(source=src, path="pack.cu", entry="add_all<float>")
+    assert [p.name for p in none.params] == ["a", "dst", "n"]
+    dst = np.zeros(64, np.float32)
+    simulate(none, 1, 64, [a, dst, 64])
+    assert np.array_equal(dst, a)
+
+
 def test_source_text_with_default_args_and_scalar_dtypes():
     src = HOSTY.replace("not_declared_anywhere", "1.0f")
     mod = compile_cuda("hosty.cu", source=src)

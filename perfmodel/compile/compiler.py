@@ -488,6 +488,21 @@ def _name_expressions(kernels: list[KernelDecl], exprs: list[str],
 _HANDLES = {"cudaTextureObject_t", "cudaSurfaceObject_t", "CUtexObject", "CUsurfObject"}
 
 
+def _expand_pack(parsed: list, decl, args: list[str]) -> list:
+    """A function parameter pack (ggml's ``k_bin_bcast<..., src1_ptrs...>(..., src1_ptrs... src1s)``): one
+    parameter per type of the template argument pack the name expression gives (the template arguments past the
+    others), named ``NAME_0``, ``NAME_1``, ...; none for an empty pack."""
+    packs = [i for i, (_name, ctype, _ptr) in enumerate(parsed) if ctype.replace(" ", "").endswith("...")]
+    if len(packs) != 1 or not decl.template_params:
+        return parsed
+    i = packs[0]
+    name = parsed[i][0]
+    fixed = len(decl.template_params) - 1          # the pack is the last template parameter
+    pack_args = args[fixed:] if len(args) >= fixed else []
+    expanded = [(f"{name}_{j}", t.strip(), "*" in t) for j, t in enumerate(pack_args)]
+    return parsed[:i] + expanded + parsed[i + 1:]
+
+
 def _aligned(parsed: list, compiled_types: list[str], n: int, typedefs) -> list:
     """The source's parameters that the compiled entry has, where the source lists more than its ``n`` (the
     branches of an ``#if`` inside the parameter list): the first in order whose pointer-ness and known dtype match
@@ -553,12 +568,14 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
             declared[decl.namespace + decl.name] = f"{Path(decl.file).name}:{decl.line}"
             continue
         mapping = {}
+        args: list[str] = []
         if decl.is_template:
             args = expression_args(expr)
             mapping = {name: arg for (_, name), arg in zip(decl.template_params, args)}
         sizes = entries.get(mangled, [])
         compiled_types = param_types(mangled) or []
-        parsed = _aligned(parse_params(decl.params_text, mapping), compiled_types, len(sizes), prepared.typedefs)
+        parsed = _aligned(_expand_pack(parse_params(decl.params_text, mapping), decl, args), compiled_types,
+                          len(sizes), prepared.typedefs)
         params = []
         for i, (pname, ctype, is_ptr) in enumerate(parsed):
             size, align, ptx_type = sizes[i] if i < len(sizes) else (0, 0, None)
