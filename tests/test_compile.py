@@ -395,9 +395,11 @@ def test_ifdef_branches_are_read_as_the_compile_reads_them():
     mod = compile_cuda("ray.cu", source=IFDEF_SIGNATURES)
     assert sorted(k.name for k in mod.kernels) == ["after", "scale"]
     assert [p.name for p in mod.kernel("scale").params] == ["out", "in", "n"]
-    mod = compile_cuda("ray.cu", source=IFDEF_SIGNATURES, defines={"DEBUG_K": 1})
-    assert sorted(k.name for k in mod.kernels) == ["after", "scale"]
-    assert [p.name for p in mod.kernel("scale").params] == ["dbg", "out", "in", "n"]
+    # -D DEBUG_K as analyze gives it (1), as kernels inspect does (no value, or the text "1"), or to a non-number
+    for value in (1, None, "1", "yes"):
+        mod = compile_cuda("ray.cu", source=IFDEF_SIGNATURES, defines={"DEBUG_K": value})
+        assert sorted(k.name for k in mod.kernels) == ["after", "scale"], value
+        assert [p.name for p in mod.kernel("scale").params] == ["dbg", "out", "in", "n"], value
 
 
 def test_typedefs_of_tagged_enums_and_of_member_function_pointers():
@@ -559,6 +561,19 @@ def test_a_kernel_with_a_function_parameter_pack():
     dst = np.zeros(64, np.float32)
     simulate(none, 1, 64, [a, dst, 64])
     assert np.array_equal(dst, a)
+
+
+def test_a_manifest_from_another_scan_is_not_used(tmp_path, monkeypatch):
+    """A verification run found kernel lists of an older scan served from the compile cache (the scan had changed
+    with no FORMAT_VERSION bump): CloverLeaf's macro parameter list still read `_SHARED_KERNEL_ARGS_ arg0`. The
+    manifest's key holds a hash of the scan's code, so a file is read again when that code changes."""
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+    src = "#define ARGS const int n, const float *in\n__global__ void k(ARGS, float *out) { out[0] = in[0] * n; }\n"
+    assert [p.name for p in compile_cuda("m.cu", source=src).kernel("k").params] == ["n", "in", "out"]
+    args = (src, "m.cu", "sm_90", {}, [], [], nvrtc.version(), 18)
+    before = compile_cache.raw_key(*args)
+    monkeypatch.setattr(compile_cache, "scan_fingerprint", lambda: "another scan")
+    assert compile_cache.raw_key(*args) != before
 
 
 def test_source_text_with_default_args_and_scalar_dtypes():

@@ -175,12 +175,28 @@ def _atomic_write(path: Path, data: bytes) -> None:
 _manifests: OrderedDict[str, tuple[str, object, dict[str, str]]] = OrderedDict()
 
 
+@functools.lru_cache(maxsize=1)
+def scan_fingerprint() -> str:
+    """A hash of the code that reads a file before the compile (the host-code scan, its lexer, the signature and
+    struct readers): a manifest written by another version of that code is not used, whatever FORMAT_VERSION says
+    (a scan fixed without a bump served its old kernel lists)."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for name in ("hostcode.py", "lexer.py", "signature.py", "structs.py", "compiler.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
 def raw_key(source: str, path: str, arch: str, defines: dict, include_dirs: list[str], exprs: list[str],
             nvrtc_version, fmt: int) -> str:
     h = hashlib.sha256()
-    payload = json.dumps({"path": path, "arch": arch, "defines": {k: str(v) for k, v in defines.items()},
+    payload = json.dumps({"path": path, "arch": arch, "defines": {k: repr(v) for k, v in defines.items()},
                           "include_dirs": include_dirs, "exprs": exprs, "nvrtc": list(nvrtc_version),
-                          "headers": header_wheel_versions(), "format": fmt, "manifest": 1}, sort_keys=True)
+                          "headers": header_wheel_versions(), "format": fmt, "manifest": 1,
+                          "scan": scan_fingerprint()}, sort_keys=True)
     h.update(payload.encode())
     h.update(b"\0")
     h.update(source.encode())

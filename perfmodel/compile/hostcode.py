@@ -141,6 +141,9 @@ _DEVICE_DEFINED = ("__CUDA_ARCH__", "__CUDACC__", "__NVCC__", "__CUDACC_RTC__")
 _ARCH_RANGE = (750, 1210)      # __CUDA_ARCH__ of the oldest and newest targets
 
 
+DEFINED = type("Defined", (), {"__repr__": lambda self: "DEFINED"})()   # a -D name whose value is no number
+
+
 def _device_condition(cond: str, macro=None) -> bool | None:
     """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__``, on
     ``defined`` of the names a device compile defines, and on what ``macro`` knows: NAME -> its value (a number,
@@ -170,7 +173,7 @@ def _device_condition(cond: str, macro=None) -> bool | None:
         if name == "__CUDA_ARCH__" or name in ("and", "or", "not"):
             return name
         v = verdict(name)
-        if v is None or v == 1 and name in _DEVICE_DEFINED:
+        if v is None or v is DEFINED or v == 1 and name in _DEVICE_DEFINED:
             unknown = True
             return " 0 "
         return " 0 " if v is False else f" {v} "
@@ -334,7 +337,17 @@ class _FileProcessor:
         headers: the compile sees it undefined, as a C preprocessor does), else None (unknown)."""
         if name in self.defines:
             value = self.defines[name]
-            return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            if value is None or value is True or (isinstance(value, str) and not value.strip()):
+                return 1                    # -D NAME: defined as 1, as a compiler takes it
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return value
+            try:
+                return int(str(value).strip(), 0)
+            except ValueError:
+                try:
+                    return float(str(value).strip())
+                except ValueError:
+                    return DEFINED          # defined, to a value #if cannot use (-D T=float)
         if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
                 or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
             return None
