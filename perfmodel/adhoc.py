@@ -150,6 +150,10 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         elif p.layout is not None:
             missing.append(f"{p.name!r} ({p.ctype}, a struct passed by value whose fields perfmodel could not find: "
                            f"{p.layout.error})")
+        elif p.name not in defines and _numeric_default(p) is not None:
+            # the source's default argument (ggml's rms_norm_f32(..., const int64_t stride_row = 0, ...)), as the
+            # host's call that leaves it out gets it
+            scalar_exprs[p.name] = (_numeric_default(p), f"{p.name}={p.default} (its default)")
         elif p.name not in defines:
             if p.dtype is None:         # a texture or surface object, a struct: not a number
                 missing.append(f"{p.name!r} ({p.ctype}: not a number - write a spec, `perfmodel kernels init` starts "
@@ -379,6 +383,19 @@ def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[
             raise LaunchArgumentError(f"{option}: {space} {key} holds {v.nbytes:,} bytes; {nbytes:,} given")
         (constants if v.space == "const" else device)[key] = entry
     return constants, device
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|0[xX][0-9a-fA-F]+)")
+
+
+def _numeric_default(p) -> str | None:
+    """A scalar parameter's default argument when it is a number literal (``0``, ``1.0f``, ``256u``, ``-1``), as
+    an expression; None otherwise (an expression of other names, a pointer's nullptr)."""
+    text = (getattr(p, "default", None) or "").strip()
+    if p.is_pointer or p.dtype is None or not text:
+        return None
+    number = re.sub(r"(?<=[\d.])(?:[fF]|[uU]?[lL]{0,2}|[lL]{1,2}[uU]?)$", "", text)
+    return number if _NUMBER.fullmatch(number) else None
 
 
 def _free_name(name: str, taken: set[str]) -> str:

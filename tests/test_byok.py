@@ -953,6 +953,20 @@ def test_a_hot_line_with_no_source_line_says_so():
         (2, "b = c;"), (0, "(no source line: code the compiler generated or moved, .loc line 0)")], rows
 
 
+def test_a_scalar_parameters_default_argument_is_used_when_not_given(cli, tmp_path):
+    """ggml's rms_norm_f32 declares 16 parameters with defaults (`const int64_t stride_row = 0`); each had to be
+    given with --arg, as if the host's call did not leave them out. A number literal default is used (1.0f, 1); a
+    pointer's nullptr is still asked for. By hand: y = 2 x + 1."""
+    (tmp_path / "def.cu").write_text(
+        "__global__ void k(const float *x, float *y, int n, float scale = 2.0f, int offset = 1)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = scale * x[i] + offset; }\n")
+    np.save(tmp_path / "want.npy", 2 * np.arange(32, dtype=np.float32) + 1)
+    doc = analyze_json(cli, str(tmp_path / "def.cu"), "--grid", "1", "--block", "32", "--arg", "x=float32[32]:arange",
+                       "--arg", "y=float32[32]", "--arg", "n=32", "--check", f"y={tmp_path / 'want.npy'}",
+                       "--device", "h100")
+    assert doc["correct"] is True, doc["correct_detail"]
+
+
 def test_hot_lines_list_the_lines_of_an_included_header(cli, tmp_path):
     """A kernel whose loop is a header's device function: the hottest-lines table left the header's lines out, so it
     showed the kernel's call line at 1% and nothing for the other 96%. Each header line is listed as file:line with

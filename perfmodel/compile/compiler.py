@@ -20,8 +20,8 @@ from perfmodel.compile import nvrtc
 from perfmodel.compile.hostcode import KernelDecl, Prepared, _escape, prepare
 from perfmodel.compile.mangle import mangled_dtype, param_types
 from perfmodel.compile.module import CompiledModule, KernelInfo, ParamInfo
-from perfmodel.compile.signature import (dtype_of, expression_args, parse_params, parse_ptxas_log, ptx_entries,
-                                         ptx_scalar_dtype)
+from perfmodel.compile.signature import (dtype_of, expression_args, param_defaults, parse_params, parse_ptxas_log,
+                                         ptx_entries, ptx_scalar_dtype)
 from perfmodel.compile.structs import StructLayout
 from perfmodel.errors import CompileError, Location
 
@@ -577,6 +577,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
         parsed = _aligned(_expand_pack(parse_params(decl.params_text, mapping), decl, args), compiled_types,
                           len(sizes), prepared.typedefs)
         params = []
+        defaults = param_defaults(decl.params_text)
         for i, (pname, ctype, is_ptr) in enumerate(parsed):
             size, align, ptx_type = sizes[i] if i < len(sizes) else (0, 0, None)
             dtype = dtype_of(ctype, is_ptr, prepared.typedefs)
@@ -590,7 +591,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                     (None, False) and not _HANDLES & set(re.findall(r"\w+", ctype)):
                 # a named type (not a number, not a pointer) that PTX passes as an integer: an enum
                 dtype = ptx_scalar_dtype(ptx_type)
-            param = ParamInfo(pname, ctype, is_ptr, dtype, size, align)
+            param = ParamInfo(pname, ctype, is_ptr, dtype, size, align, default=defaults.get(pname))
             if dtype is None and not is_ptr and ptx_type is None and size and \
                     not _HANDLES & set(re.findall(r"\w+", ctype)):
                 # bytes in PTX: a struct passed by value; its fields' layout was probed with the compile

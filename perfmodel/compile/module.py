@@ -22,6 +22,7 @@ class ParamInfo:
     # a struct passed by value: its fields (compile/structs.py; ``layout.error`` says why they are not known)
     layout: "StructLayout | None" = None
     struct_key: str | None = field(default=None, repr=False)    # "namespace|type": the layout's key in the cache
+    default: str | None = None    # the source's default argument (`int n = 256`), as written
 
 
 @dataclass

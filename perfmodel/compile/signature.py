@@ -119,6 +119,18 @@ def parse_params(params_text: str, mapping: dict[str, str] | None = None) -> lis
     return result
 
 
+def param_defaults(params_text: str) -> dict[str, str]:
+    """Parameter name -> its default argument as written (``int n = 256``), for the parameters that have one."""
+    out = {}
+    names = [name for name, _ctype, _ptr in parse_params(params_text)]
+    for name, part in zip(names, split_top_level(params_text.strip()) if params_text.strip() not in ("", "void")
+                          else []):
+        pieces = split_top_level(part, "=")
+        if len(pieces) > 1:
+            out[name] = "=".join(pieces[1:]).strip()
+    return out
+
+
 _VECTOR_BASES = {"char": "i1", "uchar": "u1", "short": "i2", "ushort": "u2", "int": "i4", "uint": "u4",
                  "long": "i8", "ulong": "u8", "longlong": "i8", "ulonglong": "u8", "float": "f4", "double": "f8",
                  "half": "f2", "__half": "f2"}
