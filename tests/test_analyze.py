@@ -281,14 +281,15 @@ outputs: []
 """
 
 
-@pytest.mark.parametrize("option", [("--max-steps", "1000"), ("--timeout", "0.5")])
-def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, option):
+@pytest.mark.parametrize("option, says", [(("--max-steps", "1000"), "runaway kernel"),
+                                          (("--timeout", "0.5"), "ran past its time limit (--timeout)")])
+def test_runaway_kernel_ends_with_its_loop_line_thread_and_block(cli, tmp_path, option, says):
     (tmp_path / "runaway.cu").write_text(RUNAWAY_CU)
     (tmp_path / "runaway.yaml").write_text(RUNAWAY_SPEC)
     started = time.perf_counter()
     code, _out, err = cli("analyze", str(tmp_path / "runaway.yaml"), "--device", "h100", *option)
     assert code == 2 and time.perf_counter() - started < 10
-    assert "runaway.cu:3:" in err and "runaway kernel" in err
+    assert "runaway.cu:3:" in err and says in err
     assert "thread (0, 0, 0), block (0, 0, 0)" in err
 
 
