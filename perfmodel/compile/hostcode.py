@@ -331,10 +331,12 @@ class _FileProcessor:
                                  if m.group(0) in names else m.group(0), params_text)
         return params_text
 
-    def _macro(self, name: str, here: set[str]) -> object:
-        """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number), False where
-        nothing defines it (no ``-D``, no ``#define`` in this file or the headers read before it, none in NVIDIA's
-        headers: the compile sees it undefined, as a C preprocessor does), else None (unknown)."""
+    def _macro(self, name: str, here: set[str], unfound: bool = False) -> object:
+        """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number; 1 for a bare
+        ``-D NAME``; DEFINED for a value that is no number), False where nothing defines it (no ``-D``, no
+        ``#define`` in this file or the headers read before it, none in NVIDIA's headers, and - ``unfound`` - no
+        "header" of the file's that was not found: the compile sees it undefined, as a C preprocessor does), else
+        None (unknown)."""
         if name in self.defines:
             value = self.defines[name]
             if value is None or value is True or (isinstance(value, str) and not value.strip()):
@@ -349,7 +351,7 @@ class _FileProcessor:
                 except ValueError:
                     return DEFINED          # defined, to a value #if cannot use (-D T=float)
         if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
-                or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
+                or unfound or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
             return None
         return False
 
@@ -409,7 +411,13 @@ class _FileProcessor:
         out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
         here = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", masked, re.M))
-        self.device_dead[display] = _device_dead_lines(mlines, directives, lambda name: self._macro(name, here))
+        # a "header" of the project's that is not found could define what an #ifdef asks (config.h): then only
+        # the -D names are decided
+        unfound = any(m.startswith('"') for m in self.result.missing_includes) or any(
+            self._resolve(n, True, path)[0] == "aside" and n.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS
+            for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M))
+        self.device_dead[display] = _device_dead_lines(mlines, directives,
+                                                       lambda name: self._macro(name, here, unfound))
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
