@@ -24,6 +24,7 @@ from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_i
                                  weighted_loads_in_flight)
 from perfmodel.model.seed import SeedModel, seed_model
 from perfmodel.model.traffic import SECTOR_BYTES, estimate_traffic, with_local
+from perfmodel.ptx.ir import Module
 from perfmodel.registers import Registers, resolve_registers
 from perfmodel.sampling import DEFAULT_SAMPLE_BLOCKS, BlockSample, block_spread, extrapolate_counts, stratified_blocks
 
@@ -555,11 +556,10 @@ def _header_source(program, keys) -> dict[str, str]:
     files = getattr(compiled, "files", None) or {}
     out = {}
     for key in keys:
-        path, _, line = str(key).rpartition(":")
+        path, n = Module.split_line_key(key)
         text = files.get(path)
-        if text is not None and line.isdigit():
+        if text is not None and n:
             rows = text.splitlines()
-            n = int(line)
             out[key] = rows[n - 1].strip() if 0 < n <= len(rows) else ""
     return out
 
@@ -914,9 +914,9 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
     the header; None for the kernel's own file)."""
     merged = {(None, int(line)): agg for line, agg in (sim.lines or {}).items()}
     for key, agg in (sim.header_lines or {}).items():
-        path, _, line = str(key).rpartition(":")
-        if line.isdigit():
-            merged[(path, int(line))] = agg
+        path, line = Module.split_line_key(key)
+        if line:
+            merged[(path, line)] = agg
     if not merged:
         return []
     metric = _LINE_METRIC.get(bound, "global_sectors")

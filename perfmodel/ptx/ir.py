@@ -194,6 +194,15 @@ class Module:
             return None
         return f"{self.files.get(ins.file, ins.file)}:{ins.line}"
 
+    @staticmethod
+    def split_line_key(key) -> tuple[str | None, int]:
+        """(path, line) of a line key: (None, n) for the kernel's own file's line n, (path, n) for ``"path:n"``;
+        (str(key), 0) for anything else."""
+        if isinstance(key, int):
+            return None, key
+        path, _, line = str(key).rpartition(":")
+        return (path, int(line)) if path and line.isdigit() else (str(key), 0)
+
     def model_line_key(self, ins: Instr, primary_file: int | None) -> int | str | None:
         """:meth:`line_key` for the model's per-line inputs (loads in flight, ILP, load rounds, L1 reuse): None for
         the code of NVIDIA's headers (cuda_fp16.hpp's __hfma2, cuda::memcpy_async's lowered copies), which they

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfmodel.ptx.ir import Module
 from perfmodel.sim import atomic_count as ATOM
 from perfmodel.sim import coalesce as COAL
 from perfmodel.sim.alu import FP_KIND
@@ -110,11 +111,8 @@ def _line_slot(key, lines: dict, header_lines: dict) -> dict | None:
 
 def _line_order(item):
     """Sort key of per-line items: the kernel's own lines by number, then the headers' by path and number."""
-    key = item[0]
-    if isinstance(key, str):
-        path, _, line = key.rpartition(":")
-        return (1, path, int(line) if line.isdigit() else 0)
-    return (0, "", key)
+    path, line = Module.split_line_key(item[0])
+    return (0, "", line) if path is None else (1, path, line)
 
 
 def _space(ins) -> str:
