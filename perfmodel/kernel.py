@@ -506,6 +506,13 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
             lines = {ptx_keys[i] for i in range(blk.start, blk.end) if is_kind(f.instrs[i])}
             a = sum(n_ptx[k] for k in lines)
             b = sum(n_sass[k] for k in lines)
+            if a and is_kind is _is_const_ptx and b <= a:
+                # ptxas files a uniform-datapath constant load (ULDC) under the line that uses the value, not the
+                # line that loads it (gpumembench's int4 constant loop: the loads on the += line): the block's
+                # other lines' bytes count, where they make a whole number of copies
+                whole = sum(n_sass[k] for k in {ptx_keys[i] for i in range(blk.start, blk.end)})
+                if whole >= 2 * a and abs(whole / a - round(whole / a)) < 0.05:
+                    b = whole
             if a:
                 rep = b / a if b > a else 1.0
                 break

@@ -273,3 +273,39 @@ def test_spmv_random_generator_is_reproducible():
     c = run("spmv_csr", {"matrix": 1, "num_rows": 50, "seed": 8}).launch
     assert np.array_equal(a.arg("col_index").value, b.arg("col_index").value)
     assert not np.array_equal(a.arg("row_ptr").value, c.arg("row_ptr").value)
+
+
+CONSTANT_SUM = """__constant__ int cdata[1024];
+__global__ void sum_v4(int *out)
+{
+    const int4 *p = (const int4 *)cdata;
+    int4 s = make_int4(0, 0, 0, 0);
+    for (int i = 0; i < 4; i++) {
+#pragma unroll 128
+        for (int j = 0; j < 256; j += 4) {
+            int4 v = p[j + i];
+            s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+        }
+    }
+    if (threadIdx.x == 0 && blockIdx.x == 0) *out = s.x + s.y + s.z + s.w;
+}
+"""
+
+
+def test_a_loop_of_constant_loads_that_ptxas_unrolls_completely():
+    """gpumembench's constant benchmark: a PTX loop of 4 iterations over 64 int4 constant loads, which ptxas unrolls
+    completely into straight-line ULDC.64 / UIADD3 - filed under the line that adds, not the line that loads, so
+    the weights saw no copies and counted each iteration at the whole unrolled body's cost (4,094 warp instructions
+    against about 1,040). The cubin is straight-line: one warp executes its static instruction count (nvdisasm's
+    listing), to within the few that the final branch skips."""
+    from perfmodel.compile import compile_cuda
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    static = compile_cuda("const_sum.cu", source=CONSTANT_SUM).sass_instruction_count("sum_v4")
+    program = load_kernel(source=CONSTANT_SUM, path="const_sum.cu")
+    data = np.arange(1024, dtype=np.int32)
+    out = np.zeros(1, np.int32)
+    r = simulate(program, 1, 32, [out], constants={"cdata": data})
+    assert out[0] == data.sum()
+    assert abs(r.counts.warp_instructions - static) <= 0.03 * static, (r.counts.warp_instructions, static)
