@@ -402,6 +402,27 @@ def test_ifdef_branches_are_read_as_the_compile_reads_them():
         assert [p.name for p in mod.kernel("scale").params] == ["dbg", "out", "in", "n"], value
 
 
+def test_ifdef_of_a_name_the_file_defined_before():
+    """AutoDock-GPU: `#define ADADELTA_AUTOSTOP` then a do-while closed by `} while (...)` in both the #ifdef and the
+    #else branch: a name the file defines was undecided, both braces counted, the kernel ended early and the next
+    one fell inside it. A #define of a branch every compile takes decides later #ifdefs (and #if on its number);
+    one inside an undecided branch leaves them undecided. By hand: 5 iterations, out = 5."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#define AUTOSTOP\n#define LIMIT 1000\n"
+           "__global__ void k(float* out, int n)\n{\n    int i = 0;\n    float acc = 0.0f;\n    do {\n"
+           "        acc += 1.0f;\n        i++;\n#ifdef AUTOSTOP\n#if LIMIT > 100\n"
+           "    } while (i < n && acc < 1000.0f);\n#else\n    } while (i < n && acc < 10.0f);\n#endif\n#else\n"
+           "    } while (i < n);\n#endif\n    out[threadIdx.x] = acc;\n}\n"
+           "__global__ void after(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    mod = compile_cuda("autostop.cu", source=src)
+    assert sorted(k.name for k in mod.kernels) == ["after", "k"]
+    out = np.zeros(32, np.float32)
+    simulate(load_kernel(source=src, path="autostop.cu", entry="k"), 1, 32, [out, 5])
+    assert (out == 5).all()
+
+
 def test_typedefs_of_tagged_enums_and_of_member_function_pointers():
     """RSBench: `typedef enum __hm{SMALL, LARGE} HM_size;` was read as an alias named after the tag, which nothing
     named, and set aside: "identifier HM_size is undefined". HeCBench lulesh: `typedef Real_t &(Domain::*

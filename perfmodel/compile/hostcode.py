@@ -191,11 +191,16 @@ def _device_condition(cond: str, macro=None) -> bool | None:
     return values.pop() if len(values) == 1 else None
 
 
-def _device_dead_lines(mlines: list[str], directives, macro=None) -> set[int]:
+def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | None = None,
+                       uncertain: set | None = None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
     parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
-    its own ``{``); branches it cannot decide count as taken."""
+    its own ``{``); branches it cannot decide count as taken. ``seen`` / ``uncertain`` (read by ``macro``) are
+    kept as the file goes: the ``#define``s of taken branches (name -> replacement; AutoDock-GPU's
+    ``#define ADADELTA_AUTOSTOP`` before its ``#ifdef``), and the names an undecided branch defines or undefines."""
+    seen = {} if seen is None else seen
+    uncertain = set() if uncertain is None else uncertain
     dead: set[int] = set()
     stack: list[list] = []          # per open #if: [this branch's value (True/False/None), a branch was True]
     start = 0
@@ -221,6 +226,16 @@ def _device_dead_lines(mlines: list[str], directives, macro=None) -> set[int]:
             frame[0] = False if frame[1] else (None if frame[0] is None else not frame[0])
         elif word == "endif" and stack:
             stack.pop()
+        elif word in ("define", "undef") and not any(frame[0] is False for frame in stack):
+            m = re.match(r"([A-Za-z_]\w*)(\(?)(.*)", rest)
+            if m:
+                name = m.group(1)
+                if any(frame[0] is None for frame in stack):
+                    uncertain.add(name)
+                elif word == "undef":
+                    seen.pop(name, None)
+                else:
+                    seen[name] = "" if m.group(2) else m.group(3).strip()   # a function-like macro: defined
     return dead
 
 
@@ -331,7 +346,8 @@ class _FileProcessor:
                                  if m.group(0) in names else m.group(0), params_text)
         return params_text
 
-    def _macro(self, name: str, here: set[str], unfound: bool = False) -> object:
+    def _macro(self, name: str, here: set[str], unfound: bool = False, seen: dict | None = None,
+               uncertain: set | None = None) -> object:
         """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number; 1 for a bare
         ``-D NAME``; DEFINED for a value that is no number), False where nothing defines it (no ``-D``, no
         ``#define`` in this file or the headers read before it, none in NVIDIA's headers, and - ``unfound`` - no
@@ -350,6 +366,19 @@ class _FileProcessor:
                     return float(str(value).strip())
                 except ValueError:
                     return DEFINED          # defined, to a value #if cannot use (-D T=float)
+        if uncertain and name in uncertain:
+            return None
+        if seen and name in seen:           # #define'd earlier in this file, in a branch every compile takes
+            body = seen[name]
+            if not body:
+                return DEFINED
+            try:
+                return int(body, 0)
+            except ValueError:
+                try:
+                    return float(body)
+                except ValueError:
+                    return DEFINED
         if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
                 or unfound or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
             return None
@@ -416,8 +445,10 @@ class _FileProcessor:
         unfound = any(m.startswith('"') for m in self.result.missing_includes) or any(
             self._resolve(n, True, path)[0] == "aside" and n.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS
             for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M))
-        self.device_dead[display] = _device_dead_lines(mlines, directives,
-                                                       lambda name: self._macro(name, here, unfound))
+        seen: dict = {}
+        uncertain: set = set()
+        self.device_dead[display] = _device_dead_lines(
+            mlines, directives, lambda name: self._macro(name, here, unfound, seen, uncertain), seen, uncertain)
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
