@@ -133,7 +133,7 @@ def counts_section(doc: dict) -> Table:
         if d.get("atomics"):
             same = d.get("atomic_same_address")
             table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(d.get("atomic_requests")),
-                          f"fullest address of each request: {fmt_num(same)} in all" if same else "")
+                          f"{fmt_num(same)} lanes on each request's busiest address, summed" if same else "")
     local = c.get("local", {})
     if local.get("loads") or local.get("stores"):      # spills and per-thread arrays the compiler put in memory
         table.add_row("local loads", fmt_num(local.get("loads")), fmt_num(local.get("load_requests")), "")
