@@ -360,6 +360,10 @@ def test_outputs_compare_64_bit_integers_exactly_and_nans_as_equal():
     # tolerances still apply to integers: a difference of 2 within atol 2, not within atol 1
     assert not compare_elements(np.array([10], np.int32), np.array([12]), 0.0, 2.0)[0].any()
     assert compare_elements(np.array([10], np.int32), np.array([12]), 0.0, 1.0)[0].all()
+    # rtol is not for integers: the default 1e-5 of a 64-bit hash word accepted a flipped bit 40 (ccminer's
+    # keccak512 words); an integer output is exact unless an atol allows a difference
+    word = np.array([0x0123456789ABCDEF], np.uint64)
+    assert compare_elements(word, word ^ np.uint64(1 << 40), 1e-5, 1e-6)[0].all()
     # floats: NaN matches NaN, an infinity the same infinity, and nothing else
     a = np.array([np.nan, np.inf, -np.inf, 1.0, np.nan], np.float32)
     e = np.array([np.nan, np.inf, np.inf, 1.0, 0.0])
