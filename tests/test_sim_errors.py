@@ -181,3 +181,19 @@ def test_argument_checks():
         run(src, 1, 1, [np.zeros(1), 3])
     with pytest.raises(SimulationError, match="unknown __constant__"):
         run(src, 1, 1, [np.zeros(1, np.float32), 3], constants={"M": np.zeros(3)})
+
+
+def test_a_block_larger_than_the_kernels_launch_bounds_is_refused():
+    """ccminer's bmw512 declares __launch_bounds__(32, 16); a 256-thread launch ran and was reported with 256-thread
+    occupancy, where the GPU refuses it (CUDA C++ Programming Guide, Launch Bounds). The bound's own size runs."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    program = load_kernel(source="__global__ void __launch_bounds__(64) k(float *x)\n"
+                                 "{ x[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }\n", path="lb.cu")
+    with pytest.raises(SimulationError, match=r"256 threads a block exceed the kernel's __launch_bounds__ maximum "
+                                               r"of 64"):
+        simulate(program, 4, 256, [np.zeros(1024, np.float32)])
+    x = np.zeros(1024, np.float32)
+    simulate(program, 16, 64, [x])
+    assert (x == 1).all()

@@ -127,6 +127,29 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
         return result
 
 
+def _check_launch_bounds(program, block) -> None:
+    """A launch the kernel's own bounds forbid: more threads a block than its ``__launch_bounds__`` maximum
+    (PTX ``.maxntid``), or another block shape than its ``.reqntid``; the GPU refuses it (CUDA C++ Programming
+    Guide, "Launch Bounds": the launch fails), so the analysis does too."""
+    module = getattr(program, "module", None)
+    f = module.functions.get(program.entry) if module is not None else None
+    directives = getattr(f, "directives", None) or {}
+    threads = block[0] * block[1] * block[2]
+    most = directives.get("maxntid")
+    if most:
+        limit = 1
+        for d in most:
+            limit *= d
+        if threads > limit:
+            raise SimulationError(f"{program.name}: {threads:,} threads a block exceed the kernel's "
+                                  f"__launch_bounds__ maximum of {limit:,} (PTX .maxntid): the GPU refuses this "
+                                  "launch (CUDA C++ Programming Guide, Launch Bounds); launch at most that many")
+    required = directives.get("reqntid")
+    if required and tuple(required) + (1,) * (3 - len(required)) != tuple(block):
+        raise SimulationError(f"{program.name}: the kernel requires blocks of {tuple(required)} threads (PTX "
+                              f".reqntid), not {tuple(block)}: the GPU refuses this launch")
+
+
 def _simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: int = 0, block_ids=None,
               max_steps: int | None = None, max_lanes: int | None = None, timeout: float | None = None,
               replicate: bool | str = False, fast_loops: bool = False, blank_inputs: bool = False,
@@ -139,6 +162,7 @@ def _simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: 
     grid = _dim3(grid, "grid")
     block = _dim3(block, "block")
     total_blocks = grid[0] * grid[1] * grid[2]
+    _check_launch_bounds(program, block)
     if len(args) != len(program.params):
         raise SimulationError(f"{program.name} takes {len(program.params)} arguments "
                               f"({', '.join(p.name for p in program.params)}), {len(args)} given")
