@@ -423,6 +423,31 @@ def test_ifdef_of_a_name_the_file_defined_before():
     assert (out == 5).all()
 
 
+def test_a_file_starting_with_a_byte_order_mark(tmp_path):
+    """ccminer's cuda_quark_blake512.cu starts with a UTF-8 byte-order mark, which gcc and nvcc skip: NVRTC read
+    "unrecognized token" at line 1. So does a header with one."""
+    (tmp_path / "h.cuh").write_bytes("\ufeff#define TWO 2.0f\n".encode())
+    (tmp_path / "bom.cu").write_bytes(('\ufeff#include "h.cuh"\n'
+                                       "__global__ void k(float *x) { x[threadIdx.x] = TWO; }\n").encode())
+    mod = compile_cuda(tmp_path / "bom.cu")
+    assert [k.name for k in mod.kernels] == ["k"] and mod.kernel("k").line == 2
+
+
+def test_the_toolkit_version_macros_are_defined_as_nvcc_has_them():
+    """ccminer's cuda_helper.h maps __shfl to __shfl_sync, and its keccak takes its lop3 asm, only when
+    CUDA_VERSION >= 9000: <cuda.h> is set aside (host-only), so CUDA_VERSION was undefined and perfmodel analysed
+    the pre-CUDA-9 branch. CUDA_VERSION (where cuda.h is included) and CUDART_VERSION (always, nvcc's implicit
+    cuda_runtime.h) are the installed headers' values. By hand: out = 1 + 10."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#include <cuda.h>\n__global__ void k(int *out)\n{\n#if CUDA_VERSION >= 9000\n    int v = 1;\n#else\n"
+           "    int v = 2;\n#endif\n#ifdef CUDART_VERSION\n    v += 10;\n#endif\n    out[threadIdx.x] = v;\n}\n")
+    out = np.zeros(32, np.int32)
+    simulate(load_kernel(source=src, path="ver.cu"), 1, 32, [out])
+    assert (out == 11).all()
+
+
 def test_typedefs_of_tagged_enums_and_of_member_function_pointers():
     """RSBench: `typedef enum __hm{SMALL, LARGE} HM_size;` was read as an alias named after the tag, which nothing
     named, and set aside: "identifier HM_size is undefined". HeCBench lulesh: `typedef Real_t &(Domain::*

@@ -11,6 +11,7 @@ Results are cached on disk (see ``cache.py``) and in process.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import sys
 from pathlib import Path
@@ -104,6 +105,36 @@ def _math_macros_used(text: str) -> str:
     and the programmatic-dependent-launch functions where it calls one (PDL_FUNCTIONS)."""
     return ("#include <cuda/std/limits>\n" if _LIMITS_MACROS.search(text) else "") + MATH_MACROS + \
         (PDL_FUNCTIONS if _PDL_CALLS.search(text) else "")
+
+
+def _version_macros(text: str, set_aside: list[str]) -> str:
+    """The toolkit's version macros as nvcc's compile has them, where the code names them: CUDART_VERSION from the
+    cuda_runtime_api.h its implicit cuda_runtime.h brings, CUDA_VERSION from cuda.h where the file includes it
+    (set aside, as host-only): ccminer maps __shfl to __shfl_sync and takes its lop3 asm only when CUDA_VERSION >=
+    9000. The values are the installed headers' (13050 for CUDA 13.0's wheels)."""
+    out = ""
+    if "CUDA_VERSION" not in text and "CUDART_VERSION" not in text:
+        return out
+    for macro, header, needed in (("CUDART_VERSION", "cuda_runtime_api.h", True),
+                                  ("CUDA_VERSION", "cuda.h", any(n.rsplit("/", 1)[-1] in ("cuda.h", "cudaTypedefs.h")
+                                                                 for n in set_aside))):
+        value = _header_define(header, macro) if needed else None
+        if value is not None:
+            out += f"#ifndef {macro}\n#define {macro} {value}\n#endif\n"
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _header_define(header: str, macro: str) -> str | None:
+    """The number an SDK header #defines ``macro`` as, or None."""
+    for d in nvrtc.sdk_include_dirs():
+        try:
+            m = re.search(rf"^\s*#\s*define\s+{macro}\s+(\d+)", (Path(d) / header).read_text(errors="replace"), re.M)
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return None
 
 
 # Programmatic dependent launch (CUDA 11.8, sm_90): nvcc's implicit cuda_runtime.h brings cuda_device_runtime_api.h,
@@ -338,7 +369,7 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs, prepared.launched)
     line1 = f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n'
-    head = PREAMBLE + _math_macros_used(prepared.text)
+    head = PREAMBLE + _math_macros_used(prepared.text) + _version_macros(prepared.text, prepared.set_aside_includes)
     text = head + line1 + prepared.text
     root, sdk = _root(abs_path), nvrtc.sdk_root()
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)

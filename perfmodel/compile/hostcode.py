@@ -433,6 +433,8 @@ class _FileProcessor:
 
     # ---- one file ----------------------------------------------------------------------------------------------
     def process(self, path: Path, display: str, text: str, depth: int = 0) -> str:
+        # a UTF-8 byte-order mark (ccminer's cuda_quark_blake512.cu): gcc and nvcc skip it, NVRTC reads a token
+        text = text[1:] if text.startswith("\ufeff") else text
         self.result.files[display] = text
         masked = mask(text)
         lines = text.split("\n")
