@@ -967,6 +967,19 @@ def test_a_scalar_parameters_default_argument_is_used_when_not_given(cli, tmp_pa
     assert doc["correct"] is True, doc["correct_detail"]
 
 
+def test_a_define_reaches_a_header_found_up_the_tree(cli, tmp_path):
+    """ccminer: `-D` reached the compile only if the file or a header on the include path named it; a header the
+    compile finds up the folder tree (`#include <hdr.h>` from sub/, the file in the folder above, as cuda-samples'
+    Common/) was not read, so `-D MYFLAG=7` was dropped and the kernel ran its other branch (2 where 1)."""
+    (tmp_path / "hdr.h").write_text("#if MYFLAG >= 5\n#define VAL 1\n#else\n#define VAL 2\n#endif\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "k.cu").write_text("#include <hdr.h>\n__global__ void k(int *out) { out[threadIdx.x] = VAL; }\n")
+    np.save(tmp_path / "ones.npy", np.ones(32, np.int32))
+    doc = analyze_json(cli, str(tmp_path / "sub" / "k.cu"), "--grid", "1", "--block", "32", "--arg", "out=int32[32]",
+                       "--check", f"out={tmp_path / 'ones.npy'}", "-D", "MYFLAG=7", "--device", "h100")
+    assert doc["correct"] is True, doc["correct_detail"]
+
+
 def test_hot_lines_list_the_lines_of_an_included_header(cli, tmp_path):
     """A kernel whose loop is a header's device function: the hottest-lines table left the header's lines out, so it
     showed the kernel's call line at 1% and nothing for the other 96%. Each header line is listed as file:line with

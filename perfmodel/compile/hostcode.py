@@ -239,6 +239,23 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
     return dead
 
 
+def tree_header(name: str, folder: Path) -> Path | None:
+    """A header not on the include path, in the folders a project keeps shared headers in, up the tree from
+    ``folder`` (cuda-samples' Samples/x/y/z.cu includes <helper_math.h> from Common/ with -I../../../Common)."""
+    if not name.endswith((".h", ".cuh", ".hpp", ".inl")):
+        return None
+    d = folder
+    for _ in range(4):
+        for sub in ("", "Common", "common", "include", "inc"):
+            cand = d / sub / name
+            if cand.is_file():
+                return cand.resolve()
+        if d.parent == d:
+            break
+        d = d.parent
+    return None
+
+
 @functools.lru_cache(maxsize=4)
 def _sdk_macros(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
     """Every macro name a ``#define`` in NVIDIA's headers (these SDK folders) names: an ``#ifdef`` of one of them
@@ -407,19 +424,8 @@ class _FileProcessor:
         for d in self.sdk_dirs:
             if (d / name).is_file():
                 return ("umbrella", d / name) if name in UMBRELLAS else ("sdk", None)
-        # Not on the include path: look in the folders a project keeps shared headers in, up the tree
-        # (cuda-samples' Samples/x/y/z.cu includes <helper_math.h> from Common/ with -I../../../Common).
-        if name.endswith((".h", ".cuh", ".hpp", ".inl")):
-            d = here.parent
-            for _ in range(4):
-                for sub in ("", "Common", "common", "include", "inc"):
-                    cand = d / sub / name
-                    if cand.is_file():
-                        return "local", cand.resolve()
-                if d.parent == d:
-                    break
-                d = d.parent
-        return "aside", None
+        found = tree_header(name, here.parent)
+        return ("local", found) if found is not None else ("aside", None)
 
     def _device_parts(self, name: str, last: int, display: str) -> str:
         """What replaces the ``#include`` of a set-aside header: nothing, or - where the SDK has all of them - the

@@ -72,6 +72,7 @@ def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, .
     from pathlib import Path
 
     from perfmodel import safeload
+    from perfmodel.compile.hostcode import tree_header
 
     names = list(macro_names(source))
     seen: set[Path] = set()
@@ -86,7 +87,10 @@ def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, .
                 if candidate.is_file():
                     break
             else:
-                continue
+                # where the compile finds it too: up the tree (hostcode.tree_header), as ccminer's headers are
+                candidate = tree_header(name, folder)
+                if candidate is None:
+                    continue
             if candidate in seen:
                 continue
             seen.add(candidate)
