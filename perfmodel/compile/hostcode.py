@@ -329,6 +329,7 @@ class _FileProcessor:
         # function-like macros' '{' less '}' in their replacement: ggml's GGML_TABLE_BEGIN(type, name, size) opens a
         # __device__ table's initialiser (`static const __device__ type name[size] = {`), GGML_TABLE_END() closes it
         self.macro_braces: dict[str, int] = {}
+        self._resolved: dict[tuple, tuple[str, Path | None]] = {}     # (name, quoted, including file) -> _resolve
         # function-like macros whose replacement is host code: it launches a kernel or calls the host runtime
         # (a PyTorch extension's TORCH_BINDING_ADD(f32, torch::kFloat32) defining the host wrapper of a kernel)
         self.host_macros: set[str] = set()
@@ -404,7 +405,15 @@ class _FileProcessor:
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
         """("local", path) to inline, ("sdk", None) to keep for NVRTC, ("umbrella", path) for the device-side
-        headers an umbrella header includes (UMBRELLAS), ("aside", None) to blank."""
+        headers an umbrella header includes (UMBRELLAS), ("aside", None) to blank. Once per include of a file: the
+        #if verdicts ask first whether its quoted headers are found, then the include itself."""
+        key = (name, quoted, here)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self._find(name, quoted, here)
+        return found
+
+    def _find(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
         base = name.rsplit("/", 1)[-1]
         search = ([here.parent] if quoted else []) + self.include_dirs
         if quoted and "/" in name and not name.startswith(HOST_ONLY_PREFIXES) and not base.startswith("helper_") \
