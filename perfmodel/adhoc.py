@@ -31,7 +31,7 @@ from typing import Any
 from perfmodel import expr as _expr
 from perfmodel.adhoc_args import (  # noqa: F401  (LaunchArgumentError, _dtype_name: re-exported for cli/, api.py)
     _ARRAY, LaunchArgumentError, _array_arg, _check_expression, _components, _dtype_name, _evaluate, _plain,
-    _signature_text, _split_dims, _struct_example, _struct_fields, _struct_text)
+    _pointee_name, _signature_text, _split_dims, _struct_example, _struct_fields, _struct_text)
 from perfmodel.errors import SpecError
 
 
@@ -124,7 +124,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             if p.is_pointer and not is_array:
                 raise LaunchArgumentError(
                     f"--arg {item!r}: parameter {p.name!r} of {entry} is a pointer ({p.ctype}); give it an array, "
-                    f"e.g. --arg {p.name}={_dtype_name(p.dtype) or 'float32'}[N]:random")
+                    f"e.g. --arg {p.name}={_pointee_name(p.dtype) or 'float32'}[N]:random")
             if not p.is_pointer and is_array:
                 raise LaunchArgumentError(f"--arg {item!r}: parameter {p.name!r} of {entry} is a scalar "
                                           f"({p.ctype}); give it a number or an expression, e.g. --arg {p.name}=1024")
@@ -139,7 +139,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                            f"only NULL, --arg {p.name}=null)")
         elif p.is_pointer:
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
-                           f"{_dtype_name(p.dtype) or 'float32'}[COUNT]:random)")
+                           f"{_pointee_name(p.dtype) or 'float32'}[COUNT]:random)")
         elif fields:
             missing.append(f"{p.name!r} ({p.ctype}: --arg {p.name}={','.join(fields).upper()}, one value per "
                            "component)")
@@ -205,7 +205,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                 spec_args.append({"name": p.name, "same_as": other})
                 continue
             spec_args.append({"name": p.name, **_array_arg(value, f"--arg {item}", f"parameter {p.name!r}", p.ctype,
-                                                           _dtype_name(p.dtype), i + 1, values, cwd)})
+                                                           _pointee_name(p.dtype), i + 1, values, cwd)})
         elif i in struct_exprs:
             spec_args.append({"name": p.name, "fields": _struct_fields(p, *struct_exprs[i], values, cwd, i)})
         elif i in vector_exprs:

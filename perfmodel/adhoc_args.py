@@ -35,6 +35,25 @@ def _dtype_name(dtype: np.dtype | None) -> str | None:
     return name if name in DTYPES and DTYPES[name] == dtype else None
 
 
+def _fits_pointee(dtype: np.dtype, pointee: str) -> bool:
+    """Whether ``DTYPE[COUNT]`` of ``dtype`` may stand for a pointer's elements: a number pointee's own dtype; for a
+    vector pointee (``uint2*``, ``uchar4*``) any number type that divides it (``uint32[2 * N]`` for N uint2s, one
+    ``uint32`` a pixel for ``uchar4``), as the bytes are the same."""
+    from perfmodel.compile.signature import vector_dtype
+    from perfmodel.spec import DTYPES
+
+    if pointee in DTYPES:
+        return dtype == DTYPES[pointee]
+    return vector_dtype(pointee).itemsize % dtype.itemsize == 0
+
+
+def _pointee_name(dtype: np.dtype | None) -> str | None:
+    """What ``DTYPE[COUNT]`` must match for a pointer to ``dtype``: a number type's name, or a vector type's."""
+    from perfmodel.compile.signature import vector_name
+
+    return _dtype_name(dtype) or vector_name(dtype)
+
+
 def _signature_text(params) -> str:
     return ", ".join(f"{p.ctype} {p.name}" for p in params) or "no parameters"
 
@@ -164,8 +183,12 @@ def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | No
     m = _ARRAY.match(value)
     dtype = " ".join(m["dtype"].split())
     if dtype not in DTYPES:
-        raise LaunchArgumentError(f"{option}: unknown dtype {dtype!r} (known: {', '.join(DTYPES)})")
-    if pointee is not None and DTYPES[dtype] != DTYPES[pointee]:
+        vector = _vector_array(m, dtype, option, what, ctype, pointee, seed, values, cwd)
+        if vector is not None:
+            return vector
+        raise LaunchArgumentError(f"{option}: unknown dtype {dtype!r} (known: {', '.join(DTYPES)}, and the CUDA "
+                                  "vector types: float4, uint2, ...)")
+    if pointee is not None and not _fits_pointee(DTYPES[dtype], pointee):
         raise LaunchArgumentError(f"{option}: {what} is {ctype}, so its elements are {pointee}, not {dtype}")
     count = m["count"].strip()
     if not count:
@@ -201,6 +224,35 @@ def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | No
         if held != size:
             raise LaunchArgumentError(f"{option}: {init['file']} holds {held:,} elements, COUNT is {size:,}")
     return {"dtype": dtype, "length": count, "init": init, **({"offset": offset} if offset is not None else {})}
+
+
+def _vector_array(m, dtype: str, option: str, what: str, ctype: str, pointee: str | None, seed: int,
+                  values: Mapping[str, Any], cwd: Path) -> dict | None:
+    """``float4[N]``, ``uint2[N]:random``: N elements of a CUDA vector type, laid out as vector_types.h has them
+    (x, y, z, w of each element in turn): an array of N x components of the component type (what a ``--check``
+    reference and ``--save`` see, flat like every array). ``@OFFSET`` counts vectors. None when ``dtype`` is no
+    vector type."""
+    from perfmodel.compile.signature import vector_dtype, vector_name
+
+    vec = vector_dtype(dtype) if dtype != "dim3" else None
+    if vec is None:
+        return None
+    if pointee is not None and pointee != vector_name(vec):
+        raise LaunchArgumentError(f"{option}: {what} is {ctype}, so its elements are {pointee}, not {dtype}")
+    k = len(vec.names)
+    count, offset = m["count"].strip(), m["offset"]
+    if not count:
+        raise LaunchArgumentError(f"{option}: expected a COUNT between the brackets, e.g. {dtype}[N]")
+    if offset is not None and not offset.strip():
+        raise LaunchArgumentError(f"{option}: expected an OFFSET after @, e.g. {dtype}[{count}]@1")
+    _check_expression(count, set(values), option)
+    flat = f"{_dtype_name(vec.fields['x'][0])}[({count}) * {k}]"
+    if offset is not None:
+        _check_expression(offset, set(values), option)
+        flat += f"@({offset.strip()}) * {k}"
+    if m["init"] is not None:
+        flat += ":" + m["init"]
+    return _array_arg(flat, option, what, ctype, None, seed, values, cwd)
 
 
 def _struct_example(layout) -> str:
