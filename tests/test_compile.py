@@ -448,6 +448,27 @@ def test_the_toolkit_version_macros_are_defined_as_nvcc_has_them():
     assert (out == 11).all()
 
 
+def test_glibc_sys_types_are_there_as_nvcc_has_them():
+    """ccminer's cuda_helper.h takes an `off_t`: nvcc's device code has glibc's <sys/types.h> (through
+    cuda_runtime.h's <stdlib.h>), NVRTC none of it ("identifier off_t is undefined"). On x86-64 glibc off_t, ssize_t
+    and time_t are `long int` (8 bytes, signed) and u_int32_t an unsigned 32-bit int. A file that declares one of
+    the names itself keeps its own. By hand: out = 8 + 8 + 8 + 4 + (a signed off_t: -1 < 0) = 29, and 2 for the
+    file whose off_t is a 2-byte short."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("__device__ int size_of(off_t i) { return (int)sizeof(i); }\n"
+           "__global__ void k(int *out, ssize_t n)\n{\n    u_int32_t u = 0u;\n"
+           "    out[threadIdx.x] = size_of(0) + (int)sizeof(n) + (int)sizeof(time_t) + (int)sizeof(u)"
+           " + ((off_t)-1 < 0);\n}\n")
+    out = np.zeros(32, np.int32)
+    simulate(load_kernel(source=src, path="systypes.cu"), 1, 32, [out, 5])
+    assert (out == 29).all()
+    own = "typedef short off_t;\n__global__ void k(int *out) { out[threadIdx.x] = (int)sizeof(off_t); }\n"
+    simulate(load_kernel(source=own, path="own_off_t.cu"), 1, 32, [out])
+    assert (out == 2).all()
+
+
 def test_typedefs_of_tagged_enums_and_of_member_function_pointers():
     """RSBench: `typedef enum __hm{SMALL, LARGE} HM_size;` was read as an alias named after the tag, which nothing
     named, and set aside: "identifier HM_size is undefined". HeCBench lulesh: `typedef Real_t &(Domain::*

@@ -124,6 +124,25 @@ def _version_macros(text: str, set_aside: list[str]) -> str:
     return out
 
 
+# glibc's <sys/types.h> types (x86-64), which nvcc's device code sees through cuda_runtime.h's <stdlib.h>:
+# `__off_t`, `__ssize_t`, `__time_t` are `long int`, the BSD `u_int32_t` ... are the `__uintN_t`. NVRTC has none
+# (ccminer's cuda_helper.h takes an `off_t`). Typedef'd only where the code names one and does not declare it.
+_SYS_TYPES = (("off_t", "long"), ("ssize_t", "long"), ("time_t", "long"), ("u_char", "unsigned char"),
+              ("u_short", "unsigned short"), ("u_int", "unsigned int"), ("u_long", "unsigned long"),
+              ("u_int8_t", "unsigned char"), ("u_int16_t", "unsigned short"), ("u_int32_t", "unsigned int"),
+              ("u_int64_t", "unsigned long"))
+
+
+def _sys_types_used(text: str) -> str:
+    """The _SYS_TYPES typedefs of the names ``text`` uses without declaring them itself."""
+    out = ""
+    for name, ctype in _SYS_TYPES:
+        if re.search(rf"\b{name}\b", text) and not re.search(rf"\b(?:typedef\b[^;]*\b{name}\s*;|using\s+{name}\s*=|"
+                                                              rf"define\s+{name}\b)", text):
+            out += f"typedef {ctype} {name};\n"
+    return out
+
+
 @functools.lru_cache(maxsize=8)
 def _header_define(header: str, macro: str) -> str | None:
     """The number an SDK header #defines ``macro`` as, or None."""
@@ -369,7 +388,8 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     options = _options(target, defines, prepared.device_launch)
     all_exprs = _name_expressions(prepared.kernels, exprs, prepared.launched)
     line1 = f'#line 1 "{_escape(str(abs_path) if abs_path else "kernel.cu")}"\n'
-    head = PREAMBLE + _math_macros_used(prepared.text) + _version_macros(prepared.text, prepared.set_aside_includes)
+    head = PREAMBLE + _sys_types_used(prepared.text) + _math_macros_used(prepared.text) + \
+        _version_macros(prepared.text, prepared.set_aside_includes)
     text = head + line1 + prepared.text
     root, sdk = _root(abs_path), nvrtc.sdk_root()
     key = _cache.cache_key(text, options, all_exprs, nvrtc.version(), FORMAT_VERSION, root, sdk)
