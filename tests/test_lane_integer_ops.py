@@ -313,3 +313,36 @@ def test_packed_16_bit_integer_simd_intrinsics():
                 np.maximum(np.minimum(x, y), 0), (ux + uy) >> 1, sat(-x)]
     for k, e in enumerate(expected):
         np.testing.assert_array_equal(o[k * n:(k + 1) * n], pack(e), err_msg=f"intrinsic #{k}")
+
+
+def test_scalar_video_instructions_against_the_gpu():
+    """vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr with .sat, .clamp / .wrap and .add / .min / .max (ccminer's
+    jh512 takes ``vshl.u32.u32.u32.clamp.add``), every form of tests/data/video_scalar.cu on the 1,024 inputs an
+    H200 ran them on (validation/microbench/video_scalar.py -> validation/video_scalar_h200.npz): bit for bit. Row 3
+    (a saturating vshl, whose GPU results follow no rule found) is compiled only with -D SATURATING_SHIFT, and
+    then refused by name."""
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from perfmodel.errors import PerfmodelError
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "validation" / "microbench"))
+    try:
+        from video_scalar import ROWS, inputs
+    finally:
+        sys.path.pop(0)
+    gpu = np.load(root / "validation" / "video_scalar_h200.npz")
+    a, b, c = inputs()
+    np.testing.assert_array_equal(a, gpu["a"])          # the measured inputs are the ones regenerated here
+    n = a.size
+    src = (root / "tests" / "data" / "video_scalar.cu").read_text()
+    o = np.zeros(ROWS * n, np.uint32)
+    simulate(_kernel(src, "video_scalar.cu"), n // 256, 256, [o, a, b, c, n])
+    rows = [r for r in range(ROWS) if r != 3]
+    np.testing.assert_array_equal(o.reshape(ROWS, n)[rows], gpu["o"].reshape(ROWS, n)[rows])
+    with pytest.raises(PerfmodelError, match=r"a saturating vshl .*differs from the PTX ISA"):
+        simulate(load_kernel(source=src, path="video_scalar.cu", defines={"SATURATING_SHIFT": 1}), 4, 256,
+                 [o, a, b, c, n])

@@ -18,6 +18,7 @@ from collections import Counter
 SUPPORTED_OPCODES: frozenset[str] = frozenset("""
 add sub mul mad mul24 mad24 sad fma div rem rcp sqrt rsqrt ex2 lg2 sin cos tanh abs neg min max copysign
 and or xor not lop3 shl shr popc clz brev bfe bfi bfind prmt shf cnot testp vabsdiff4 vabsdiff2 dp4a dp2a bmsk addc subc
+vadd vsub vabsdiff vmin vmax vshl vshr
 madc
 cvt cvta mov setp selp set slct
 ld st ldu

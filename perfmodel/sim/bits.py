@@ -350,3 +350,71 @@ def b_bmsk(ins, ops):
         a, b = (a & 31, b & 31) if wrap else (np.minimum(a, 32), np.minimum(b, 32))
         w(st, fr, ((((np.int64(1) << b) - 1) << a) & 0xFFFFFFFF).astype(np.uint32))
     return bmsk
+
+
+_VIDEO_SCALAR = ("vadd", "vsub", "vabsdiff", "vmin", "vmax", "vshl", "vshr")
+
+
+@builder(*_VIDEO_SCALAR)
+def b_video(ins, ops):
+    """The scalar video instructions (PTX ISA, "Scalar Video Instructions"): ``vop.dtype.atype.btype{.sat}{.op2}
+    d, a, b{, c}`` for vadd, vsub, vabsdiff, vmin, vmax, and ``vshl``/``vshr.dtype.atype.u32{.sat}.{clamp,wrap}``
+    (ccminer's jh512: ``vshl.u32.u32.u32.clamp.add``). As the ISA's pseudo-code: a and b are sign- or zero-extended
+    by their types; the shift count is b clamped to 32 (.clamp) or b mod 32 (.wrap), vshr shifting a signed a
+    arithmetically; the exact result is clamped to d's range (.sat) and then combined with c (.add, .min, .max,
+    compared signed for a .s32 d); d is its low 32 bits. Two forms differ on the GPU (an H200, every form against
+    tests/data/video_scalar.cu's 1,024 inputs: validation/video_scalar_h200.npz): with .add nothing saturates,
+    and a saturating vshl is refused. Sub-word selectors (``a.b0``, ``d.h1``) are not run."""
+    from perfmodel.ptx.ir import Imm, Reg
+
+    op = ins.opcode
+    shift = op in ("vshl", "vshr")
+    if len(ins.types) != 3 or any(t not in ("u32", "s32") for t in ins.types) or not all(
+            isinstance(o, (Reg, Imm)) for o in ins.operands) or len(ins.operands) not in (3, 4):
+        raise Unsupported(f"{op} with sub-word selectors or other types ({ins.text.strip()})")
+    dst_t, a_t, b_t = ins.types
+    op2 = next((m for m in ins.mods if m in ("add", "min", "max")), None)
+    if (op2 is None) != (len(ins.operands) == 3):
+        raise Unsupported(f"{op} merging c without .add, .min or .max ({ins.text.strip()})")
+    sat, clamp = ins.has("sat"), ins.has("clamp")
+    if shift and not (clamp or ins.has("wrap")):
+        raise Unsupported(f"{op} without .clamp or .wrap ({ins.text.strip()})")
+    if shift and sat and not (op == "vshr" and dst_t == a_t):
+        # measured (validation/video_scalar_h200.npz): the GPU's vshl.u32.s32.u32.sat.clamp follows no rule
+        # found (some overflowing shifts give 0xFFFFFFFF, others their low 32 bits); a vshr within one type
+        # cannot leave its range, so its .sat changes nothing
+        raise Unsupported(f"a saturating {op} ({ins.text.strip()}): the GPU's result differs from the PTX ISA's "
+                          "pseudo-code, measured, and was not modelled")
+    # measured: with .add the GPU does not saturate (the sum wraps; "saturation cannot be used with the secondary
+    # accumulate operation", as the ISA says of the SIMD forms)
+    sat = sat and op2 != "add"
+    ga, gb = ops.reader(ins.operands[1], a_t), ops.reader(ins.operands[2], b_t)
+    gc = ops.reader(ins.operands[3], dst_t) if op2 else None
+    w = ops.writer(ins.operands[0])
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if dst_t == "s32" else (0, (1 << 32) - 1)
+
+    def video(st, fr):
+        # Python integers (object arrays) keep a shift of up to 32 bits of a 33-bit value exact
+        a = np.asarray(ga(st, fr)).astype(np.int64).astype(object)
+        b = np.asarray(gb(st, fr)).astype(np.int64).astype(object)
+        if op == "vadd":
+            t = a + b
+        elif op == "vsub":
+            t = a - b
+        elif op == "vabsdiff":
+            t = abs(a - b)
+        elif op == "vmin":
+            t = np.minimum(a, b)
+        elif op == "vmax":
+            t = np.maximum(a, b)
+        else:
+            n = np.minimum(b, 32) if clamp else b & 31
+            t = a << n if op == "vshl" else a >> n
+        if sat:
+            t = np.minimum(np.maximum(t, lo), hi)
+        if op2 is not None:
+            c = np.asarray(gc(st, fr)).astype(np.int64).astype(object)
+            t = t + c if op2 == "add" else (np.minimum(t, c) if op2 == "min" else np.maximum(t, c))
+        r = np.asarray(t & 0xFFFFFFFF, dtype=object).astype(np.uint64).astype(np.uint32)
+        w(st, fr, r.view(np.int32) if dst_t == "s32" else r)
+    return video

@@ -155,7 +155,8 @@ def _flop_kind(ins) -> tuple[str | None, bool]:
 
 
 _INT_OPS = {"add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "and", "or", "xor", "not", "shl",
-            "shr", "popc", "clz", "bfe", "bfi", "brev", "prmt", "shf", "sad", "mul24", "mad24", "bfind", "cnot"}
+            "shr", "popc", "clz", "bfe", "bfi", "brev", "prmt", "shf", "sad", "mul24", "mad24", "bfind", "cnot",
+            "vadd", "vsub", "vabsdiff", "vmin", "vmax", "vshl", "vshr"}
 
 
 class ProgramBuilder:
