@@ -526,8 +526,12 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         dtype = _dtype_name(p.dtype)
         if p.is_pointer:
             const = p.ctype.split("*")[0].split().count("const") > 0
-            note = ""
-            if dtype is None:
+            note, length = "", "N"
+            vector = _pointee_name(p.dtype) if dtype is None else None
+            if vector is not None:          # float4*: N float4s are N x 4 float32s (x, y, z, w in turn)
+                dtype, length = _dtype_name(p.dtype.fields["x"][0]), f"N * {len(p.dtype.names)}"
+                note = f"  # {p.ctype}: N {vector}s"
+            elif dtype is None:
                 dtype, note = "uint8", f"  # {p.ctype}: bytes - set the length to N * sizeof the element"
             if const:
                 seed += 1
@@ -536,7 +540,7 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
             else:
                 init = "zeros"
                 outputs.append(p.name)
-            lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, length: N, init: {init}}}{note}")
+            lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, length: {length}, init: {init}}}{note}")
         elif p.ctype.split()[-1] in ("cudaTextureObject_t", "CUtexObject"):
             seed += 1
             lines_args.append(f"  - name: {p.name}   # {p.ctype}: the texture the host code creates - its texels and "

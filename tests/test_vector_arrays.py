@@ -93,3 +93,20 @@ def test_missing_vector_pointer_names_its_vector_type(cli, files):
     code, doc = _run(cli, files, "--kernel", "swap_add", "--grid", "4", "--block", "64", "-D", "n=250",
                      "--arg", "in=uint2[n]:random", "--arg", "n=n")
     assert code == 2 and "--arg out=uint2[COUNT]:random" in doc["error"]["message"], doc
+
+
+def test_kernels_init_sizes_a_vector_pointer_in_its_components(cli, files, tmp_path):
+    """`kernels init` gave a `float4*` parameter `uint8` bytes of length N ("set the length to N * sizeof"); it is
+    N float4s: `float32`, length N * 4. Run as written at N = 4,096: 4,096 16-byte loads = 65,536 bytes = 2,048
+    sectors, and the reference (numpy on the x, y, z, w layout) agrees."""
+    spec = tmp_path / "scale4.yaml"
+    code, _, err = cli("kernels", "init", str(files / "k.cu"), "--kernel", "scale4", "-o", str(spec))
+    assert code == 0, err
+    text = spec.read_text()
+    assert "{name: in, dtype: float32, length: N * 4," in text and "# const float4*: N float4s" in text
+    spec.write_text(text.replace("source: k.cu", f"source: {files / 'k.cu'}")
+                    + f"outputs:\n  - {{arg: out, reference: \"{files / 'refs.py'}:scale4\"}}\n")
+    code, out, err = cli("analyze", str(spec), "-D", "N=4096", "--device", "h100", "--json")
+    doc = json.loads(out or err)
+    assert code == 0 and doc["correct"] is True, doc
+    assert doc["counts"]["global"]["load_sectors"] == 2048
