@@ -245,10 +245,12 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
         _evaluate(smem, values, f"--smem {smem}", integer=True, minimum=0)
 
     declared = _module_variables(program)
-    constants, device_variables = _symbols(symbols or (), declared, program.name, values, cwd)
+    constants, device_variables = _symbols(symbols or (), declared, program.name, values, cwd, program)
     outputs = []
     arrays = {a["name"] for a in spec_args if "length" in a or "same_as" in a}
     arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
+    arrays |= {f"{name}.{k}" for name, c in {**constants, **device_variables}.items()
+               for k, v in c.get("fields", {}).items() if isinstance(v, dict)}
     devices = sorted(n for n, v in declared.items() if v.space == "global")
     for key, ref, item in _parse_assignments(checks, "--check"):
         if key.isdigit() and int(key) < len(params):
@@ -357,10 +359,13 @@ def _declared_array(v, program, option: str) -> dict:
 
 
 def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[str, Any],
-             cwd: Path) -> tuple[dict, dict]:
+             cwd: Path, program=None) -> tuple[dict, dict]:
     """``--symbol NAME=DTYPE[COUNT][:INIT]``: the spec's ``constants`` (a ``__constant__`` variable) and
     ``device_variables`` (a ``__device__`` one) entries, each one of the variables the kernel names
-    (``declared``, :func:`_module_variables`), no larger than it."""
+    (``declared``, :func:`_module_variables`), no larger than it; ``--symbol 'NAME={FIELD=VALUE, ...}'`` for a
+    variable of a struct type (``program.variable_layouts``), its ``fields``."""
+    from types import SimpleNamespace
+
     from perfmodel.spec import DTYPES
 
     constants: dict[str, dict] = {}
@@ -372,11 +377,24 @@ def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[
                                       f"(it names: {', '.join(sorted(declared)) or 'none'})")
         if key in constants or key in device:
             raise LaunchArgumentError(f"{option}: {key!r} is given twice")
-        if not _ARRAY.match(value) or "@" in value:
-            raise LaunchArgumentError(f"{option}: expected NAME=DTYPE[COUNT][:INIT], e.g. --symbol {key}=float32[16]:"
-                                      "random")
         v = declared[key]
         space = "__constant__" if v.space == "const" else "__device__"
+        layout = (getattr(program, "variable_layouts", None) or {}).get(key)
+        if value.strip().startswith("{") and layout is not None:
+            # a struct-typed variable (AutoDock-GPU's `__constant__ GpuData cData;`): its fields, pointer fields
+            # included, as a by-value struct parameter's
+            var = SimpleNamespace(name=key, ctype=layout.ctype, layout=layout)
+            texts = _struct_text(value, var, item, "--symbol", f"{space} {key} is {layout.ctype}, a struct")
+            entry = {"fields": _struct_fields(var, texts, item, values, cwd, 50 + len(constants) + len(device),
+                                              "--symbol")}
+            (constants if v.space == "const" else device)[key] = entry
+            continue
+        if not _ARRAY.match(value) or "@" in value:
+            example = f"'{key}={_struct_example(layout)}'" if layout is not None and layout.error is None else \
+                f"{key}=float32[16]:random"
+            raise LaunchArgumentError(f"{option}: expected NAME=DTYPE[COUNT][:INIT]"
+                                      + (f" or, for {space} {key} ({layout.ctype}), its fields in braces"
+                                         if layout is not None else "") + f", e.g. --symbol {example}")
         entry = _array_arg(value, option, f"{space} {key!r}", f"{space} {key}", None, 1000, values, cwd)
         nbytes = _evaluate(entry["length"], values, option) * DTYPES[entry["dtype"]].itemsize
         if nbytes > v.nbytes:

@@ -268,17 +268,18 @@ def _struct_example(layout) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def _struct_text(value: str, p, item: str) -> dict[str, str]:
-    """``{n=32, shift=(1, 2), out=float32[n]:random}`` -> field -> its text, checked against the layout."""
+def _struct_text(value: str, p, item: str, flag: str = "--arg", what: str | None = None) -> dict[str, str]:
+    """``{n=32, shift=(1, 2), out=float32[n]:random}`` -> field -> its text, checked against the layout. ``flag``
+    and ``what`` name the option and the thing for messages (``--symbol``, ``__constant__ cData``)."""
     layout = p.layout
-    option = f"--arg {item}"
+    option = f"{flag} {item}"
+    what = what or f"parameter {p.name!r} is {p.ctype}, a struct passed by value"
     if layout.error is not None:
-        raise LaunchArgumentError(f"{option}: parameter {p.name!r} is {p.ctype}, a struct passed by value, whose "
-                                  f"fields perfmodel could not find: {layout.error}")
+        raise LaunchArgumentError(f"{option}: {what}, whose fields perfmodel could not find: {layout.error}")
     inner = value.strip()
     if not (inner.startswith("{") and _closing(inner) == len(inner) - 1):
-        raise LaunchArgumentError(f"{option}: parameter {p.name!r} is {p.ctype}, a struct passed by value; give its "
-                                  f"fields in braces, e.g. --arg '{p.name}={_struct_example(layout)}'")
+        raise LaunchArgumentError(f"{option}: {what}; give its fields in braces, e.g. {flag} "
+                                  f"'{p.name}={_struct_example(layout)}'")
     out: dict[str, str] = {}
     for part in _split_expressions(inner[1:-1]):
         key, sep, text = part.partition("=")
@@ -299,9 +300,11 @@ def _struct_text(value: str, p, item: str) -> dict[str, str]:
     return out
 
 
-def _struct_fields(p, texts: dict[str, str], item: str, values: Mapping[str, Any], cwd: Path, index: int) -> dict:
-    """The spec's ``fields:`` of a struct given on the command line."""
-    option = f"--arg {item}"
+def _struct_fields(p, texts: dict[str, str], item: str, values: Mapping[str, Any], cwd: Path, index: int,
+                   flag: str = "--arg") -> dict:
+    """The spec's ``fields:`` of a struct given on the command line (``--arg``, or ``--symbol`` for a struct-typed
+    ``__constant__`` / ``__device__`` variable)."""
+    option = f"{flag} {item}"
     fields: dict[str, Any] = {}
     for n, (key, text) in enumerate(texts.items()):
         leaf = p.layout.leaf(key)

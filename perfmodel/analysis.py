@@ -318,7 +318,7 @@ def _check_replicated(launch, args, replication, written=None):
                       "blocks write or accumulate into the same elements, and only some blocks ran)")
     outputs = {o.arg for o in launch.outputs}
     before = {name: v for a in launch.args for name, v in a.arrays().items() if name in outputs}
-    before.update({name: v for name, v in launch.device_variables.items() if name in outputs})
+    before.update({name: v for name, v in launch.symbol_arrays().items() if name in outputs})
     after = {name: v for a, value in zip(launch.args, args) for name, v in a.arrays(value).items()}
     after.update(getattr(args, "symbols", {}))
     changed = {name: _written(name, b, after[name], written or {}) for name, b in before.items()}
@@ -595,7 +595,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
     initial = {name: np.asarray(v) for a in launch.args
                for name, v in (a.arrays() if a.kind != "surface" else {a.name: a.value}).items()
                if keep_args or (check_outputs and name in outputs)}
-    initial.update({name: v for name, v in launch.device_variables.items()
+    initial.update({name: v for name, v in launch.symbol_arrays().items()
                     if keep_args or (check_outputs and name in outputs)})
     for stratum in sample.strata:
         if not len(stratum.block_ids):
@@ -676,7 +676,7 @@ def _sampled(spec, launch, program, n: int, reason: str, check_outputs: bool = T
         static_shared_bytes=int(program.static_shared_bytes), param_bytes=int(program.param_bytes),
         block_load_sectors=None, block_footprint_sectors=None, per_block_idle=idle, sim_seconds=0.0,
         sample_reason=reason,
-        final_symbols={name: np.array(merged.get(name, v)) for name, v in launch.device_variables.items()}
+        final_symbols={name: np.array(merged.get(name, v)) for name, v in launch.symbol_arrays().items()}
         if keep_args else None,
         final_args=[np.array(merged.get(a.name, a.value)) if a.kind in ("array", "surface") else
                     a.with_arrays({k: np.array(v) for k, v in merged.items()}) if a.kind == "struct" else a.value

@@ -308,6 +308,8 @@ class RawKernel:
         array_names = {values[i].name if not isinstance(i, tuple) else f"{values[i[0]].name}.{i[1]}" for i in arrays}
         device_names = {v.name for v in program.module.variables if v.space == "global"}
         array_names |= {name for name in (constants or {}) if name in device_names}   # read back: expected= may name
+        array_names |= {f"{name}.{k}" for name, v in (constants or {}).items() if isinstance(v, Mapping)
+                        for k, a in v.items() if isinstance(a, np.ndarray)}             # a struct variable's arrays
         if expected is not None and reference is not None:
             raise ApiError("give expected= or reference=, not both")
         if expected is not None:
@@ -337,7 +339,26 @@ class RawKernel:
         spec.__dict__["_label"] = self.name
         spec.__dict__["inline_references"] = inline
         const_values, device_values = {}, {}
+        layouts = getattr(program, "variable_layouts", None) or {}
         for name, array in dict(constants or {}).items():
+            if isinstance(array, Mapping):
+                # a struct-typed variable (`__constant__ Params cData;`): its fields, a pointer field's array
+                # written back into the caller's after the run like a struct argument's
+                if name not in layouts:
+                    raise ApiError(f"constants[{name!r}]: a dict of fields is for a __constant__ or __device__ "
+                                   f"variable of a struct type; {name!r} is not one perfmodel laid out")
+                fields = {}
+                for key, value in array.items():
+                    if isinstance(value, np.ndarray):
+                        if not value.flags.writeable:
+                            raise ApiError(f"constants[{name!r}][{key!r}]: a pointer field takes a writeable "
+                                           "numpy array (the kernel's writes are copied back into it)")
+                        fields[key] = np.ascontiguousarray(value).reshape(-1).copy()
+                        arrays[("symbol", f"{name}.{key}")] = value
+                    else:
+                        fields[key] = value
+                (device_values if name in device_names else const_values)[name] = fields
+                continue
             if name in device_names:
                 # a __device__ variable: its values go in, and come back into the caller's array after the run
                 if not isinstance(array, np.ndarray) or not array.flags.writeable:

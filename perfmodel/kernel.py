@@ -43,6 +43,8 @@ class KernelProgram:
     # (compiled module, kernel info), so that a program used only for its registers or PTX runs no nvdisasm
     sass: SassFacts | None = field(default=None, repr=False, compare=False)
     sass_source: tuple | None = field(default=None, repr=False, compare=False)
+    # struct-typed __constant__ / __device__ variables: name -> StructLayout (perfmodel/compile/variables.py)
+    variable_layouts: dict = field(default_factory=dict, repr=False, compare=False)
 
     def sass_facts(self) -> SassFacts:
         if self.sass is None:
@@ -584,7 +586,7 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
         ptxas_shared_bytes=info.static_shared_bytes, primary_file=primary, defines=dict(defines or {}),
-        sass_source=(compiled, info))
+        sass_source=(compiled, info), variable_layouts=dict(compiled.variable_layouts))
 
 
 def _shared_load_widths(compiled, info, module, entry) -> dict:

@@ -232,7 +232,7 @@ PREAMBLE = "#ifndef __NVCC__\n#define __NVCC__ 1\n#endif\n" + PREAMBLE
 if sys.platform.startswith("linux"):
     PREAMBLE = "#ifndef __linux__\n#define __linux__ 1\n#endif\n#ifndef __unix__\n#define __unix__ 1\n#endif\n" + PREAMBLE
 BASE_OPTIONS = ["-default-device", "-std=c++17", "-lineinfo"]
-FORMAT_VERSION = 18          # bump when the cached JSON changes meaning (or what the scan makes of a file)
+FORMAT_VERSION = 19          # bump when the cached JSON changes meaning (or what the scan makes of a file)
 FALLBACK_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
 
 
@@ -433,11 +433,16 @@ def _lay_out_structs(mod: CompiledModule, record: "_cache.Record", text: str, op
     NVRTC's offsets), into the record (cached with the compile) and onto the parameters."""
     from perfmodel.compile import structs
 
+    from perfmodel.compile.variables import struct_variables
+
     wanted: dict[str, tuple[str, str]] = {}
     for k in mod.kernels:
         for p in k.params:
             if p.struct_key:
                 wanted.setdefault(p.struct_key, (p.ctype, p.struct_key.split("|")[0]))
+    # __constant__ / __device__ variables of a struct type: "var|NAME" (their layouts stored under it too)
+    for name, ctype in struct_variables(record.ptx, text, typedefs).items():
+        wanted[f"var|{name}"] = (ctype, "")
     if not wanted:
         return
     source = structs._Source(text)
@@ -448,6 +453,12 @@ def _lay_out_structs(mod: CompiledModule, record: "_cache.Record", text: str, op
         for p in k.params:
             if p.struct_key in record.layouts:
                 p.layout = structs.StructLayout.from_json(record.layouts[p.struct_key])
+    mod.variable_layouts = _variable_layouts(record)
+
+
+def _variable_layouts(record: "_cache.Record") -> dict:
+    """NAME -> StructLayout of the module's struct-typed __constant__ / __device__ variables (compile/variables.py)."""
+    return {key[4:]: StructLayout.from_json(value) for key, value in record.layouts.items() if key.startswith("var|")}
 
 
 def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines, include_dirs):
@@ -680,7 +691,8 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          options=list(options), templates=templates, template_launches=launches,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
                          declared_only=declared,
-                         cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None)
+                         cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None,
+                         variable_layouts=_variable_layouts(record))
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:
         declared.setdefault(k.file, []).append(k.namespace + k.name)

@@ -66,6 +66,8 @@ class CompiledModule:
     # folder or of another environment's headers (compile/cache.py moves): the cubin's line information names the
     # old folders, the SASS listing is read with them moved to the new
     relocated: tuple[tuple[str, str], ...] | None = None
+    # struct-typed __constant__ / __device__ variables: name -> StructLayout (compile/variables.py)
+    variable_layouts: dict = field(default_factory=dict, repr=False)
 
     @property
     def source_file(self) -> str | None:

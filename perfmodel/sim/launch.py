@@ -41,6 +41,28 @@ def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
     return builder
 
 
+def _symbol_structs(program, constants, blocks: list, arrays: list, owners: list) -> dict:
+    """NAME -> (layout, number fields) of the struct-typed module variables given as dicts of fields; their
+    pointer fields' arrays appended to ``blocks``/``arrays``/``owners`` as (NAME, field)."""
+    from types import SimpleNamespace
+
+    out = {}
+    layouts = getattr(program, "variable_layouts", None) or {}
+    for name, value in (constants or {}).items():
+        if not isinstance(value, Mapping):
+            continue
+        layout = layouts.get(name)
+        var = SimpleNamespace(name=name, ctype=layout.ctype if layout is not None else "", layout=layout)
+        where = f"symbol {name}" + (f" ({layout.ctype})" if layout is not None else "")
+        numbers, fields = struct_args.normalise(var, value, where)
+        out[name] = (layout, numbers)
+        for path, array in fields.items():
+            blocks.append((f"{name}.{path}", array.nbytes))
+            arrays.append(array)
+            owners.append((name, path))
+    return out
+
+
 class LaunchState:
     def __init__(self, program, grid, block, args, constants, dynamic_shared_bytes, max_steps, timeout,
                  blank_inputs: bool = False, count_cc1: bool = True, pointer_offsets: dict | None = None):
@@ -103,6 +125,9 @@ class LaunchState:
                     self.arg_arrays.append(array)
                     owners.append((p.name, path))
                     self.struct_pointers[(p.name, p.layout.leaf(path).offset)] = f"{p.name}.{path}"
+        # struct-typed __constant__ / __device__ variables given as dicts of fields (AutoDock-GPU's cData, whose
+        # fields point to the device arrays): their pointer fields' arrays next, their bytes packed below
+        symbol_structs = _symbol_structs(program, constants, blocks, self.arg_arrays, owners)
         # texture objects (cudaTextureObject_t arguments): their texels after the pointer arguments
         texture_args = [(p, a) for p, a in zip(params, args) if isinstance(a, (Texture, Surface))]
         for p, a in texture_args:
@@ -130,7 +155,7 @@ class LaunchState:
         # per heap block: bytes between the array's start and the pointer the kernel gets (bounds messages)
         self.block_pointer_offsets = {k: self.pointer_offsets.get(n, 0) for k, (n, path) in enumerate(owners)
                                       if path is None}
-        struct_addresses: dict[str, dict[str, int]] = {name: {} for name in structs}
+        struct_addresses: dict[str, dict[str, int]] = {name: {} for name in [*structs, *symbol_structs]}
         self.blank_inputs = blank_inputs      # the heap starts zeroed; nothing is copied in or written back
         for k, (a, (name, path)) in enumerate(zip(self.arg_arrays, owners)):
             if not blank_inputs:
@@ -169,6 +194,8 @@ class LaunchState:
         # __device__ variables: their initialiser, or values given (the host's cudaMemcpyToSymbol), which are
         # written back after the run (cudaMemcpyFromSymbol)
         constants = dict(constants or {})
+        for name, (layout, numbers) in symbol_structs.items():
+            constants[name] = np.frombuffer(struct_args.pack(layout, numbers, struct_addresses[name]), np.uint8).copy()
         self.device_variables: list[tuple[np.ndarray, int]] = []     # (given array, heap block)
         self.device_variable_blocks: dict[str, int] = {}                # name -> heap block
         for j, v in enumerate(gvars):

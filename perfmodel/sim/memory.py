@@ -517,6 +517,13 @@ class MemoryMixin:
             unset = [n for n, _ in launch.unset_constants]
             why = (f"a NULL pointer? __constant__ {', '.join(unset)} {'was' if len(unset) == 1 else 'were'} given no "
                    "values, so pointers read from there are 0")
+            layouts = getattr(launch.program, "variable_layouts", None) or {}
+            structs = [(n, layouts[n]) for n in unset if n in layouts and layouts[n].error is None]
+            if structs:
+                from perfmodel.adhoc_args import _struct_example
+
+                n, layout = structs[0]
+                why += f"; give a struct's fields, e.g. --symbol '{n}={_struct_example(layout)}'"
         else:
             why = "a NULL or uninitialised pointer"
         if far_below:

@@ -15,13 +15,15 @@ def fields_text(layout) -> str:
     return layout.describe() if layout is not None and layout.error is None else "unknown"
 
 
-def normalise(p, value) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def normalise(p, value, where: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(the number fields' values, each an array of its leaf's dtype and count; the pointer fields' arrays) of
-    the struct argument ``value`` for parameter ``p``; a SimulationError names the field that is wrong."""
+    the struct argument ``value`` for parameter ``p`` (or a struct-typed __constant__ variable: ``where`` names
+    it); a SimulationError names the field that is wrong."""
     layout = getattr(p, "layout", None)
-    where = f"argument {p.name} ({p.ctype})"
+    where = where or f"argument {p.name} ({p.ctype})"
     if layout is None or layout.error is not None:
-        why = layout.error if layout is not None else "it is not a struct passed by value"
+        why = layout.error if layout is not None else ("it is not a struct passed by value" if p.ctype else
+                                                       "it is not a variable of a struct type perfmodel laid out")
         raise SimulationError(f"{where} cannot take a dict of fields: {why}")
     if not isinstance(value, Mapping):
         raise SimulationError(f"{where} is a struct passed by value: give a dict of its fields, {layout.describe()}")

@@ -183,17 +183,7 @@ class KernelSpec:
             raise SpecError(f"{file}: field 'args': duplicate arg name(s) {', '.join(sorted(duplicates))}")
         for i, arg in enumerate(model.args):
             base = f"args[{i}]"
-            for key, value in (arg.fields or {}).items():
-                where = f"{base}.fields.{key}"
-                if value is None:       # a pointer field given NULL
-                    continue
-                if isinstance(value, FieldArraySpec):
-                    self._check_sized(value.length, value.shape, value.init, where, known)
-                    continue
-                for j, item in enumerate(value if isinstance(value, list) else [value]):
-                    at = where + (f"[{j}]" if isinstance(value, list) else "")
-                    _expr.check_syntax(item, file=file, field=at)
-                    self._check_names(item, known, at)
+            self._check_fields(arg.fields, base, known)
             self._check_sized(arg.length, arg.shape, arg.init, base, known)
             values = arg.value if isinstance(arg.value, list) else [] if arg.value is None else [arg.value]
             for j, value in enumerate(values):
@@ -204,6 +194,7 @@ class KernelSpec:
             for name, constant in getattr(model, section).items():
                 if not _IDENT.match(name):
                     raise SpecError(f"{file}: field '{section}': {name!r} is not an identifier")
+                self._check_fields(constant.fields, f"{section}.{name}", known)
                 self._check_sized(constant.length, constant.shape, constant.init, f"{section}.{name}", known)
         both = sorted(set(model.constants) & set(model.device_variables))
         if both:
@@ -212,6 +203,8 @@ class KernelSpec:
         arrays |= set(model.device_variables)                                         # read back from the symbol
         arrays |= {f"{arg.name}.{key}" for arg in model.args for key, value in (arg.fields or {}).items()
                    if isinstance(value, FieldArraySpec)}                           # a struct's pointer fields
+        arrays |= {f"{name}.{key}" for name, c in {**model.constants, **model.device_variables}.items()
+                   for key, value in (c.fields or {}).items() if isinstance(value, FieldArraySpec)}
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
                 raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg, surface arg or "
@@ -234,6 +227,21 @@ class KernelSpec:
         if unknown:
             raise SpecError(f"{self.path}: field '{field_name}': unknown name(s) {', '.join(sorted(unknown))} in "
                             f"expression {value!r} (known {what}: {', '.join(sorted(known)) or 'none'})")
+
+    def _check_fields(self, fields, base: str, known: set[str]) -> None:
+        """A struct's ``fields:`` (an arg's or a struct variable's): their expressions and arrays' sizes."""
+        file = str(self.path)
+        for key, value in (fields or {}).items():
+            where = f"{base}.fields.{key}"
+            if value is None:       # a pointer field given NULL
+                continue
+            if isinstance(value, FieldArraySpec):
+                self._check_sized(value.length, value.shape, value.init, where, known)
+                continue
+            for j, item in enumerate(value if isinstance(value, list) else [value]):
+                at = where + (f"[{j}]" if isinstance(value, list) else "")
+                _expr.check_syntax(item, file=file, field=at)
+                self._check_names(item, known, at)
 
     def _check_sized(self, length, shape, init: InitSpec | None, base: str, known: set[str]) -> None:
         file = str(self.path)
@@ -382,13 +390,16 @@ class KernelSpec:
                                _offset(arg, params, file, i, other.value.size, f"{arg.same_as}'s"), arg.same_as)
         constants = {}
         for name, constant in model.constants.items():
-            constants[name] = self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype],
-                                          params, f"constants.{name}", cache, values)
+            constants[name] = self._struct(constant.fields, params, f"constants.{name}", cache, values) \
+                if constant.fields is not None else \
+                self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype], params,
+                            f"constants.{name}", cache, values)
         device_variables = {}
         for name, variable in model.device_variables.items():
-            device_variables[name] = self._array(variable.length, variable.shape, variable.init,
-                                                 DTYPES[variable.dtype], params, f"device_variables.{name}", cache,
-                                                 values)
+            device_variables[name] = self._struct(variable.fields, params, f"device_variables.{name}", cache, values) \
+                if variable.fields is not None else \
+                self._array(variable.length, variable.shape, variable.init, DTYPES[variable.dtype], params,
+                            f"device_variables.{name}", cache, values)
         outputs = []
         for i, output in enumerate(model.outputs):
             tolerances = {}

@@ -186,12 +186,29 @@ class Launch:
 
     def constant_values(self) -> dict[str, np.ndarray]:
         """Fresh copies of the ``__constant__`` and ``__device__`` variables' initial values (the simulator writes
-        the ``__device__`` ones back after the run: :meth:`symbols_after`)."""
-        return {name: value.copy() for name, value in {**self.constants, **self.device_variables}.items()}
+        the ``__device__`` ones back after the run, and a struct variable's pointer fields' arrays:
+        :meth:`symbols_after`)."""
+        return {name: ({k: v.copy() if isinstance(v, np.ndarray) else v for k, v in value.items()}
+                       if isinstance(value, Mapping) else value.copy())
+                for name, value in {**self.constants, **self.device_variables}.items()}
+
+    def symbol_arrays(self, values: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        """The arrays the variables put in global memory, by the names outputs give them: a ``__device__``
+        variable's own, a struct variable's pointer fields' as ``NAME.FIELD``. ``values``: a run's
+        :meth:`constant_values` (default: the initial values)."""
+        values = {**self.constants, **self.device_variables} if values is None else values
+        out = {}
+        for name, value in values.items():
+            if isinstance(value, Mapping):
+                out.update({f"{name}.{k}": v for k, v in value.items() if isinstance(v, np.ndarray)})
+            elif name in self.device_variables:
+                out[name] = value
+        return out
 
     def symbols_after(self, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The ``__device__`` variables of ``values`` (a run's :meth:`constant_values`), by name."""
-        return {name: values[name] for name in self.device_variables if name in values}
+        """The ``__device__`` variables of ``values`` (a run's :meth:`constant_values`) and the struct variables'
+        pointer fields' arrays, by the names outputs give them."""
+        return self.symbol_arrays(values)
 
     def registers_for(self, compute_capability: str) -> int | None:
         return self.registers.get(compute_capability)
@@ -217,7 +234,7 @@ class Launch:
                 args[arg.name] = fields
             else:
                 args[arg.name] = arg.value
-        for name, value in self.device_variables.items():
+        for name, value in self.symbol_arrays().items():     # __device__ variables, struct variables' fields
             view = value.view()
             view.flags.writeable = False
             args.setdefault(name, view)

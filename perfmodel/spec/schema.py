@@ -382,13 +382,28 @@ class ArgSpec(_Strict):
 
 class ConstantSpec(_SizedArray):
     """Initial value of a ``__constant__`` or ``__device__`` symbol (what the host's ``cudaMemcpyToSymbol`` would
-    copy)."""
+    copy): an array (``dtype``, ``length`` or ``shape``, ``init``), or for a variable of a struct type its
+    ``fields`` as a struct arg's (a pointer field an array, which outputs name ``NAME.FIELD``)."""
 
     WHAT: ClassVar[str] = "a constant"
     dtype: str = "float32"
     length: Expr | None = None
     shape: list[Expr] | None = None
-    init: InitSpec
+    init: InitSpec | None = None
+    fields: dict[str, Expr | list[Expr] | FieldArraySpec | None] | None = None   # None: a NULL pointer field
+
+    @model_validator(mode="after")
+    def _size(self):
+        if self.fields is not None:
+            if self.length is not None or self.shape is not None or self.init is not None:
+                raise ValueError("a struct variable's fields: take no length, shape or init of their own")
+            for key in self.fields:
+                if not _FIELD_PATH.match(key):
+                    raise ValueError(f"field name {key!r}: expected NAME or NAME.SUB (a nested struct's field)")
+            return self
+        if self.init is None:
+            raise ValueError("a constant needs init: (or fields: for a variable of a struct type)")
+        return super()._size()
 
 
 class OutputSpec(_Strict):
