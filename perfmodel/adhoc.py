@@ -406,6 +406,28 @@ def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|0[xX][0-9a-fA-F]+)")
 
 
+def _starter_fields(name: str, layout, indent: str, lines: list[str], outputs: list[str], seed: int) -> int:
+    """``kernels init``'s lines for every field of a struct (a parameter's or a variable's): a pointer field an
+    array of N (random where it points to const, else zeros and an output), a number N or 1.0. Returns the seed."""
+    for f in layout.leaves:
+        if f.pointer:
+            kind = f.pointee or "uint8"
+            const = f.ctype.startswith("const ")
+            seed += const
+            init = (f"{{random: {{seed: {seed}, low: -1, high: 1}}}}" if kind[0] in "fhb" else
+                    f"{{random: {{seed: {seed}, low: 0, high: 100}}}}") if const else "zeros"
+            if not const:
+                outputs.append(f"{name}.{f.path}")
+            note = "" if f.pointee else ": bytes - set the length to N * sizeof the element"
+            lines.append(f"{indent}{f.path}: {{dtype: {kind}, length: N, init: {init}}}   # {f.ctype}{note}")
+        else:
+            one = "N" if f.dtype[0] in "iu" else "1.0"
+            value = f"[{', '.join([one] * f.count)}]" if f.shape and f.count <= 8 else one
+            lines.append(f"{indent}{f.path}: {value}   # {f.ctype}"
+                         + (f": {f.count} values, or one for every element" if f.shape else ""))
+    return seed
+
+
 def _numeric_default(p) -> str | None:
     """A scalar parameter's default argument when it is a number literal (``0``, ``1.0f``, ``256u``, ``-1``), as
     an expression; None otherwise (an expression of other names, a pointer's nullptr)."""
@@ -575,21 +597,7 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         elif p.layout is not None and p.layout.error is None:   # a struct passed by value: every field
             lines_args.append(f"  - name: {p.name}   # {p.ctype}, a struct: set every field")
             lines_args.append("    fields:")
-            for f in p.layout.leaves:
-                if f.pointer:
-                    kind = f.pointee or "float32"
-                    const = f.ctype.startswith("const ")
-                    seed += const
-                    init = (f"{{random: {{seed: {seed}, low: -1, high: 1}}}}" if kind[0] in "fhb" else
-                            f"{{random: {{seed: {seed}, low: 0, high: 100}}}}") if const else "zeros"
-                    if not const:
-                        outputs.append(f"{p.name}.{f.path}")
-                    lines_args.append(f"      {f.path}: {{dtype: {kind}, length: N, init: {init}}}   # {f.ctype}")
-                else:
-                    one = "N" if f.dtype[0] in "iu" else "1.0"
-                    value = f"[{', '.join([one] * f.count)}]" if f.shape and f.count <= 8 else one
-                    lines_args.append(f"      {f.path}: {value}   # {f.ctype}"
-                                      + (f": {f.count} values, or one for every element" if f.shape else ""))
+            seed = _starter_fields(p.name, p.layout, "      ", lines_args, outputs, seed)
         elif dtype is None:
             why = f": {p.layout.error}" if p.layout is not None else " (numbers, vectors, structs, pointers and " \
                                                                       "textures only)"
@@ -597,6 +605,17 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         else:
             value = "N" if dtype[0] in "iu" else "1.0"
             lines_args.append(f"  - {{name: {p.name}, dtype: {dtype}, value: {value}}}   # {p.ctype}: set me")
+    # struct-typed __constant__ / __device__ variables the kernel names (AutoDock-GPU's cData): every field
+    lines_symbols: dict[str, list[str]] = {"const": [], "global": []}
+    named = program.module.named_symbols(program.entry)
+    for v in program.module.variables:
+        layout = (getattr(program, "variable_layouts", None) or {}).get(v.name)
+        if v.space in lines_symbols and v.name in named and layout is not None and layout.error is None:
+            lines = lines_symbols[v.space]
+            lines.append(f"  {v.name}:   # {layout.ctype}, a struct the host copies in (cudaMemcpyToSymbol): "
+                         "set every field")
+            lines.append("    fields:")
+            seed = _starter_fields(v.name, layout, "      ", lines, outputs, seed)
     signature = _signature_text(program.params)
     rel = os.path.relpath(path, folder)
     text = [
@@ -615,6 +634,9 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         "args:" if lines_args else "args: []",
         *lines_args,
     ]
+    for space, key in (("const", "constants:"), ("global", "device_variables:")):
+        if lines_symbols[space]:
+            text += [key, *lines_symbols[space]]
     if include_dirs:
         text.append("include_dirs: " + yaml.safe_dump([os.path.relpath(Path(d).resolve(), folder)
                                                         for d in include_dirs], default_flow_style=True).strip())

@@ -41,6 +41,9 @@ def axpy(n, **kw):
     y[:n] += 2.0 * kw["cData.x"][:n]
     return y
 
+def axpy_N(N, **kw):
+    return axpy(N, **kw)
+
 def axpy_wrong(n, **kw):
     y = np.array(kw["cData.y"], dtype=np.float64)
     y[:n] += 3.0 * kw["cData.x"][:n]
@@ -156,3 +159,23 @@ def test_a_struct_variable_not_given_names_its_fields(cli, tmp_path):
     code, out, err = cli("analyze", str(path), "--grid", "1", "--block", "32", "--device", "h100",
                          "--symbol", "d_common={in=float32[32]:arange, out=float32[32]}", "--json")
     assert code == 0, err
+
+
+def test_kernels_init_writes_the_struct_variables_fields(cli, files, tmp_path):
+    """A kernel with no parameters whose data all comes through `__constant__ GpuData cData`: the starter spec
+    lists every field of it under `constants:` (the pointer to const an input, the other an output), and runs as
+    written; checked against numpy once a reference is named."""
+    spec = tmp_path / "axpy.yaml"
+    code, _, err = cli("kernels", "init", str(files / "k.cu"), "--kernel", "axpy", "-o", str(spec))
+    assert code == 0, err
+    text = spec.read_text()
+    assert "constants:\n  cData:" in text and "      n: N   # int" in text
+    assert "x: {dtype: float32, length: N, init: {random:" in text and "y: {dtype: float32, length: N, init: zeros}" in text
+    assert "#   - {arg: cData.y," in text
+    text = text.replace("scale: 1.0", "scale: 2.0").replace("source: k.cu", f"source: {files / 'k.cu'}")
+    text = text.replace("init: zeros}", "init: ones}")
+    spec.write_text(text + f"outputs:\n  - {{arg: cData.y, reference: \"{files / 'refs.py'}:axpy_N\"}}\n")
+    code, out, err = cli("analyze", str(spec), "-D", "N=1000", "--device", "h100", "--json")
+    doc = json.loads(out or err)
+    assert code == 0 and doc["correct"] is True, doc
+    assert doc["counts"]["global"]["load_requests"] == 2 * 32      # 1,000 threads: 32 warps (4 blocks of 8)
