@@ -2,6 +2,7 @@
 (:mod:`perfmodel.ptx`), and what the executor and the analyzer need to know about it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from perfmodel.errors import SimulationError
@@ -428,6 +429,10 @@ def _spin_loops(flow, module, entry, covered: set, notes: list) -> dict:
     return out
 
 
+# ptxas's subroutines for 64-bit integer division and remainder: $__internal_0_$__cuda_sm20_div_u64, ..._rem_s64
+_INT64_DIVISION = re.compile(r"__cuda_sm\d+_((?:div|rem)_[us]64)\b")
+
+
 def _sass_weights(compiled, info, module, entry, loops: dict | None = None, covered: set | None = None) \
         -> list | None:
     """SASS instructions per PTX instruction of the entry function, from the compiled cubin's line table.
@@ -462,10 +467,16 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
     in_loop = set()
     for b in loops:
         in_loop |= set(range(f.blocks[b].start, f.blocks[b].end))
-    # the math library's slow paths (local subroutines such as $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath,
-    # called only for denormal, infinite or out-of-range operands) are not what the line executes
-    rest = [item for j, item in enumerate(sass) if j not in covered and
-            not (flow[j].subroutine and "slowpath" in flow[j].subroutine)]
+    # SASS subroutines are not what the entry's lines execute, though ptxas files most of them under the function's
+    # last line (its closing brace weighed 130-173 instructions: darknet's upsample_kernel, 2.1x ncu's count; a
+    # pow()): the math library's slow paths ($__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath, called only
+    # for denormal, infinite or out-of-range operands); a PTX .func ptxas kept a subroutine (__internal_accurate_pow,
+    # __noinline__ functions), whose own PTX the simulator executes and counts; and the 64-bit integer division
+    # subroutines, which run once per executed PTX div/rem .u64/.s64 (added to those below; NVVM puts a div.u32
+    # fast path before them where the operands fit in 32 bits)
+    int64 = Counter(_INT64_DIVISION.search(ins.subroutine).group(1) for ins in flow
+                    if ins.subroutine and _INT64_DIVISION.search(ins.subroutine))
+    rest = [item for j, item in enumerate(sass) if j not in covered and not flow[j].subroutine]
     sass_n = Counter(key(*inner) for inner, _outer, _t in rest)
     sass_g = Counter(key(*inner) for inner, _outer, t in rest if _sass_op(t) in _SASS_GLOBAL)
     ptx_keys = [key(module.files.get(ins.file, ""), ins.line) for ins in f.instrs]
@@ -530,6 +541,10 @@ def _sass_weights(compiled, info, module, entry, loops: dict | None = None, cove
         weights.append(w / replication[f.block_of[i]])
     for b, loop in loops.items():
         _loop_weights(weights, f.blocks[b], ptx_keys, loop, sass, key)
+    for i, ins in enumerate(f.instrs):
+        sub = int64.get(f"{ins.opcode}_{ins.type}") if ins.opcode in ("div", "rem") else None
+        if sub:
+            weights[i] += sub        # the subroutine's instructions, each time the division runs
     return weights
 
 
