@@ -257,6 +257,7 @@ class _Parser:
                     self._body_statement(text)
         if self.func is not None:
             raise self.error(f"function {self.func.name} is not closed")
+        _internal_lines_to_call_site(self.functions)
         return Module(self.version, self.target, self.address_size, self.files, self.variables, self.functions,
                       self.extern_funcs)
 
@@ -645,3 +646,25 @@ def _cp_async_zero_fill(ins: Instr, regs: dict, size: int, src_size, temps, data
         out.append(Instr("and", ("b32",), (temps[k], raw, mask), guard=ragged, **where))
     return out
 
+
+
+def _internal_lines_to_call_site(functions: dict) -> None:
+    """NVVM's internal math helpers kept as functions (``__internal_accurate_pow`` for ``pow(double, double)``)
+    carry the .loc of the kernel's closing brace, so a kernel's pow showed 84% of its instructions on ``}``: the
+    instructions of a ``__internal_*`` function called from one source line take that call's line (and file)."""
+    sites: dict[str, set] = {}
+    for f in functions.values():
+        for ins in f.instrs:
+            if ins.opcode == "call" and len(ins.operands) > 1:
+                name = getattr(ins.operands[1], "name", None)
+                if isinstance(name, str) and name.startswith("__internal_"):
+                    sites.setdefault(name, set()).add((ins.file, ins.line, ins.outer))
+    for name, where in sites.items():
+        f = functions.get(name)
+        if f is None or len(where) != 1:
+            continue
+        (file, line, outer), = where
+        if not line:
+            continue
+        for ins in f.instrs:
+            ins.file, ins.line, ins.outer = file, line, outer
