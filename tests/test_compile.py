@@ -983,3 +983,27 @@ def test_a_call_through_a_function_pointer_is_listed_and_refused_at_its_line(tmp
     program = load_kernel(tmp_path / "fp.cu", entry="k")
     with pytest.raises(SimulationError, match=r"fp\.cu:6:.*indirect call through a function pointer"):
         simulate(program, 1, 32, [np.ones(32, np.float32), 1])
+
+
+def test_if_branches_see_the_macros_of_headers_and_of_earlier_lines(tmp_path):
+    """Three ways the #if verdicts were wrong. A macro a found header defines (cfg.h's `#define USE_FOO`) was
+    taken as defined by nothing, so `#ifdef USE_FOO` was dead and the scan kept the #else kernel, which the
+    compile never saw: 0 kernels. chai's common.h `#if DOUBLE_PRECISION / #define T double / #else / #define T
+    float`: the scan read the last #define whatever the branch, so `T *x` was float* where NVRTC compiled double*.
+    And `#ifndef DOUBLE_PRECISION / #define DOUBLE_PRECISION 1 / #endif` before it was undecided (the file defines
+    the name somewhere), so the #if was too. The compiled signatures say which is right."""
+    (tmp_path / "cfg.h").write_text("#define USE_FOO 1\n#define REAL double\n")
+    (tmp_path / "a.cu").write_text('#include "cfg.h"\n#ifdef USE_FOO\n__global__ void foo(REAL *x) { x[0] = 1; }\n'
+                                   "#else\n__global__ void bar(float *x) { x[0] = 1; }\n#endif\n")
+    mod = compile_cuda(tmp_path / "a.cu")
+    assert [(k.name, [p.ctype for p in k.params]) for k in mod.kernels] == [("foo", ["double*"])]
+    body = "__global__ void scale(T *x, int n) { int i = threadIdx.x; if (i < n) x[i] = 2 * x[i]; }\n"
+    for head in ("#if 1\n#define T double\n#else\n#define T float\n#endif\n",
+                 "#ifndef DOUBLE_PRECISION\n#define DOUBLE_PRECISION 1\n#endif\n#if DOUBLE_PRECISION\n"
+                 "#define T double\n#else\n#define T float\n#endif\n"):
+        mod = compile_cuda("t.cu", source=head + body)
+        assert [p.ctype for p in mod.kernel("scale").params] == ["double*", "int"], head
+    mod = compile_cuda("t.cu", source="#ifndef DOUBLE_PRECISION\n#define DOUBLE_PRECISION 1\n#endif\n"
+                       "#if DOUBLE_PRECISION\n#define T double\n#else\n#define T float\n#endif\n" + body,
+                       defines={"DOUBLE_PRECISION": 0})
+    assert [p.ctype for p in mod.kernel("scale").params] == ["float*", "int"]

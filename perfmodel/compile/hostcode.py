@@ -192,13 +192,14 @@ def _device_condition(cond: str, macro=None) -> bool | None:
 
 
 def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | None = None,
-                       uncertain: set | None = None) -> set[int]:
+                       uncertain: set | None = None, dead_defines: set | None = None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
     parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
     its own ``{``); branches it cannot decide count as taken. ``seen`` / ``uncertain`` (read by ``macro``) are
     kept as the file goes: the ``#define``s of taken branches (name -> replacement; AutoDock-GPU's
-    ``#define ADADELTA_AUTOSTOP`` before its ``#ifdef``), and the names an undecided branch defines or undefines."""
+    ``#define ADADELTA_AUTOSTOP`` before its ``#ifdef``), and the names an undecided branch defines or undefines.
+    ``dead_defines`` collects the 0-based first lines of the ``#define``s in branches no compile takes."""
     seen = {} if seen is None else seen
     uncertain = set() if uncertain is None else uncertain
     dead: set[int] = set()
@@ -226,6 +227,8 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
             frame[0] = False if frame[1] else (None if frame[0] is None else not frame[0])
         elif word == "endif" and stack:
             stack.pop()
+        elif word == "define" and dead_defines is not None and any(frame[0] is False for frame in stack):
+            dead_defines.add(first)
         elif word in ("define", "undef") and not any(frame[0] is False for frame in stack):
             m = re.match(r"([A-Za-z_]\w*)(\(?)(.*)", rest)
             if m:
@@ -368,7 +371,8 @@ class _FileProcessor:
                uncertain: set | None = None) -> object:
         """What an ``#if`` can know of macro NAME before the compile: its ``-D`` value (a number; 1 for a bare
         ``-D NAME``; DEFINED for a value that is no number), False where nothing defines it (no ``-D``, no
-        ``#define`` in this file or the headers read before it, none in NVIDIA's headers, and - ``unfound`` - no
+        ``#define`` before it in this file, in the headers read before it or in this file's own headers
+        (``here``), none in NVIDIA's headers, and - ``unfound`` - no
         "header" of the file's that was not found: the compile sees it undefined, as a C preprocessor does), else
         None (unknown)."""
         if name in self.defines:
@@ -397,10 +401,28 @@ class _FileProcessor:
                     return float(body)
                 except ValueError:
                     return DEFINED
+        # a #define of this file's own comes later (earlier ones are in seen or uncertain): not defined here yet
         if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
                 or unfound or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
             return None
         return False
+
+    def _header_macros(self, text: str, path: Path, depth: int = 0, visited: set | None = None) -> set[str]:
+        """The names the local headers ``text`` includes (found, transitively) #define or #undef."""
+        visited = set() if visited is None else visited
+        out: set[str] = set()
+        for quote, name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', text, re.M):
+            how, target = self._resolve(name.strip(), quote == '"', path)
+            if how != "local" or target is None or str(target) in visited or depth > 20:
+                continue
+            visited.add(str(target))
+            try:
+                inner = target.read_text(errors="replace")
+            except OSError:
+                continue
+            out |= set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", mask(inner), re.M))
+            out |= self._header_macros(inner, target, depth + 1, visited)
+        return out
 
     # ---- includes -------------------------------------------------------------------------------------------
     def _resolve(self, name: str, quoted: bool, here: Path) -> tuple[str, Path | None]:
@@ -456,7 +478,9 @@ class _FileProcessor:
         mlines = masked.split("\n")
         out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
-        here = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", masked, re.M))
+        # the macros this file's own headers (found, inlined below) may define before an #if asks: undecided
+        # (cfg.h's `#define USE_FOO` made `#ifdef USE_FOO` dead, the compile took the other branch)
+        here = self._header_macros(text, path)
         # a "header" of the project's that is not found could define what an #ifdef asks (config.h): then only
         # the -D names are decided
         unfound = any(m.startswith('"') for m in self.result.missing_includes) or any(
@@ -464,8 +488,10 @@ class _FileProcessor:
             for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M))
         seen: dict = {}
         uncertain: set = set()
+        dead_defines: set[int] = set()
         self.device_dead[display] = _device_dead_lines(
-            mlines, directives, lambda name: self._macro(name, here, unfound, seen, uncertain), seen, uncertain)
+            mlines, directives, lambda name: self._macro(name, here, unfound, seen, uncertain), seen, uncertain,
+            dead_defines)
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
@@ -485,7 +511,9 @@ class _FileProcessor:
                 # object-like only: a function-like macro's invocation (DEFINE_HAS_MEMBER(x), no ';' after it)
                 # stands for declarations of its own, not for words of the declaration the scan joins it to
                 m = re.match(r"define\s+([A-Za-z_]\w*)\b(?!\()(.*)", body)
-                if m:
+                if m and first not in dead_defines:
+                    # (a #define in a branch no compile takes is not the macro's text: chai's `#if DOUBLE_PRECISION
+                    # #define T double #else #define T float`, whose last one was taken for every T)
                     self.macro_words.setdefault(m.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", m.group(2)))
                     self.macro_bodies[m.group(1)] = m.group(2).strip()
                 m = re.match(r"define\s+([A-Za-z_]\w*)\(([^)]*)\)(.*)", body)
