@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.errors import OccupancyError, RunawayKernel
+from perfmodel.errors import OccupancyError, RunawayKernel, SimulationError
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_in_flight_by_line, round_miss_factor,
                                  weighted_loads_in_flight)
@@ -258,6 +258,38 @@ def _array_sectors(launch) -> float:
     return float(total)
 
 
+def _claims_work(program) -> bool:
+    """Whether the kernel uses the value a global atomic returns (``t = atomicAdd(next, 1)``): blocks may then
+    share work out among themselves. A histogram's atomicAdd, whose result is dropped, does not."""
+    from perfmodel.ptx.ir import Reg
+
+    module = program.module
+    for name in [program.entry, *module.callees(program.entry)]:
+        f = module.functions.get(name)
+        if f is None:
+            continue
+        results = {ins.operands[0].name for ins in f.instrs if ins.opcode == "atom" and "shared" not in ins.mods
+                   and ins.operands and isinstance(ins.operands[0], Reg)}
+        if results and any(isinstance(o, Reg) and o.name in results for ins in f.instrs for o in ins.operands[1:]):
+            return True
+    return False
+
+
+def _shares_work(program, launch, rep: int, pilot, limits, cc1_counts) -> bool:
+    """Whether blocks share their work through a counter: two blocks run together each do at most 2/3 of what
+    one did alone (a block's own work does not change with its neighbours)."""
+    total = launch.total_blocks
+    other = (rep + 1) % total
+    alone = float(pilot.counts.warp_instructions)
+    if alone <= 0:
+        return False
+    try:
+        pair, _ = _run(program, launch, [rep, other], limits, fast_loops=False, cc1_counts=cc1_counts, outputs=False)
+    except SimulationError:
+        return False
+    return float(pair.counts.warp_instructions) / 2 < alone * 2 / 3
+
+
 def _representative_block(grid: tuple[int, int, int]) -> int:
     """The block at the centre of the grid (an interior block wherever there is one)."""
     gx, gy, gz = grid
@@ -407,16 +439,22 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     # run again with all the others, as the GPU runs them
     short = not whole and "max_steps" not in (limits or {}) and \
         launch.total_threads <= PILOT_RETRY_WHOLE_MAX_THREADS
+    # blocks that take their work from a global counter (`t = atomicAdd(next, 1)` deciding what, and whether, a
+    # block runs: chai's task queues, persistent threads) share it out among themselves: one block alone takes all
+    claims = not whole and _claims_work(program)
     try:
         pilot, pilot_args = _run(program, launch, None if whole else [rep],
                                  {**(limits or {}), "max_steps": PILOT_SHORT_STEPS} if short else limits,
                                  fast_loops=fast, cc1_counts=cc1_counts, outputs=outputs and whole, first_touch=alone)
-    except RunawayKernel:
-        if not short:
+    except SimulationError as err:
+        # a block that runs away alone, or - where blocks claim work from a counter - one that overflows what
+        # its block was sized for, doing every block's work (a per-block queue): the whole grid, as the GPU runs it
+        if not short or not (isinstance(err, RunawayKernel) or claims):
             raise
         whole, alone = True, False
         pilot, pilot_args = _run(program, launch, None, limits, fast_loops=fast, cc1_counts=cc1_counts,
                                  outputs=outputs, first_touch=False)
+    dynamic = claims and not whole and _shares_work(program, launch, rep, pilot, limits, cc1_counts)
     if pilot.skipped_iterations and check and \
             pilot.counts.warp_instructions * (1 if whole else total) <= FAST_LOOPS_MIN_WARP_INSTRUCTIONS:
         pilot, pilot_args = _run(program, launch, None if whole else [rep], limits,    # short: outputs too
@@ -429,7 +467,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     miss_factor = round_miss_factor(pilot.load_reuse_by_line, load_round_lines(program.module, program.entry))
     if not alone:
         block_load_sectors = block_footprint = None      # no block ran alone: no per-block footprint
-    estimated_work = float(pilot_counts.get("warp_instructions", 0)) * (1 if whole else total)
+    # blocks sharing a counter's work: the one block alone did (nearly) all of the grid's
+    estimated_work = float(pilot_counts.get("warp_instructions", 0)) * (1 if whole or dynamic else total)
     if not whole:
         pilot = pilot_args = None     # only a whole-grid pilot is the run itself: free its arrays
     if whole and total > 1:
@@ -437,6 +476,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
 
     sample_reason = ""
     wants_exact = sample is None or sample == 0 or sample >= total
+    if dynamic and sample is not None and 0 < sample < total:
+        raise SimulationError(f"{spec.name}: its blocks take their work from a global counter (an atomic's result decides "
+                       "what a block does: run alone, one block did the work of several), so a sample of blocks "
+                       "would do the others' work and its counts cannot be scaled up; run it exactly (--sample 0)")
     if sample is not None and sample > 0 and sample < total:
         sample_reason = f"--sample {sample}"
     elif sample is None and not execute_all and total > DEFAULT_SAMPLE_BLOCKS and (
@@ -461,8 +504,6 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                 sample_reason = ""
     if replicated is None and not sample_reason and not whole and estimated_work > EXACT_REFUSE_WARP_INSTRUCTIONS \
             and not (limits or {}).get("timeout"):
-        from perfmodel.errors import SimulationError
-
         raise SimulationError(
             f"{spec.name}: the exact run would execute ~{estimated_work:.2g} warp instructions (one block simulated "
             f"alone x {total:,} blocks), minutes to hours of simulation; "
