@@ -74,3 +74,32 @@ def test_a_lock_between_threads_of_one_block_is_refused_at_once(cli, tmp_path):
                          "mutex=int32[1]", "--arg", "count=int32[1]", "--device", "h100")
     assert code == 2
     assert "lock.cu:2" in err and "nothing changing" in err and "Volta" in err, err
+
+
+CHAIN = """__global__ void chain(int *flags, int ntasks, int *out) {
+    for (int t = blockIdx.x; t < ntasks; t += gridDim.x) {
+        if (threadIdx.x == 0) {
+            while (atomicAdd(&flags[t], 0) == 0) { }
+            out[t] = t + 1;
+            atomicAdd(&flags[t + 1], 1);
+        }
+        __syncthreads();
+    }
+}
+"""
+
+
+def test_blocks_that_take_turns_are_refused_saying_so(cli, tmp_path):
+    """chai's PAD and SC: task t waits for task t - 1's flag, tasks dealt round-robin to the blocks, so with 2
+    blocks for 4 tasks each block waits for the other between its own. In lockstep the batch spins, and one block
+    at a time waits for a block not yet run: the message said "another thread of its block" and ended mid-phrase.
+    With one task a block it runs: out = t + 1 for t = 0..3, 4 stores."""
+    (tmp_path / "chain.cu").write_text(CHAIN)
+    base = [str(tmp_path / "chain.cu"), "--block", "32", "--arg", "flags=int32[5]:values=(1, 0, 0, 0, 0)",
+            "--arg", "ntasks=4", "--arg", "out=int32[4]", "--device", "h100"]
+    code, out, err = cli("analyze", *base, "--grid", "2")
+    assert code == 2 and "chain.cu:4" in err and "blocks wait on each other here" in err, err
+    assert "another thread of its block" not in err
+    code, out, err = cli("analyze", *base, "--grid", "4", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"]["global"]["store_requests"] == 4, doc

@@ -108,7 +108,7 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
     them. The caller's arrays are written only when a run completes."""
     import time as _time
 
-    from perfmodel.errors import LockstepStuck
+    from perfmodel.errors import LockstepStuck, RunawayKernel
 
     started = _time.perf_counter()
     options = dict(constants=constants, dynamic_shared_bytes=dynamic_shared_bytes, block_ids=block_ids,
@@ -120,7 +120,18 @@ def simulate(program, grid, block, args, constants=None, dynamic_shared_bytes: i
     except LockstepStuck:
         if timeout is not None:
             timeout = max(1e-3, timeout - (_time.perf_counter() - started))
-        result = _simulate(program, grid, block, args, max_lanes=1, timeout=timeout, **options)
+        try:
+            result = _simulate(program, grid, block, args, max_lanes=1, timeout=timeout, **options)
+        except RunawayKernel as err:
+            # alone, a block waits for another block too: blocks that take turns (chai's PAD and SC: task t waits
+            # for task t - 1's flag, tasks dealt round-robin), which only blocks running side by side finish
+            raise RunawayKernel(
+                f"{err.location or program.name}: blocks wait on each other here: run together in lockstep, "
+                "threads of a batch's blocks spun with nothing changing, and run one block at a time, a block "
+                "waits for what a later block writes (a flag or lock that blocks hand on in turn). A GPU runs "
+                "the resident blocks side by side and their threads independently, which this simulator does "
+                "not (it runs where no block waits for a later one, e.g. one task a block)", location=err.location,
+                thread=err.thread, block=err.block) from None
         result.notes.append("a batch of blocks spun with nothing changing (a lock that one block held while it "
                             "waited for the others in lockstep): the blocks ran again one at a time, as a GPU may "
                             "run them")

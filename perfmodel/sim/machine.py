@@ -646,8 +646,8 @@ def _check_stuck(st: State, cf, fr: Frame, pc: int) -> None:
         f"{loc}: runaway kernel: thread {thread} of block {block} loops at this line with nothing changing - the "
         "same registers, no store or atomic changing memory - and would for ever. If it spins on a lock or flag "
         "that another thread of its block sets after this loop, the simulator runs a block's threads in lockstep, "
-        "as GPUs before Volta did (whose threads deadlock there too); independent thread scheduling lets a "
-        "Volta or later GPU run the waiting threads on", location=loc, thread=thread, block=block)
+        "as GPUs before Volta did (whose threads deadlock there too); a Volta or later GPU schedules them "
+        "independently and would go on", location=loc, thread=thread, block=block)
 
 
 def _runaway(st: State, cf, pc: int):
