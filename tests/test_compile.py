@@ -1007,3 +1007,33 @@ def test_if_branches_see_the_macros_of_headers_and_of_earlier_lines(tmp_path):
                        "#if DOUBLE_PRECISION\n#define T double\n#else\n#define T float\n#endif\n" + body,
                        defines={"DOUBLE_PRECISION": 0})
     assert [p.ctype for p in mod.kernel("scale").params] == ["float*", "int"]
+
+
+def test_a_crash_inside_nvrtc_is_an_error_not_the_end_of_perfmodel(monkeypatch, cli, tmp_path):
+    """NVRTC 13 dies with a segmentation fault on ethminer's `__ldg(&keccak_round_constants[i])` (a __constant__
+    array) for sm_75 to sm_90: perfmodel died with it, exit 139 and no message. Each compile runs in a forked
+    child; its death is a compile error naming the file and the architecture, exit 2. A crash is forced here (the
+    child kills itself), and the real construct must leave the process standing whatever NVRTC does with it."""
+    import os
+    import signal
+
+    from perfmodel.compile import nvrtc
+
+    def crash(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    monkeypatch.setattr(nvrtc, "_compile_program", crash)
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = cli("kernels", "inspect", str(tmp_path / "k.cu"))
+    assert code == 2 and "k.cu: NVRTC crashed (signal 11, SIGSEGV) compiling for sm_90" in err, err
+    monkeypatch.undo()
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache2"))
+    (tmp_path / "ldg.cu").write_text(
+        "__constant__ uint2 rc[4] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}};\n"
+        "__global__ void k(uint2 *out) {\n    uint2 s = make_uint2(threadIdx.x, 0);\n"
+        "    for (int i = 0; i < 3; i++) { uint2 c = __ldg(&rc[i]); s.x ^= c.x; s.y ^= c.y; }\n"
+        "    out[threadIdx.x] = s;\n}\n")
+    code, out, err = cli("kernels", "inspect", str(tmp_path / "ldg.cu"))
+    assert code in (0, 2) and "Traceback" not in err, err
+    assert code == 0 or "NVRTC crashed" in err, err

@@ -397,8 +397,15 @@ def _compile(path, source, *, arch, name_expressions, defines, include_dirs, cac
     record = _cache.lookup(key) if cache else None
     mod = None
     if record is None:
-        result, prepared, used = _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path,
-                                          defines, include_dirs)
+        try:
+            result, prepared, used = _attempt(text, head, line1, prepared, options, all_exprs, exprs, source,
+                                              abs_path, defines, include_dirs)
+        except nvrtc.NvrtcCrash as crash:
+            raise CompileError(
+                f"{display or 'the source'}: {crash.message} compiling for {target}: a fault inside NVIDIA's compiler "
+                "(a bug of NVRTC's, not an error in the file - nvcc may take the same code). Compiling for another "
+                "architecture can avoid it (--device b200 compiles for sm_100; NVRTC 13 crashes on a __ldg() of a "
+                "__constant__ array for sm_75 to sm_90), or rewrite the construct it fails on") from None
         if not result.ok and prepared.launched:
             # an instantiation the file launches does not compile here (its body needs a header that was not
             # found): without them, as a file whose templates are not launched

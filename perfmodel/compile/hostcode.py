@@ -314,7 +314,8 @@ class _FileProcessor:
         self.device_dead: dict[str, set[int]] = {}      # file -> 1-based lines no device compile sees
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
-        self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of macros
+        self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of #if conditions
+        self.macro_uses: dict[str, set[str]] = {}   # macro -> the identifiers of its text (and parameters)
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
         self.launch_words: set[str] = set()         # first pass: the words of launches' template arguments
@@ -505,8 +506,15 @@ class _FileProcessor:
                 pos += len(mlines[li]) + 1
             body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
             word = re.match(r"\w*", body).group()
-            if word in ("define", "if", "ifdef", "ifndef", "elif"):
+            if word in ("if", "ifdef", "ifndef", "elif"):
                 self.kept_ids.update(re.findall(r"[A-Za-z_]\w*", body))
+            elif word == "define":
+                # what a macro's text names reaches device code only where kept code uses the macro (ethminer's
+                # CUDA_SAFE_CALL names a host exception class deriving from std::runtime_error: kept, it failed
+                # the compile): prepare() follows the macros kept code names
+                dm = re.match(r"define\s+([A-Za-z_]\w*)(.*)", body)
+                if dm:
+                    self.macro_uses.setdefault(dm.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", dm.group(2)))
             if word == "define":
                 # object-like only: a function-like macro's invocation (DEFINE_HAS_MEMBER(x), no ';' after it)
                 # stands for declarations of its own, not for words of the declaration the scan joins it to
@@ -892,6 +900,10 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
         for names, inner in first.class_info:
             if (not names or names & reachable) and not inner <= reachable:
                 reachable |= inner
+                changed = True
+        for name in [n for n in first.macro_uses if n in reachable]:     # the text of the macros it names
+            if not first.macro_uses[name] <= reachable:
+                reachable |= first.macro_uses[name]
                 changed = True
     proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs), constexpr_floats)
     proc.reachable = reachable

@@ -178,9 +178,60 @@ class NvrtcResult:
     lowered: dict[str, str] = field(default_factory=dict)   # name expression -> mangled entry name
 
 
+class NvrtcCrash(CompileError):
+    """NVRTC itself died (a signal) compiling a program: its own bug, not an error in the source."""
+
+
 def compile_program(source: str, name: str, options: list[str], name_expressions: list[str] = (),
                     *, want_ptx: bool = True, want_cubin: bool = False) -> NvrtcResult:
-    """One ``nvrtcCompileProgram``. ctypes drops the GIL during the call, so two can run in threads at once."""
+    """One ``nvrtcCompileProgram``, in a forked child process where the platform has fork and this process runs
+    one thread: NVRTC can crash on valid code (NVRTC 13: ethminer's ``__ldg`` of a ``__constant__`` array, for
+    sm_75 to sm_90, a segmentation fault), which would take perfmodel down with no message; the child's death is an
+    :class:`NvrtcCrash` instead. ``PERFMODEL_NVRTC_IN_PROCESS=1`` compiles in this process."""
+    import threading
+
+    if not hasattr(os, "fork") or threading.active_count() > 1 or os.environ.get("PERFMODEL_NVRTC_IN_PROCESS"):
+        return _compile_program(source, name, options, name_expressions, want_ptx=want_ptx, want_cubin=want_cubin)
+    import pickle
+    import signal
+
+    _library()      # loaded once here, inherited by every child
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                        # the child: compile, send the result (or the error), exit
+        status = 0
+        try:
+            import faulthandler
+
+            faulthandler.disable()      # NVRTC's own crash is reported by the parent, not dumped here
+            os.close(read)
+            try:
+                payload = ("ok", _compile_program(source, name, options, name_expressions, want_ptx=want_ptx,
+                                                  want_cubin=want_cubin))
+            except CompileError as err:
+                payload = ("error", str(err))
+            with os.fdopen(write, "wb") as out:
+                out.write(pickle.dumps(payload))
+        except BaseException:   # noqa: BLE001 - nothing may escape a forked child
+            status = 1
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) or not data:
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        what = f"signal {sig}, {signal.Signals(sig).name}" if sig else f"exit status {os.WEXITSTATUS(status)}"
+        raise NvrtcCrash(f"NVRTC crashed ({what})")
+    kind, value = pickle.loads(data)
+    if kind == "error":
+        raise CompileError(value)
+    return value
+
+
+def _compile_program(source: str, name: str, options: list[str], name_expressions: list[str] = (),
+                     *, want_ptx: bool = True, want_cubin: bool = False) -> NvrtcResult:
+    """One ``nvrtcCompileProgram`` in this process."""
     lib = _library()
     prog = ctypes.c_void_p()
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
