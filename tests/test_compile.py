@@ -1037,3 +1037,19 @@ def test_a_crash_inside_nvrtc_is_an_error_not_the_end_of_perfmodel(monkeypatch, 
     code, out, err = cli("kernels", "inspect", str(tmp_path / "ldg.cu"))
     assert code in (0, 2) and "Traceback" not in err, err
     assert code == 0 or "NVRTC crashed" in err, err
+
+
+def test_a_host_class_named_only_by_an_unused_macro_is_set_aside():
+    """ethminer's `#define CUDA_SAFE_CALL(call) ... throw cuda_runtime_error(...)` and cuda-convnet2's `#define
+    DEVICE_MEMORY_MANAGER CUDAMemoryManager` named host classes (one deriving from std::runtime_error, one holding a
+    pthread mutex); every word of every #define counted as used by device code, so those classes were kept and the
+    compile failed on <stdexcept>. A macro's words count where kept code names the macro."""
+    src = ("#include <stdexcept>\n#include <string>\n"
+           "struct my_error : public std::runtime_error {\n"
+           "    my_error(const std::string& msg) : std::runtime_error(msg) {}\n};\n"
+           "#define THROW_IT() throw my_error(\"fail\")\n"
+           "struct Scale { float s; };\n#define SCALE_T Scale\n"
+           "__global__ void scale(SCALE_T p, float* x, int n) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] *= p.s;\n}\n")
+    mod = compile_cuda("macro_host.cu", source=src)
+    assert [p.ctype for p in mod.kernel("scale").params] == ["Scale", "float*", "int"]
