@@ -251,6 +251,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     arrays |= {f"{a['name']}.{k}" for a in spec_args for k, v in a.get("fields", {}).items() if isinstance(v, dict)}
     arrays |= {f"{name}.{k}" for name, c in {**constants, **device_variables}.items()
                for k, v in c.get("fields", {}).items() if isinstance(v, dict)}
+    arrays |= {name for name, c in constants.items() if c.get("pointer")}     # what a pointer variable points to
     devices = sorted(n for n, v in declared.items() if v.space == "global")
     for key, ref, item in _parse_assignments(checks, "--check"):
         if key.isdigit() and int(key) < len(params):
@@ -388,6 +389,17 @@ def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[
             entry = {"fields": _struct_fields(var, texts, item, values, cwd, 50 + len(constants) + len(device),
                                               "--symbol")}
             (constants if v.space == "const" else device)[key] = entry
+            continue
+        pointee = (getattr(program, "pointer_variables", None) or {}).get(key)
+        if pointee is not None and _ARRAY.match(value) and "@" not in value:
+            # a pointer variable (`__constant__ float *d_table;`, set by the host's cudaMemcpyToSymbol of a
+            # device pointer: ethminer's d_dag): the array is what it points to
+            from perfmodel.compile.signature import dtype_of
+
+            entry = _array_arg(value, option, f"{space} {key!r}", f"{space} {pointee}* {key}",
+                               _pointee_name(dtype_of(pointee, False)), 1000 + len(constants) + len(device),
+                               values, cwd)
+            (constants if v.space == "const" else device)[key] = {**entry, "pointer": True}
             continue
         if not _ARRAY.match(value) or "@" in value:
             example = f"'{key}={_struct_example(layout)}'" if layout is not None and layout.error is None else \
@@ -616,6 +628,15 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
                          "set every field")
             lines.append("    fields:")
             seed = _starter_fields(v.name, layout, "      ", lines, outputs, seed)
+        pointee = (getattr(program, "pointer_variables", None) or {}).get(v.name)
+        if v.space in lines_symbols and v.name in named and pointee is not None:
+            from perfmodel.compile.signature import dtype_of
+
+            element = _pointee_name(dtype_of(pointee, False)) or "uint8"
+            lines_symbols[v.space].append(
+                f"  {v.name}: {{dtype: {element}, length: N, init: zeros, pointer: true}}   # {pointee}*: the "
+                "device array the host points it to (cudaMemcpyToSymbol of its address)")
+            outputs.append(v.name)
     signature = _signature_text(program.params)
     rel = os.path.relpath(path, folder)
     text = [

@@ -310,6 +310,8 @@ class RawKernel:
         array_names |= {name for name in (constants or {}) if name in device_names}   # read back: expected= may name
         array_names |= {f"{name}.{k}" for name, v in (constants or {}).items() if isinstance(v, Mapping)
                         for k, a in v.items() if isinstance(a, np.ndarray)}             # a struct variable's arrays
+        array_names |= {name for name in (constants or {})
+                        if name in (getattr(program, "pointer_variables", None) or {})}   # a pointer variable's
         if expected is not None and reference is not None:
             raise ApiError("give expected= or reference=, not both")
         if expected is not None:
@@ -358,6 +360,15 @@ class RawKernel:
                     else:
                         fields[key] = value
                 (device_values if name in device_names else const_values)[name] = fields
+                continue
+            if name in (getattr(program, "pointer_variables", None) or {}) and isinstance(array, np.ndarray):
+                # a pointer variable (`__constant__ float *d_table;`): the array it points to, written back
+                from perfmodel.sim.launch import PointedArray
+
+                pointed = PointedArray(np.ascontiguousarray(array).reshape(-1).copy())
+                (device_values if name in device_names else const_values)[name] = pointed
+                if array.flags.writeable:
+                    arrays[("symbol", name)] = array
                 continue
             if name in device_names:
                 # a __device__ variable: its values go in, and come back into the caller's array after the run

@@ -46,6 +46,8 @@ class KernelProgram:
     sass_source: tuple | None = field(default=None, repr=False, compare=False)
     # struct-typed __constant__ / __device__ variables: name -> StructLayout (perfmodel/compile/variables.py)
     variable_layouts: dict = field(default_factory=dict, repr=False, compare=False)
+    # pointer-typed __constant__ / __device__ variables: name -> pointed-to C type
+    pointer_variables: dict = field(default_factory=dict, repr=False, compare=False)
 
     def sass_facts(self) -> SassFacts:
         if self.sass is None:
@@ -601,7 +603,8 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
         arch=compiled.arch, arch_note=compiled.arch_note, registers=info.registers,
         spill_stores=info.spill_stores, spill_loads=info.spill_loads, local_bytes=info.local_bytes,
         ptxas_shared_bytes=info.static_shared_bytes, primary_file=primary, defines=dict(defines or {}),
-        sass_source=(compiled, info), variable_layouts=dict(compiled.variable_layouts))
+        sass_source=(compiled, info), variable_layouts=dict(compiled.variable_layouts),
+        pointer_variables=dict(compiled.pointer_variables))
 
 
 def _shared_load_widths(compiled, info, module, entry) -> dict:

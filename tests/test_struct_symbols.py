@@ -179,3 +179,74 @@ def test_kernels_init_writes_the_struct_variables_fields(cli, files, tmp_path):
     doc = json.loads(out or err)
     assert code == 0 and doc["correct"] is True, doc
     assert doc["counts"]["global"]["load_requests"] == 2 * 32      # 1,000 threads: 32 warps (4 blocks of 8)
+
+
+POINTER = """// the host: cudaMemcpyToSymbol(d_table, &dev_ptr, sizeof(float*)) (ethminer's d_dag)
+__constant__ float* d_table;
+__constant__ unsigned d_n;
+__global__ void gather(unsigned start)
+{
+    unsigned i = start + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < d_n) d_table[i] *= 2.0f;
+}
+"""
+
+POINTER_REF = """import numpy as np
+def doubled(start, **kw):
+    t = np.array(kw["d_table"], dtype=np.float64)
+    t[start:int(kw["d_n"][0])] *= 2
+    return t
+"""
+
+
+def test_a_pointer_variable_takes_the_array_it_points_to(cli, tmp_path):
+    """`__constant__ float *d_table;`: --symbol d_table=float32[100] was 8 bytes of pointer (refused, "holds 8
+    bytes"), and not given a null pointer; it is now the array the variable points to. Threads 0-127 with start 5
+    and d_n 50: elements 5-49 doubled, 45 loads in 2 warp requests: warp 0's 32 lanes are elements 5-36 (bytes
+    20-147: sectors 0-4, 5), warp 1's first 13 are elements 37-49 (bytes 148-199: sectors 4-6, 3); 8 sectors."""
+    (tmp_path / "p.cu").write_text(POINTER)
+    (tmp_path / "ref.py").write_text(POINTER_REF)
+    base = [str(tmp_path / "p.cu"), "--grid", "1", "--block", "128", "--arg", "start=5", "--device", "h100"]
+    code, out, err = cli("analyze", *base, "--symbol", "d_table=float32[100]:arange", "--symbol",
+                         "d_n=uint32[1]:values=(50)", "--check", f"d_table={tmp_path / 'ref.py'}:doubled", "--json")
+    doc = json.loads(out or err)
+    assert code == 0 and doc["correct"] is True, doc
+    g = doc["counts"]["global"]
+    assert g["load_requests"] == 2 and g["load_sectors"] == 8 and g["store_sectors"] == 8
+    code, out, err = cli("analyze", *base, "--symbol", "d_n=uint32[1]:values=(50)")
+    assert code == 2 and "give that array, e.g. --symbol d_table=float32[N]:random" in err, err
+    code, out, err = cli("analyze", *base, "--symbol", "d_table=int32[100]")
+    assert code == 2 and "so its elements are float32, not int32" in err, err
+
+
+def test_a_pointer_variable_from_a_spec_and_from_python(cli, tmp_path):
+    (tmp_path / "p.cu").write_text(POINTER)
+    (tmp_path / "ref.py").write_text(POINTER_REF)
+    spec = tmp_path / "p.yaml"
+    spec.write_text(f"""name: gather
+source: {tmp_path / 'p.cu'}
+entry: gather
+params:
+  n: {{default: 1000}}
+grid: ['cdiv(n, 256)']
+block: [256]
+args:
+  - {{name: start, dtype: uint32, value: 0}}
+constants:
+  d_table: {{dtype: float32, length: n, init: arange, pointer: true}}
+  d_n: {{dtype: uint32, length: 1, init: {{constant: n}}}}
+outputs:
+  - {{arg: d_table, reference: "{tmp_path / 'ref.py'}:doubled"}}
+""")
+    code, out, err = cli("analyze", str(spec), "--device", "h100", "--json")
+    assert code == 0 and json.loads(out)["correct"] is True, (out, err)
+
+    from perfmodel.api import RawModule
+
+    table = np.arange(64, dtype=np.float32)
+    want = table.copy()
+    want[3:40] *= 2
+    result = RawModule(code=POINTER).get_function("gather")(
+        (1,), (64,), (np.uint32(3),), constants={"d_table": table, "d_n": np.array([40], np.uint32)},
+        expected={"d_table": want})
+    assert result.correct is True and np.array_equal(table, want)

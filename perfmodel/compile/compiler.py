@@ -440,8 +440,12 @@ def _lay_out_structs(mod: CompiledModule, record: "_cache.Record", text: str, op
     NVRTC's offsets), into the record (cached with the compile) and onto the parameters."""
     from perfmodel.compile import structs
 
-    from perfmodel.compile.variables import struct_variables
+    from perfmodel.compile.variables import pointer_variables, struct_variables
 
+    # pointer-typed __constant__ / __device__ variables: "ptr|NAME" -> {"pointee": C type} (no probe needed)
+    for name, pointee in pointer_variables(record.ptx, text, typedefs).items():
+        record.layouts[f"ptr|{name}"] = {"pointee": pointee}
+    mod.pointer_variables = _pointer_variables(record)
     wanted: dict[str, tuple[str, str]] = {}
     for k in mod.kernels:
         for p in k.params:
@@ -461,6 +465,11 @@ def _lay_out_structs(mod: CompiledModule, record: "_cache.Record", text: str, op
             if p.struct_key in record.layouts:
                 p.layout = structs.StructLayout.from_json(record.layouts[p.struct_key])
     mod.variable_layouts = _variable_layouts(record)
+
+
+def _pointer_variables(record: "_cache.Record") -> dict[str, str]:
+    """NAME -> pointed-to C type of the module's pointer-typed __constant__ / __device__ variables."""
+    return {key[4:]: value["pointee"] for key, value in record.layouts.items() if key.startswith("ptr|")}
 
 
 def _variable_layouts(record: "_cache.Record") -> dict:
@@ -699,7 +708,7 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
                          set_aside_includes=list(dict.fromkeys(prepared.set_aside_includes)),
                          declared_only=declared,
                          cubin=record.cubin, files=dict(prepared.files), relocated=relocated or None,
-                         variable_layouts=_variable_layouts(record))
+                         variable_layouts=_variable_layouts(record), pointer_variables=_pointer_variables(record))
     declared: dict[str, list[str]] = {}
     for k in prepared.kernels:
         declared.setdefault(k.file, []).append(k.namespace + k.name)

@@ -68,6 +68,8 @@ class CompiledModule:
     relocated: tuple[tuple[str, str], ...] | None = None
     # struct-typed __constant__ / __device__ variables: name -> StructLayout (compile/variables.py)
     variable_layouts: dict = field(default_factory=dict, repr=False)
+    # pointer-typed __constant__ / __device__ variables: name -> pointed-to C type (compile/variables.py)
+    pointer_variables: dict = field(default_factory=dict, repr=False)
 
     @property
     def source_file(self) -> str | None:

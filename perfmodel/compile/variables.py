@@ -33,3 +33,21 @@ def struct_variables(ptx: str, text: str, typedefs=None) -> dict[str, str]:
             continue
         out[name] = ctype
     return out
+
+
+_PTX_POINTER = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:const|global)\s+\.align\s+8\s+\.[bu]64\s+([A-Za-z_]\w*)\s*;",
+                          re.M)
+
+
+def pointer_variables(ptx: str, text: str, typedefs=None) -> dict[str, str]:
+    """PTX name -> the pointed-to C type, for the module variables declared as one pointer (``__constant__ float
+    *d_table;``, which the host sets with ``cudaMemcpyToSymbol(d_table, &dev_ptr, sizeof(dev_ptr))``: ethminer's
+    ``d_dag``): PTX has an 8-byte integer and the declaration in ``text`` a ``*``."""
+    out: dict[str, str] = {}
+    for m in _PTX_POINTER.finditer(ptx):
+        name = m.group(1)
+        decl = re.search(rf"(?:^|[;}}\s]){_WORDS}(?:\s+{_WORDS})*\s+([A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)\s*\*\s*"
+                         rf"(?:const\s+|__restrict__\s+)*{name}\s*[;=]", text)
+        if decl is not None and re.search(r"__constant__|__device__", decl.group(0)):
+            out[name] = decl.group(1)
+    return out

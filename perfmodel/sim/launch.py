@@ -41,6 +41,18 @@ def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
     return builder
 
 
+class PointedArray:
+    """The value of a pointer-typed ``__constant__`` / ``__device__`` variable (``__constant__ float *d_table;``):
+    the array it points to, placed in global memory; the variable holds its address (what the host's
+    ``cudaMemcpyToSymbol(d_table, &dev_ptr, sizeof(dev_ptr))`` copies)."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def copy(self) -> "PointedArray":
+        return PointedArray(self.array.copy())
+
+
 def _symbol_structs(program, constants, blocks: list, arrays: list, owners: list) -> dict:
     """NAME -> (layout, number fields) of the struct-typed module variables given as dicts of fields; their
     pointer fields' arrays appended to ``blocks``/``arrays``/``owners`` as (NAME, field)."""
@@ -49,6 +61,13 @@ def _symbol_structs(program, constants, blocks: list, arrays: list, owners: list
     out = {}
     layouts = getattr(program, "variable_layouts", None) or {}
     for name, value in (constants or {}).items():
+        if isinstance(value, PointedArray):     # its array, owned as a pointer argument's: NAME names it
+            if not isinstance(value.array, np.ndarray) or not value.array.flags.c_contiguous:
+                raise SimulationError(f"symbol {name}: the array it points to must be a C-contiguous numpy array")
+            blocks.append((name, value.array.nbytes))
+            arrays.append(value.array)
+            owners.append((name, None))
+            continue
         if not isinstance(value, Mapping):
             continue
         layout = layouts.get(name)
@@ -196,6 +215,9 @@ class LaunchState:
         constants = dict(constants or {})
         for name, (layout, numbers) in symbol_structs.items():
             constants[name] = np.frombuffer(struct_args.pack(layout, numbers, struct_addresses[name]), np.uint8).copy()
+        for name, value in list(constants.items()):
+            if isinstance(value, PointedArray):     # the variable holds the address of its array
+                constants[name] = np.array([ptr_values[name]], np.uint64)
         self.device_variables: list[tuple[np.ndarray, int]] = []     # (given array, heap block)
         self.device_variable_blocks: dict[str, int] = {}                # name -> heap block
         for j, v in enumerate(gvars):

@@ -524,6 +524,16 @@ class MemoryMixin:
 
                 n, layout = structs[0]
                 why += f"; give a struct's fields, e.g. --symbol '{n}={_struct_example(layout)}'"
+            pointers = getattr(launch.program, "pointer_variables", None) or {}
+            pointed = [n for n in unset if n in pointers]
+            if pointed and not structs:
+                from perfmodel.adhoc_args import _pointee_name
+                from perfmodel.compile.signature import dtype_of
+
+                n = pointed[0]
+                element = _pointee_name(dtype_of(pointers[n], False)) or "uint8"
+                why += (f"; {n} is a pointer the host sets to a device array (cudaMemcpyToSymbol of its address): "
+                        f"give that array, e.g. --symbol {n}={element}[N]:random")
         else:
             why = "a NULL or uninitialised pointer"
         if far_below:

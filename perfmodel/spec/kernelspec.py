@@ -205,6 +205,7 @@ class KernelSpec:
                    if isinstance(value, FieldArraySpec)}                           # a struct's pointer fields
         arrays |= {f"{name}.{key}" for name, c in {**model.constants, **model.device_variables}.items()
                    for key, value in (c.fields or {}).items() if isinstance(value, FieldArraySpec)}
+        arrays |= {name for name, c in model.constants.items() if c.pointer}      # what a pointer variable points to
         for i, output in enumerate(model.outputs):
             if output.arg not in arrays:
                 raise SpecError(f"{file}: field 'outputs[{i}].arg': {output.arg!r} is not an array arg, surface arg or "
@@ -388,18 +389,10 @@ class KernelSpec:
                                 f"(array args: {own})")
             args[i] = ArgValue(arg.name, "array", other.dtype, other.value,
                                _offset(arg, params, file, i, other.value.size, f"{arg.same_as}'s"), arg.same_as)
-        constants = {}
-        for name, constant in model.constants.items():
-            constants[name] = self._struct(constant.fields, params, f"constants.{name}", cache, values) \
-                if constant.fields is not None else \
-                self._array(constant.length, constant.shape, constant.init, DTYPES[constant.dtype], params,
-                            f"constants.{name}", cache, values)
-        device_variables = {}
-        for name, variable in model.device_variables.items():
-            device_variables[name] = self._struct(variable.fields, params, f"device_variables.{name}", cache, values) \
-                if variable.fields is not None else \
-                self._array(variable.length, variable.shape, variable.init, DTYPES[variable.dtype], params,
-                            f"device_variables.{name}", cache, values)
+        constants = {name: self._symbol(c, params, f"constants.{name}", cache, values)
+                     for name, c in model.constants.items()}
+        device_variables = {name: self._symbol(v, params, f"device_variables.{name}", cache, values)
+                            for name, v in model.device_variables.items()}
         outputs = []
         for i, output in enumerate(model.outputs):
             tolerances = {}
@@ -416,6 +409,16 @@ class KernelSpec:
         dims = [_expr.evaluate_int(value, params, file=str(self.path), field=f"{axis}[{i}]", minimum=1)
                 for i, value in enumerate(exprs)]
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def _symbol(self, spec, params: Mapping[str, Any], base: str, cache: dict, values: bool = True):
+        """A ``__constant__`` / ``__device__`` variable's value: its array, its struct's fields, or (``pointer``)
+        the array a pointer variable points to."""
+        from perfmodel.sim.launch import PointedArray
+
+        if spec.fields is not None:
+            return self._struct(spec.fields, params, base, cache, values)
+        array = self._array(spec.length, spec.shape, spec.init, DTYPES[spec.dtype], params, base, cache, values)
+        return PointedArray(array) if spec.pointer else array
 
     def _struct(self, fields: Mapping[str, Any], params: Mapping[str, Any], base: str, cache: dict,
                 values: bool = True) -> dict[str, Any]:

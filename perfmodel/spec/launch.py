@@ -189,7 +189,7 @@ class Launch:
         the ``__device__`` ones back after the run, and a struct variable's pointer fields' arrays:
         :meth:`symbols_after`)."""
         return {name: ({k: v.copy() if isinstance(v, np.ndarray) else v for k, v in value.items()}
-                       if isinstance(value, Mapping) else value.copy())
+                       if isinstance(value, Mapping) else value.copy())      # a PointedArray copies its array
                 for name, value in {**self.constants, **self.device_variables}.items()}
 
     def symbol_arrays(self, values: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
@@ -201,6 +201,8 @@ class Launch:
         for name, value in values.items():
             if isinstance(value, Mapping):
                 out.update({f"{name}.{k}": v for k, v in value.items() if isinstance(v, np.ndarray)})
+            elif hasattr(value, "array"):           # a pointer variable's array (sim.launch.PointedArray)
+                out[name] = value.array
             elif name in self.device_variables:
                 out[name] = value
         return out

@@ -383,7 +383,8 @@ class ArgSpec(_Strict):
 class ConstantSpec(_SizedArray):
     """Initial value of a ``__constant__`` or ``__device__`` symbol (what the host's ``cudaMemcpyToSymbol`` would
     copy): an array (``dtype``, ``length`` or ``shape``, ``init``), or for a variable of a struct type its
-    ``fields`` as a struct arg's (a pointer field an array, which outputs name ``NAME.FIELD``)."""
+    ``fields`` as a struct arg's (a pointer field an array, which outputs name ``NAME.FIELD``); ``pointer: true``
+    for a pointer variable: the array it points to (outputs name it ``NAME``)."""
 
     WHAT: ClassVar[str] = "a constant"
     dtype: str = "float32"
@@ -391,9 +392,13 @@ class ConstantSpec(_SizedArray):
     shape: list[Expr] | None = None
     init: InitSpec | None = None
     fields: dict[str, Expr | list[Expr] | FieldArraySpec | None] | None = None   # None: a NULL pointer field
+    # a pointer-typed variable (`__constant__ float *d_table;`): the array is what it points to, in global memory
+    pointer: bool = False
 
     @model_validator(mode="after")
     def _size(self):
+        if self.fields is not None and self.pointer:
+            raise ValueError("pointer: is for a pointer variable's array, fields: for a struct variable")
         if self.fields is not None:
             if self.length is not None or self.shape is not None or self.init is not None:
                 raise ValueError("a struct variable's fields: take no length, shape or init of their own")
