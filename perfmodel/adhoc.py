@@ -637,6 +637,20 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
                 f"  {v.name}: {{dtype: {element}, length: N, init: zeros, pointer: true}}   # {pointee}*: the "
                 "device array the host points it to (cudaMemcpyToSymbol of its address)")
             outputs.append(v.name)
+    # the size and block-size params are passed to the compiler where the file's preprocessor names them: a
+    # file's own `#define BLOCK 512` (darknet) became BLOCK=256, silently, in the kernel analysed - other names
+    renames = {}
+    for mine, others in (("N", ("NELEMS", "PM_N")), ("BLOCK", ("THREADS", "PM_BLOCK"))):
+        if mine in macros or mine in defines:
+            renames[mine] = next(o for o in others if o not in macros and o not in defines)
+    if renames:
+        params = {renames.get(k, k) if k in ("N", "BLOCK") and isinstance(v, dict) else k: v
+                  for k, v in params.items()}
+        word = re.compile(r"(?<!name: )\b(" + "|".join(renames) + r")\b")
+        lines_args = [word.sub(lambda m: renames[m.group(1)], line) for line in lines_args]
+        lines_symbols = {k: [word.sub(lambda m: renames[m.group(1)], line) for line in v]
+                         for k, v in lines_symbols.items()}
+    size, threads = renames.get("N", "N"), renames.get("BLOCK", "BLOCK")
     signature = _signature_text(program.params)
     rel = os.path.relpath(path, folder)
     text = [
@@ -650,8 +664,8 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         "params:",
         *[f"  {k}: " + (yaml.safe_dump(v, default_flow_style=True, width=200).strip() if isinstance(v, dict)
                         else str(v)) for k, v in params.items()],
-        'grid: ["cdiv(N, BLOCK)"]',
-        "block: [BLOCK]",
+        f'grid: ["cdiv({size}, {threads})"]',
+        f"block: [{threads}]",
         "args:" if lines_args else "args: []",
         *lines_args,
     ]

@@ -259,6 +259,30 @@ def test_kernels_init_writes_a_spec_that_runs(cli, tmp_path):
     assert doc["correct"] is None and doc["launch"]["total_blocks"] == 2
 
 
+def test_kernels_init_leaves_the_files_own_macros_alone(cli, tmp_path):
+    """darknet's `#define BLOCK 512` sizes shared arrays and loops; the starter spec's block-size param was also
+    named BLOCK, and a param the source's preprocessor names goes to the compiler: the kernel analysed had
+    BLOCK = 256 (1,024 bytes of shared memory, not 2,048), saying nothing. The params take other names there."""
+    (tmp_path / "b.cu").write_text(
+        "#define BLOCK 512\n#define N 3\n__global__ void block_sum(const float *x, int n, float *out)\n{\n"
+        "    __shared__ float part[BLOCK];\n    float s = 0;\n"
+        "    for (int i = threadIdx.x; i < n; i += BLOCK) s += x[blockIdx.x * n + i] * N;\n"
+        "    part[threadIdx.x] = s;\n    __syncthreads();\n"
+        "    if (threadIdx.x == 0) { float t = 0; for (int i = 0; i < BLOCK; ++i) t += part[i]; "
+        "out[blockIdx.x] = t; }\n}\n")
+    out = tmp_path / "b.yaml"
+    code, _, err = cli("kernels", "init", str(tmp_path / "b.cu"), "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert 'grid: ["cdiv(NELEMS, THREADS)"]' in text and "block: [THREADS]" in text
+    assert "{name: n, dtype: int32, value: NELEMS}" in text
+    out.write_text(text.replace("value: NELEMS}", "value: 512}").replace('grid: ["cdiv(NELEMS, THREADS)"]',
+                                                                           "grid: [2]").replace("[THREADS]", "[512]"))
+    doc = analyze_json(cli, str(out), "--device", "h100", "-D", "NELEMS=1024")
+    assert "BLOCK" not in doc["launch"].get("defines", {}), doc["launch"]
+    assert doc["compile"]["shared_bytes"] == 2048, doc["compile"]     # part[BLOCK]: 512 floats
+
+
 def test_schema_is_current_and_accepts_every_shipped_spec():
     jsonschema = pytest.importorskip("jsonschema")
     import yaml
