@@ -430,11 +430,13 @@ def test_kernels_init_writes_every_field_of_a_struct(cli, params_cu, tmp_path):
     code, _, err = cli("kernels", "init", str(params_cu), "--out", str(out))
     assert code == 0, err
     text = out.read_text()
-    assert "  - name: p   # Params, a struct: set every field\n    fields:\n      n: N   # unsigned int\n" in text
+    # (the file #defines N: the size param is NELEMS, leaving the file's N to the compile)
+    assert "  - name: p   # Params, a struct: set every field\n    fields:\n      n: NELEMS   # unsigned int\n" in text
     assert "      in.b: [1.0, 1.0, 1.0, 1.0]   # double[2]: 4 values, or one for every element\n" in text
-    assert "      idx: {dtype: int32, length: N, init: {random: {seed: 1, low: 0, high: 100}}}   # const int*" in text
+    assert "      idx: {dtype: int32, length: NELEMS, init: {random: {seed: 1, low: 0, high: 100}}}   # const int*" \
+        in text
     assert '#   - {arg: p.out, reference: "my_reference.py:apply"' in text
-    code, _, err = cli("analyze", str(out), "--device", "h100", "-D", "N=4096")
+    code, _, err = cli("analyze", str(out), "--device", "h100", "-D", "NELEMS=4096")
     assert code == 0, err
 
 
