@@ -1053,3 +1053,23 @@ def test_a_host_class_named_only_by_an_unused_macro_is_set_aside():
            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] *= p.s;\n}\n")
     mod = compile_cuda("macro_host.cu", source=src)
     assert [p.ctype for p in mod.kernel("scale").params] == ["Scale", "float*", "int"]
+
+
+def test_an_undefined_macro_names_the_branch_that_defines_it(tmp_path):
+    """darknet without -D GPU: `BLOCK` is #defined under `#ifdef GPU` in darknet.h, next to `#include "cudnn.h"`.
+    The error said "Set aside because not found: #include <stdio.h>, ..., "cudnn.h"; pass -I DIR": C library
+    headers (set aside by design) and a header in a branch no compile takes, and advice that cannot help. It now
+    names where the macro is and under which branch, and lists neither."""
+    (tmp_path / "k.cu").write_text(
+        "#include <stdio.h>\n#ifdef USE_GPU_LIB\n#define TILE 256\n#include \"cudnn.h\"\n#endif\n"
+        "__global__ void k(float *x, int n)\n{\n    __shared__ float s[TILE];\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    s[threadIdx.x] = i < n ? x[i] : 0;\n"
+        "    __syncthreads();\n    if (i < n) x[i] = s[threadIdx.x] * 2;\n}\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(tmp_path / "k.cu")
+    message = str(info.value)
+    assert 'k.cu:8: error: identifier "TILE" is undefined' in message, message
+    assert "TILE is #defined at k.cu:3, under #ifdef USE_GPU_LIB" in message, message
+    assert "stdio.h" not in message and "cudnn.h" not in message and "-I DIR" not in message, message
+    mod = compile_cuda(tmp_path / "k.cu", defines={"USE_GPU_LIB": None})
+    assert mod.kernel("k").static_shared_bytes == 1024

@@ -860,6 +860,12 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         hint += (f" {undefined.group(1)} is a texture reference (texture<...> {undefined.group(1)}): CUDA 12.0 removed "
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
+    dead = undefined and prepared.dead_macros.get(undefined.group(1))
+    if dead:
+        where_file, where_line, branch = dead
+        hint += (f" {undefined.group(1)} is #defined at {Path(where_file).name}:{where_line}, under {branch}, a "
+                 "branch this compile does not take: the -D that selects it (as the project's build passes) "
+                 "defines it.")
     operator = re.fullmatch(r'no operator "(.+?)" matches these operands', msg)
     # a host-only operator (no __device__) that device code calls: set aside with the host code, so NVRTC sees
     # none; nvcc refuses the call too ("calling a __host__ function from a __device__ function")

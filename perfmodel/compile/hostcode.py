@@ -89,6 +89,21 @@ DEVICE_PARTS_OF_HOST_HEADERS = {
 # thrust/random.h need the host's <ostream>, so NVRTC cannot)
 # ... and the windowing and graphics APIs (OpenGL, GLUT, GLEW, GLFW, EGL), wherever a copy is found: CUDA by Example's
 # cpu_bitmap.h includes <GL/glext.h>, of which the book keeps a Windows copy beside it
+# The C, C++ and POSIX libraries' headers: set aside like any header NVRTC lacks, and not "not found" (the message
+# that suggests -I when a compile fails: no folder of the user's holds them)
+STANDARD_HEADERS = frozenset("""
+assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h locale.h math.h setjmp.h signal.h
+stdalign.h stdarg.h stdatomic.h stdbool.h stddef.h stdint.h stdio.h stdlib.h stdnoreturn.h string.h tgmath.h threads.h
+time.h uchar.h wchar.h wctype.h unistd.h pthread.h fcntl.h dirent.h getopt.h malloc.h memory.h strings.h omp.h
+sys/time.h sys/types.h sys/stat.h sys/mman.h sys/resource.h sys/sysinfo.h sys/wait.h libgen.h dlfcn.h sched.h
+semaphore.h windows.h
+algorithm array atomic bitset cassert ccomplex cctype cerrno cfenv cfloat chrono cinttypes climits clocale cmath
+codecvt complex condition_variable cstdarg cstdbool cstddef cstdint cstdio cstdlib cstring ctime cuchar cwchar
+cwctype deque exception filesystem forward_list fstream functional future initializer_list iomanip ios iosfwd
+iostream istream iterator limits list locale map memory mutex new numeric optional ostream queue random ratio regex
+set sstream stack stdexcept streambuf string string_view system_error thread tuple type_traits typeindex typeinfo
+unordered_map unordered_set utility valarray variant vector
+""".split())
 HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh", "GL/", "GLES2/", "GLES3/", "GLFW/",
                       "OpenGL/", "EGL/")
 # CUB's umbrella header <cub/cub.cuh> stops NVRTC (`#error "Including <cub/cub.cuh> is not supported when compiling
@@ -134,6 +149,8 @@ class Prepared:
     launches: list[tuple[str, str, str, int]] = field(default_factory=list)
     # template kernels' instantiations the file launches with arguments NVRTC can resolve: name expressions to try
     launched: list[str] = field(default_factory=list)
+    # macros #defined only in branches no compile takes: name -> (file, line, the branch's directive)
+    dead_macros: dict[str, tuple[str, int, str]] = field(default_factory=dict)
 
 
 # names a device compile defines, whatever the architecture (NVRTC 13's oldest target is compute capability 7.5)
@@ -192,14 +209,15 @@ def _device_condition(cond: str, macro=None) -> bool | None:
 
 
 def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | None = None,
-                       uncertain: set | None = None, dead_defines: set | None = None) -> set[int]:
+                       uncertain: set | None = None, dead_defines: dict | None = None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
     parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
     its own ``{``); branches it cannot decide count as taken. ``seen`` / ``uncertain`` (read by ``macro``) are
     kept as the file goes: the ``#define``s of taken branches (name -> replacement; AutoDock-GPU's
     ``#define ADADELTA_AUTOSTOP`` before its ``#ifdef``), and the names an undecided branch defines or undefines.
-    ``dead_defines`` collects the 0-based first lines of the ``#define``s in branches no compile takes."""
+    ``dead_defines`` collects the ``#define``s and ``#include``s in branches no compile takes: their 0-based
+    first line -> the directive that opened the branch (``#ifdef GPU``, ``#else of #if X``)."""
     seen = {} if seen is None else seen
     uncertain = set() if uncertain is None else uncertain
     dead: set[int] = set()
@@ -215,20 +233,22 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
         if word in ("if", "ifdef", "ifndef"):
             cond = rest if word == "if" else (f"defined({rest})" if word == "ifdef" else f"!defined({rest})")
             value = _device_condition(cond, macro)
-            stack.append([value, value is True])
+            stack.append([value, value is True, f"#{word} {rest}"])
         elif word == "elif" and stack:
             frame = stack[-1]
             value = False if frame[1] else _device_condition(rest, macro)
             if value is not False and frame[0] is None:
                 value = None
-            frame[0], frame[1] = value, frame[1] or value is True
+            frame[0], frame[1], frame[2] = value, frame[1] or value is True, f"#elif {rest}"
         elif word == "else" and stack:
             frame = stack[-1]
             frame[0] = False if frame[1] else (None if frame[0] is None else not frame[0])
+            frame[2] = f"the #else of {frame[2]}"
         elif word == "endif" and stack:
             stack.pop()
-        elif word == "define" and dead_defines is not None and any(frame[0] is False for frame in stack):
-            dead_defines.add(first)
+        elif word in ("define", "include") and dead_defines is not None and \
+                any(frame[0] is False for frame in stack):
+            dead_defines[first] = next(frame[2] for frame in reversed(stack) if frame[0] is False)
         elif word in ("define", "undef") and not any(frame[0] is False for frame in stack):
             m = re.match(r"([A-Za-z_]\w*)(\(?)(.*)", rest)
             if m:
@@ -484,15 +504,25 @@ class _FileProcessor:
         here = self._header_macros(text, path)
         # a "header" of the project's that is not found could define what an #ifdef asks (config.h): then only
         # the -D names are decided
-        unfound = any(m.startswith('"') for m in self.result.missing_includes) or any(
-            self._resolve(n, True, path)[0] == "aside" and n.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS
-            for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M))
-        seen: dict = {}
-        uncertain: set = set()
-        dead_defines: set[int] = set()
-        self.device_dead[display] = _device_dead_lines(
-            mlines, directives, lambda name: self._macro(name, here, unfound, seen, uncertain), seen, uncertain,
-            dead_defines)
+        # (one in a branch no compile takes does not count: darknet's #ifdef CUDNN / #include "cudnn.h")
+        missing = [first for first, _last, _off in directives
+                   for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', lines[first])
+                   if self._resolve(n, True, path)[0] == "aside" and n.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS]
+
+        def verdicts(unfound: bool):
+            seen: dict = {}
+            uncertain: set = set()
+            dead_defines: dict[int, str] = {}
+            dead = _device_dead_lines(mlines, directives, lambda name: self._macro(name, here, unfound, seen,
+                                                                                   uncertain),
+                                      seen, uncertain, dead_defines)
+            return dead, dead_defines
+
+        dead_lines, dead_defines = verdicts(False)
+        if any(m.startswith('"') for m in self.result.missing_includes) or \
+                any(first not in dead_defines for first in missing):
+            dead_lines, dead_defines = verdicts(True)
+        self.device_dead[display] = dead_lines
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
@@ -519,6 +549,9 @@ class _FileProcessor:
                 # object-like only: a function-like macro's invocation (DEFINE_HAS_MEMBER(x), no ';' after it)
                 # stands for declarations of its own, not for words of the declaration the scan joins it to
                 m = re.match(r"define\s+([A-Za-z_]\w*)\b(?!\()(.*)", body)
+                if m and first in dead_defines:
+                    # what an "undefined" error can point to: where the macro is, and the branch's condition
+                    self.result.dead_macros.setdefault(m.group(1), (display, first + 1, dead_defines[first]))
                 if m and first not in dead_defines:
                     # (a #define in a branch no compile takes is not the macro's text: chai's `#if DOUBLE_PRECISION
                     # #define T double #else #define T float`, whose last one was taken for every T)
@@ -540,12 +573,17 @@ class _FileProcessor:
                 m = re.match(r'include\s*([<"])([^>"]+)[>"]', " ".join(lines[first:last + 1]).strip()[1:].strip())
                 if not m:
                     continue
+                if first in dead_defines:
+                    # in a branch no compile takes (darknet's #ifdef CUDNN / #include "cudnn.h"): not read, and
+                    # not listed as a header that was not found
+                    replacements[first] = ""
+                    continue
                 quoted, name = m.group(1) == '"', m.group(2).strip()
                 how, target = self._resolve(name, quoted, path)
                 if how == "aside":
                     self.result.set_aside_includes.append(name)
                     base = name.rsplit("/", 1)[-1]
-                    known = base in HOST_ONLY_HEADERS or name.startswith(HOST_ONLY_PREFIXES)
+                    known = base in HOST_ONLY_HEADERS or name.startswith(HOST_ONLY_PREFIXES) or name in STANDARD_HEADERS
                     if quoted and base not in HOST_ONLY_HEADERS:
                         self.result.missing_includes.append(f'"{name}"')
                     elif not quoted and not known:
