@@ -31,7 +31,7 @@ from typing import Any
 from perfmodel import expr as _expr
 from perfmodel.adhoc_args import (  # noqa: F401  (LaunchArgumentError, _dtype_name: re-exported for cli/, api.py)
     _ARRAY, LaunchArgumentError, _array_arg, _check_expression, _components, _dtype_name, _evaluate, _plain,
-    _pointee_name, _signature_text, _split_dims, _struct_example, _struct_fields, _struct_text)
+    _pointee_name, _signature_text, _split_dims, _struct_example, _struct_fields, _struct_text, enumerators)
 from perfmodel.errors import SpecError
 
 
@@ -133,7 +133,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                     if value == p.name:     # --arg wA=wA with -D wA=320: the -D value
                         continue
                     raise LaunchArgumentError(f"--arg {item!r}: {p.name!r} is also given with -D; give it once")
-                scalar_exprs[p.name] = (value, item)
+                scalar_exprs[p.name] = (_with_enumerators(value, program, set(defines) | set(by_name)), item)
         elif p.is_pointer and p.ctype.count("*") > 1:
             missing.append(f"{p.name!r} ({p.ctype}, an array of device pointers, which perfmodel cannot build: "
                            f"only NULL, --arg {p.name}=null)")
@@ -438,6 +438,20 @@ def _starter_fields(name: str, layout, indent: str, lines: list[str], outputs: l
             lines.append(f"{indent}{f.path}: {value}   # {f.ctype}"
                          + (f": {f.count} values, or one for every element" if f.shape else ""))
     return seed
+
+
+def _with_enumerators(value: str, program, names: set[str]) -> str:
+    """``--arg a=LEAKY``: the enumerators of the file and its headers (darknet's ACTIVATION) by their values, where
+    no -D or parameter has the name."""
+    words = set(re.findall(r"[A-Za-z_]\w*", value)) - names
+    if not words:
+        return value
+    compiled = (getattr(program, "sass_source", None) or (None,))[0]
+    texts = list(getattr(compiled, "files", {}).values()) or ["\n".join(program.source_lines)]
+    enums = {k: v for k, v in enumerators(texts).items() if k in words}
+    if not enums:
+        return value
+    return re.sub(r"[A-Za-z_]\w*", lambda m: f"({enums[m.group(0)]})" if m.group(0) in enums else m.group(0), value)
 
 
 def _numeric_default(p) -> str | None:

@@ -97,6 +97,36 @@ def _plain(message: str) -> str:
     return f"{match.group(1)}: {message[match.end():]}" if match else message
 
 
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(?:[A-Za-z_]\w*\s*)?(?::\s*[\w\s]+?)?\{([^{}]*)\}")
+
+
+def enumerators(texts) -> dict[str, int]:
+    """NAME -> value of the enumerators the sources declare (``typedef enum { LOGISTIC, RELU, ... } ACTIVATION;``,
+    darknet): counted from 0, or from an ``= EXPR`` of numbers and earlier enumerators; an enum whose value cannot
+    be worked out stops there. Comments are ignored."""
+    from perfmodel.compile.lexer import mask
+
+    out: dict[str, int] = {}
+    for text in texts:
+        for m in _ENUM.finditer(mask(text)):
+            value = -1
+            for part in m.group(1).split(","):
+                name, _, expr = part.partition("=")
+                name = name.strip()
+                if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                    break
+                if expr.strip():
+                    try:
+                        value = int(_expr.evaluate(re.sub(r"(?<=\d)[uUlL]+\b", "", expr.strip()), out,
+                                                   field=name))
+                    except (SpecError, TypeError, ValueError):
+                        break
+                else:
+                    value += 1
+                out.setdefault(name, value)
+    return out
+
+
 def _check_expression(text: str, known: set[str], option: str) -> None:
     try:
         _expr.check_syntax(text, field=option)

@@ -283,6 +283,26 @@ def test_kernels_init_leaves_the_files_own_macros_alone(cli, tmp_path):
     assert doc["compile"]["shared_bytes"] == 2048, doc["compile"]     # part[BLOCK]: 512 floats
 
 
+def test_enumerators_name_enum_arguments(cli, tmp_path):
+    """darknet's activate_array_kernel takes an `ACTIVATION a` (`typedef enum { LOGISTIC, RELU, ... } ACTIVATION;`):
+    `--arg a=LEAKY` was "unknown name LEAKY", only the number worked. The file's enumerators are known by value:
+    LEAKY is the 8th (7); EXACT follows SLOW = FAST * 2 = 8 (9). By hand: x = 7 * 100 + 9."""
+    (tmp_path / "e.cu").write_text(
+        "typedef enum { LOGISTIC, RELU, RELIE, LINEAR, RAMP, TANH, PLSE, LEAKY, ELU } ACTIVATION;\n"
+        "enum Mode { FAST = 4, SLOW = FAST * 2, EXACT /* 9 */ };\n"
+        "__global__ void act(float *x, int n, ACTIVATION a, Mode m)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] = (float)a * 100 + (float)m;\n}\n")
+    (tmp_path / "r.py").write_text("import numpy as np\ndef ref(x, n, a, m):\n"
+                                   "    return np.full(32, 709.0) if (a, m) == (7, 9) else np.zeros(32)\n")
+    doc = analyze_json(cli, str(tmp_path / "e.cu"), "--grid", "1", "--block", "32", "--arg", "x=float32[32]",
+                       "--arg", "n=32", "--arg", "a=LEAKY", "--arg", "m=EXACT", "--device", "h100",
+                       "--check", f"x={tmp_path / 'r.py'}:ref")
+    assert doc["correct"] is True, doc
+    code, out, err = cli("analyze", str(tmp_path / "e.cu"), "--grid", "1", "--block", "32", "--arg", "x=float32[32]",
+                         "--arg", "n=32", "--arg", "a=LEKY", "--arg", "m=1", "--device", "h100")
+    assert code == 2 and "unknown name(s) LEKY" in err, err
+
+
 def test_schema_is_current_and_accepts_every_shipped_spec():
     jsonschema = pytest.importorskip("jsonschema")
     import yaml
