@@ -247,6 +247,9 @@ def _array_arg(value: str, option: str, what: str, ctype: str, pointee: str | No
         low, high = RANDOM_INT if DTYPES[dtype].kind in "iu" else RANDOM_FLOAT
         options = init["random"] if isinstance(init, dict) else {"low": low, "high": high}
         init = {"random": {"seed": seed, **options}}
+    if isinstance(init, dict) and "values" in init and len(init["values"]) != size:
+        raise LaunchArgumentError(f"{option}: values=(...) gives {len(init['values']):,} numbers for an array of "
+                                  f"{size:,} elements; give one per element (or value=EXPR for all of them)")
     if isinstance(init, dict) and "file" in init:
         from perfmodel.references import load_npy
 

@@ -124,6 +124,7 @@ def test_save_spec_round_trip(cli, tmp_path):
     (["--arg", "z=1"], "no parameter named 'z'"),
     ("drop-x", "'x' (const float*, a pointer"),
     (["--arg", "x=float33[n]"], "unknown dtype 'float33'"),
+    (["--arg", "x=float32[n]:values=(1, 2, 3)"], "values=(...) gives 3 numbers for an array of 1,000 elements"),
     (["--arg", "x=float32[n-2000]"], "expected an integer >= 0, got -1000"),
     (["--arg", "x=float32[n/3]"], "expected an integer, got 333.3"),
     (["--arg", "x=float32[m]"], "unknown name(s) m"),
