@@ -101,7 +101,9 @@ def inspect_command(
 
         print_json(rows)
     else:
-        render_inspect(mod, rows, console)
+        from perfmodel.report.analyze_view import wide_console
+
+        render_inspect(mod, rows, wide_console(console))     # piped, rich would clip the table at 80 columns
 
 
 @kernels_app.command("init", no_args_is_help=True)
