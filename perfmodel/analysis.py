@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.errors import OccupancyError, RunawayKernel, SimulationError
+from perfmodel.features import missing_notes, used_features
 from perfmodel.model.bottleneck import BottleneckResult, bottleneck_model, device_rates
 from perfmodel.model.mlp import (ilp_by_line, ilp_mix, load_round_lines, loads_in_flight_by_line, round_miss_factor,
                                  weighted_loads_in_flight)
@@ -558,7 +559,8 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
                        "loads_in_flight_by_line": loads_in_flight_by_line(program.module, program.entry),
                        "ilp_by_line": ilp_by_line(program.module, program.entry),
                        "sass_loops": list(getattr(program, "sass_loop_notes", [])),   # docs/semantics.md
-                       "printf_calls": _printf_calls(program)}
+                       "printf_calls": _printf_calls(program),
+                       "features": used_features(program.module, program.entry)}
     if replicated is not None:
         outcome.replication = replicated[0].replication.to_json()
     outcome.block_load_sectors = block_load_sectors
@@ -920,6 +922,8 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
                              idle_warps=(sim.per_block_idle or {}).get("idle_warps"),
                              ilp=ilp_mix(sim.compile.get("ilp_by_line"), every_line),
                              round_miss_factor=sim.round_miss_factor)
+    # device features the kernel uses that this GPU lacks (a float atomicAdd on the G80)
+    model.notes.extend(missing_notes(sim.compile.get("features") or [], dev.compute_capability, dev.name))
     analysis = Analysis(kernel=spec.label, device=dev, launch=launch, sim=sim, registers=registers,
                         shared_memory_per_block=smem, occupancy=occ, seed=seed, model=model)
     analysis.hot_lines = hot_lines(sim, model.bound)
