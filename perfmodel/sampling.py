@@ -1,7 +1,8 @@
 """Stratified block sampling for large grids.
 
 A grid's blocks fall into strata that behave alike: **corners** (blocks on two or more grid boundaries - they
-see the bounds checks and halos of both edges), **edges** (on one boundary) and the **interior**. The sampled
+see the bounds checks and halos of both edges), **edges** (on one boundary; a stratum per face of the grid) and
+the **interior**. The sampled
 mode simulates every corner block, an evenly spread selection of edge blocks and of interior blocks, then
 extrapolates each stratum's counts by ``stratum size / blocks simulated in it`` and adds the strata up.
 
