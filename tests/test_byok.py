@@ -685,7 +685,7 @@ def test_a_constant_array_from_the_command_line(cli, tmp_path):
     ("X=float32[5]", "names no __constant__ or __device__ variable 'X' (it names: M)"),
     ("M=float32[11]", "__constant__ M holds 40 bytes; 44 given"),
     ("M=float32[2]:values=(1, x)", "values=(...) takes numbers, not 'x'"),
-    ("M=float32[5]:values=(1, 2)", "values has 2 elements but the length is 5"),
+    ("M=float32[5]:values=(1, 2)", "values=(...) gives 2 numbers for an array of 5 elements"),
     ("M=2.0", "expected NAME=DTYPE[COUNT][:INIT]"),
 ])
 def test_bad_constant_arrays(cli, const, needle):
