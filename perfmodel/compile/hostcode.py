@@ -749,13 +749,16 @@ class _FileProcessor:
                 self._record_alias(head)
                 keep(c)
                 continue
-            if head[0] == "template" or (len(head) == 2 and head[0] in CLASS_WORDS):   # template / forward decl
+            bare = [w for w in head if w != ";"]
+            if head[0] == "template" or (len(bare) == 2 and bare[0] in CLASS_WORDS):   # template / forward decl
                 keep(c)
                 continue
             # a host global variable: keep only non-pointer const/constexpr ones
             before = head[:head.index("=")] if "=" in head else head
             if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before \
-                    and not names_std_member(head):
+                    and (not names_std_member(head) or self._libcudacxx_has(head)):
+                # (one naming what libcu++ has - `constexpr float kInf = std::numeric_limits<float>::infinity();`
+                # - stays for the compile's libcu++ retry)
                 keep(c)
                 if self.constexpr_floats and "constexpr" not in before and self._floating(before):
                     t = next(t for t in toks[c.first:c.last + 1] if t.text == "const")
