@@ -112,11 +112,18 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                                               "pointer; only a pointer can be NULL")
                 continue
             if p.is_pointer and p.ctype.count("*") > 1:
-                raise LaunchArgumentError(
-                    f"--arg {item!r}: parameter {p.name!r} of {entry} is {p.ctype}, an array of device pointers, "
-                    "which the command line cannot build (its elements would be the addresses of other arrays): "
-                    "a pointer-to-pointer parameter takes only NULL (--arg NAME=null); a kernel that takes each array "
-                    "as a pointer of its own, or one array with offsets, can be analysed")
+                m = _ARRAY.match(value)
+                dtype = " ".join(m["dtype"].split()) if m else None
+                if m and dtype in ("uint64", "int64") and (m["init"] or "zeros").strip() == "zeros":
+                    # N pointers, NULL until the kernel writes them (Ray Tracing in One Weekend's create_world
+                    # fills a hitable **d_list): an array of 8-byte words the kernel may write and read back
+                    pass
+                else:
+                    raise LaunchArgumentError(
+                        f"--arg {item!r}: parameter {p.name!r} of {entry} is {p.ctype}, an array of device pointers: "
+                        f"give it N NULL pointers the kernel fills (--arg {p.name}=uint64[N]), or NULL (--arg "
+                        f"{p.name}=null); pointers to arrays of their own the command line cannot build (a kernel "
+                        "that takes each array as a pointer of its own, or one array with offsets, can be analysed)")
             is_array = _ARRAY.match(value) is not None
             pointers = {q.name for q in params if q.is_pointer and q.name != p.name}
             if p.is_pointer and not is_array and value.strip() in pointers:
@@ -135,8 +142,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                     raise LaunchArgumentError(f"--arg {item!r}: {p.name!r} is also given with -D; give it once")
                 scalar_exprs[p.name] = (_with_enumerators(value, program, set(defines) | set(by_name)), item)
         elif p.is_pointer and p.ctype.count("*") > 1:
-            missing.append(f"{p.name!r} ({p.ctype}, an array of device pointers, which perfmodel cannot build: "
-                           f"only NULL, --arg {p.name}=null)")
+            missing.append(f"{p.name!r} ({p.ctype}, an array of device pointers: --arg {p.name}=uint64[N] for N "
+                           f"NULL pointers the kernel fills, or --arg {p.name}=null)")
         elif p.is_pointer:
             missing.append(f"{p.name!r} ({p.ctype}, a pointer: --arg {p.name}="
                            f"{_pointee_name(p.dtype) or 'float32'}[COUNT]:random)")

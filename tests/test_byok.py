@@ -695,16 +695,24 @@ def test_bad_constant_arrays(cli, const, needle):
 
 
 def test_a_pointer_to_pointers_is_refused_by_name(cli, tmp_path):
-    """``float** rows``: its elements are 8-byte device addresses (not floats), which no command-line array can
-    hold; both a given and a missing one say so, exit 2."""
+    """``float** rows``: its elements are 8-byte device addresses (not floats), which no command-line array of
+    numbers can hold; both a given and a missing one say so, exit 2. N NULL pointers the kernel fills (Ray Tracing
+    in One Weekend's create_world writes its hitable **d_list) are `uint64[N]`: read here, they are null."""
     path = tmp_path / "pp.cu"
     path.write_text("__global__ void k(float **rows, float *out, int n)\n"
                     "{ int i = threadIdx.x; if (i < n) out[i] = rows[i][0]; }\n")
     base = [str(path), "--grid", "1", "--block", "32", "--arg", "out=float32[32]", "--arg", "n=32", "--device", "h100"]
     code, _, err = cli("analyze", *base, "--arg", "rows=float32[32]:random")
-    assert code == 2 and "float**, an array of device pointers" in err and "takes only NULL" in err, err
+    assert code == 2 and "float**, an array of device pointers" in err and "--arg rows=uint64[N]" in err, err
     code, _, err = cli("analyze", *base)
     assert code == 2 and "'rows' (float**, an array of device pointers" in err, err
+    code, _, err = cli("analyze", *base, "--arg", "rows=uint64[32]")
+    assert code == 2 and "null pointer" in err, err
+    (tmp_path / "fill.cu").write_text("struct Obj { float v; };\n__device__ Obj g_obj;\n"
+                                      "__global__ void point(Obj **slot) { slot[threadIdx.x] = &g_obj; }\n")
+    code, out, err = cli("analyze", str(tmp_path / "fill.cu"), "--grid", "1", "--block", "32", "--arg",
+                         "slot=uint64[32]", "--device", "h100", "--json")
+    assert code == 0 and json.loads(out)["counts"]["global"]["store_sectors"] == 8, err   # 32 x 8 bytes
     from perfmodel.compile.signature import dtype_of
 
     assert dtype_of("float**", True) == np.dtype("uint64") and dtype_of("const int* const*", True) == np.uint64
