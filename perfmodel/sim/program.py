@@ -446,13 +446,18 @@ class ProgramBuilder:
         if name == "__assertfail":
             return self._assert_fail(ins, arg_names)
         if name.startswith("%"):
-            raise self._unsupported(ins, f"an indirect call through a function pointer ({name})", hint=False,
+            raise self._unsupported(ins, f"an indirect call ({name}): a virtual function call, or a call through a "
+                                    "function pointer, which the simulator does not follow (a call the compiler "
+                                    "resolves - a final class, a known object - runs)", hint=False,
                                     short="call.indirect")
         if name not in self.module.functions:
             if name.startswith("__cudaCDP"):    # the device runtime: cudaMalloc, cudaStreamCreate... in a kernel
                 return self._device_runtime_call(ins, "cuda" + name[len("__cudaCDP"):].lstrip("0123456789"))
-            raise self._unsupported(ins, f"a call to the external function '{name}'", hint=False,
-                                    short=f"call {name}")
+            what = {"malloc": "device-side memory allocation (new, or malloc, in a kernel: the external function "
+                              "'malloc')",
+                    "free": "device-side memory release (delete, or free, in a kernel: the external function "
+                            "'free')"}.get(name, f"a call to the external function '{name}'")
+            raise self._unsupported(ins, what, hint=False, short=f"call {name}")
         ret_names = [r.name if isinstance(r, Sym) else None for r in rets.items]
         if any(a is None for a in arg_names + ret_names):
             # arguments passed in registers (call f, (%r1)) rather than .param variables
