@@ -594,12 +594,21 @@ def _lines_json(result, field: str = "lines") -> dict:
 
 
 def _header_source(program, keys) -> dict[str, str]:
-    """"path:line" -> that line's text, from the headers the compile read (the kernel's own file aside)."""
+    """"path:line" -> that line's text, from the headers the compile read (the kernel's own file aside), or for
+    NVIDIA's headers (curand_kernel.h, which NVRTC reads itself), from the installed file."""
+    from perfmodel.compile import nvrtc
+
     compiled = (getattr(program, "sass_source", None) or (None,))[0]
-    files = getattr(compiled, "files", None) or {}
+    files = dict(getattr(compiled, "files", None) or {})
+    sdk = [str(d).rstrip("/") + "/" for d in nvrtc.sdk_include_dirs()]
     out = {}
     for key in keys:
         path, n = Module.split_line_key(key)
+        if path and path not in files and any(path.startswith(d) for d in sdk):
+            try:
+                files[path] = Path(path).read_text(errors="replace")
+            except OSError:
+                files[path] = None
         text = files.get(path)
         if text is not None and n:
             rows = text.splitlines()

@@ -531,6 +531,25 @@ def test_hot_lines_of_a_kernel_in_an_included_header_quote_the_header(cli, tmp_p
     assert not any("printf" in text for text in by_line.values())
 
 
+def test_hot_lines_in_nvidias_headers_quote_them(cli, tmp_path):
+    """Ray Tracing in One Weekend's render_init spends 70% at curand_kernel.h:326 (curand_init's skip-ahead): the
+    table showed the header's line number with no text, since NVRTC reads NVIDIA's headers itself; the text now
+    comes from the installed header, the line as the file has it."""
+    from perfmodel.compile import nvrtc
+
+    (tmp_path / "cr.cu").write_text("#include <curand_kernel.h>\n__global__ void init(curandState *s, "
+                                    "unsigned long long seed) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                    "    curand_init(seed, i, 0, &s[i]);\n}\n")
+    doc = analyze_json(cli, str(tmp_path / "cr.cu"), "--grid", "1", "--block", "32", "--arg", "s=uint8[32*48]",
+                       "--arg", "seed=1", "--device", "h100")
+    sdk = [h for h in doc["hot_lines"] if h["file"] and h["file"].endswith("curand_kernel.h")]
+    assert sdk, doc["hot_lines"]
+    header = next(p for d in nvrtc.sdk_include_dirs() for p in [Path(d) / "curand_kernel.h"] if p.is_file())
+    rows = header.read_text().splitlines()
+    for h in sdk:
+        assert h["source"] and h["source"] == rows[h["line"] - 1].strip(), h
+
+
 NEGATIVE_INDEX = "__global__ void diff(const float *s, float *o, int n)\n" \
                  "{ int i = threadIdx.x; if (i < n) o[i] = s[i] - s[i - 1]; }\n"
 
