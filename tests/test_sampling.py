@@ -82,3 +82,12 @@ def test_the_faces_of_a_grid_are_sampled_apart(cli, tmp_path):
     assert exact["counts"]["global"]["load_requests"] == 64 * 16
     assert sampled["counts"]["global"]["loads"] == exact["counts"]["global"]["loads"] == 64 * 500
     assert sampled["counts"]["global"]["load_requests"] == exact["counts"]["global"]["load_requests"]
+
+
+def test_extrapolated_counts_print_like_exact_ones():
+    """A sampled run's counts are fractional: below a million they printed as `9782` or `4.376e+04` (graphBIG's
+    BFS), where the exact run prints `43,760`. Counts from 1,000 up are whole numbers with separators."""
+    from perfmodel.report.analyze_view import fmt_num
+
+    assert fmt_num(43760.4) == "43,760" and fmt_num(271700.7) == "271,701" and fmt_num(9782.3) == "9,782"
+    assert fmt_num(275637) == "275,637" and fmt_num(12.5) == "12.5" and fmt_num(None) == "-"

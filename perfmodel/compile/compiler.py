@@ -815,6 +815,14 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         m = re.search(r"Instruction '(vote|shfl)' without '\.sync'", text)
         hint = _legacy_warp_hint("__ballot, __any or __all" if m.group(1) == "vote" else "__shfl") if m else ""
         where = Location(display)
+        if m:
+            # the line of the source that calls it (ptxas names only its PTX line): graphBIG's __all
+            pattern = r"\b__(?:ballot|any|all)\s*\(" if m.group(1) == "vote" else r"\b__shfl(?:_up|_down|_xor)?\s*\("
+            found = _source_line(prepared, pattern, device=False) or _source_line(prepared, pattern, device=True)
+            if found:
+                where = Location(found[0], found[1])
+                text = f"{Path(found[0]).name}:{found[1]} (`{found[2].strip()[:80]}`): {text}"
+        text = text.rstrip(".") + "."
         extern = re.search(r"Unresolved extern function '(\w+)'", text)
         if extern:
             hint, where = _extern_function_hint(extern.group(1), prepared, display)

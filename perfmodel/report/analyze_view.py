@@ -31,7 +31,7 @@ def fmt_num(value: float | None, digits: int = 4) -> str:
     if value is None:
         return "-"
     if isinstance(value, float) and not value.is_integer():
-        if abs(value) >= 1e6:
+        if abs(value) >= 1000:      # an extrapolated count: whole, with separators, as the exact run prints
             return f"{value:,.0f}"
         return f"{value:.{digits}g}"
     return f"{int(value):,}"
