@@ -1110,3 +1110,30 @@ def test_device_side_new_is_refused_saying_so(tmp_path):
                                      "    if (threadIdx.x == 0) *slot = new Obj{1.5f};\n}\n")
     with pytest.raises(SimulationError, match=r"new\.cu:3:.*device-side memory allocation \(new, or malloc"):
         simulate(load_kernel(tmp_path / "new.cu"), 1, 32, [np.zeros(1, np.uint64)])
+
+
+def test_guarded_headers_that_include_each_other(tmp_path):
+    """kaldi's base/kaldi-common.h includes io-funcs.h and kaldi-math.h, which include kaldi-common.h again: every
+    include of a guarded header was inlined anew, doubling the text at each level down to 40 (the scan ran for more
+    than 15 minutes, --timeout not yet running). A header with an include guard is inlined once - except where the
+    include is under an #if (kaldi's `#ifdef __IS_HIP_COMPILE__` branch includes cu-kernels-ansi.h, and the #else
+    branch again: the compile skips the first copy, so the second must keep cu-matrixdim.h's MatrixDim). And a
+    host `static const double kMinLogDiffDouble = Log(DBL_EPSILON);` (Log set aside) is set aside too."""
+    import time
+
+    (tmp_path / "a.h").write_text('#ifndef A_H_\n#define A_H_\n#include "b.h"\n#include "c.h"\ntypedef int myint;\n'
+                                  "#endif\n")
+    (tmp_path / "b.h").write_text('#ifndef B_H_\n#define B_H_\n#include "a.h"\n#include "c.h"\n#endif\n')
+    (tmp_path / "c.h").write_text('#ifndef C_H_\n#define C_H_\n#include "a.h"\n#include "b.h"\n'
+                                  "inline double Log(double x) { return x; }\n"
+                                  "static const double kMin = Log(1e-9);\n#endif\n")
+    (tmp_path / "dim.h").write_text("#ifndef DIM_H_\n#define DIM_H_\nstruct Dim { int rows, cols; };\n#endif\n")
+    (tmp_path / "ansi.h").write_text('#ifndef ANSI_H_\n#define ANSI_H_\n#include "dim.h"\n#endif\n')
+    (tmp_path / "k.cu").write_text('#include "a.h"\n#ifdef __IS_OTHER_COMPILER__\n#include "ansi.h"\n#else\n'
+                                   '#include "ansi.h"\n#endif\n'
+                                   "__global__ void scale(float *x, Dim d, myint n) {\n"
+                                   "    int i = threadIdx.x; if (i < n && i < d.rows) x[i] *= 2.0f;\n}\n")
+    started = time.perf_counter()
+    mod = compile_cuda(tmp_path / "k.cu")
+    assert time.perf_counter() - started < 60
+    assert [p.ctype for p in mod.kernel("scale").params] == ["float*", "Dim", "myint"]

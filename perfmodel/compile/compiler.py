@@ -868,6 +868,12 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         hint += (f" {undefined.group(1)} is a texture reference (texture<...> {undefined.group(1)}): CUDA 12.0 removed "
                  "texture references, and NVRTC 13 does not compile them; the kernel needs a cudaTextureObject_t "
                  "parameter (tex1Dfetch<T>(object, i)), which perfmodel runs.")
+    host_constant = undefined and prepared.host_constants.get(undefined.group(1))
+    if host_constant:
+        hint += (f" {undefined.group(1)} ({Path(host_constant[0]).name}:{host_constant[1]}) is a host constant whose "
+                 "initial value calls a host function: it is computed when the program starts, on the host, and "
+                 "device code cannot read it (nvcc: \"identifier is undefined in device code\"); a constexpr value, "
+                 "a __constant__ variable the host fills, or a kernel argument can carry it.")
     dead = undefined and prepared.dead_macros.get(undefined.group(1))
     if dead:
         where_file, where_line, branch = dead

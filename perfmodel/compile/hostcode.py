@@ -151,6 +151,8 @@ class Prepared:
     launched: list[str] = field(default_factory=list)
     # macros #defined only in branches no compile takes: name -> (file, line, the branch's directive)
     dead_macros: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    # host constants set aside for a host function call in their initialiser: name -> (file, line)
+    host_constants: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 # names a device compile defines, whatever the architecture (NVRTC 13's oldest target is compute capability 7.5)
@@ -262,6 +264,38 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
     return dead
 
 
+# a header included (and inlined) more often than this is guarded by what the scan cannot follow: not again
+MAX_INCLUDES = 16
+
+
+def _lines_and_directives(text: str) -> tuple[list[str], list]:
+    masked = mask(text)
+    return masked.split("\n"), preprocessor_lines(masked)
+
+
+def include_guard(mlines: list[str], directives) -> str | None:
+    """The macro of a header's include guard - the whole file inside ``#ifndef X`` / ``#define X`` ... ``#endif``
+    (or ``#if !defined(X)``), nothing but blanks outside - else None."""
+    if len(directives) < 3:
+        return None
+    words = [" ".join(m.rstrip("\\") for m in mlines[a:b + 1]).strip()[1:].strip() for a, b, _ in directives]
+    m = re.fullmatch(r"ifndef\s+([A-Za-z_]\w*)", words[0]) or \
+        re.fullmatch(r"if\s*!\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?", words[0])
+    if not m or not re.fullmatch(rf"define\s+{m.group(1)}\b.*", words[1]) or not words[-1].startswith("endif"):
+        return None
+    depth = 0
+    for k, w in enumerate(words):           # the first #if must close at the last #endif
+        word = re.match(r"\w*", w).group()
+        depth += word in ("if", "ifdef", "ifndef")
+        depth -= word == "endif"
+        if depth == 0 and k < len(words) - 1:
+            return None
+    first, last = directives[0][0], directives[-1][1]
+    if any(line.strip() for line in mlines[:first] + mlines[last + 1:]):
+        return None
+    return m.group(1)
+
+
 def tree_header(name: str, folder: Path) -> Path | None:
     """A header not on the include path, in the folders a project keeps shared headers in, up the tree from
     ``folder`` (cuda-samples' Samples/x/y/z.cu includes <helper_math.h> from Common/ with -I../../../Common)."""
@@ -334,6 +368,8 @@ class _FileProcessor:
         self.device_dead: dict[str, set[int]] = {}      # file -> 1-based lines no device compile sees
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
+        self.host_functions: set[str] = set()        # functions set aside as host code, by name
+        self.inlined_count: dict[str, int] = {}     # header -> includes seen (MAX_INCLUDES inlined at most)
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of #if conditions
         self.macro_uses: dict[str, set[str]] = {}   # macro -> the identifiers of its text (and parameters)
         self.class_info: list[tuple[set[str], set[str]]] = []
@@ -490,7 +526,9 @@ class _FileProcessor:
                 + f'#line {last + 2} "{_escape(display)}"')
 
     # ---- one file ----------------------------------------------------------------------------------------------
-    def process(self, path: Path, display: str, text: str, depth: int = 0) -> str:
+    def process(self, path: Path, display: str, text: str, depth: int = 0, under_condition: bool = False) -> str:
+        """The text NVRTC gets for one file (its local headers inlined); ``under_condition``: the file is included
+        inside an #if of a file that includes it (its headers may be skipped by the compile there)."""
         # a UTF-8 byte-order mark (ccminer's cuda_quark_blake512.cu): gcc and nvcc skip it, NVRTC reads a token
         text = text[1:] if text.startswith("\ufeff") else text
         self.result.files[display] = text
@@ -523,6 +561,16 @@ class _FileProcessor:
                 any(first not in dead_defines for first in missing):
             dead_lines, dead_defines = verdicts(True)
         self.device_dead[display] = dead_lines
+        # includes inside an #if (other than the file's own include guard): where the compile may not take them
+        guard = include_guard(mlines, directives)
+        conditional: set[int] = set()
+        depth = 0
+        for k, (first, last, _off) in enumerate(directives):
+            word = re.match(r"\s*#\s*(\w*)", mlines[first]).group(1)
+            if word == "include" and depth > (1 if guard else 0):
+                conditional.add(first)
+            depth += word in ("if", "ifdef", "ifndef")
+            depth -= word == "endif" and depth > 0
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
@@ -598,12 +646,20 @@ class _FileProcessor:
                 elif how == "local":
                     key = str(target)
                     inner = target.read_text(errors="replace")
-                    if key in self.inlined_once or depth > 40:
+                    self.inlined_count[key] = self.inlined_count.get(key, 0) + 1
+                    if key in self.inlined_once or depth > 40 or self.inlined_count[key] > MAX_INCLUDES:
                         replacements[first] = ""
                         continue
-                    if re.search(r"^\s*#\s*pragma\s+once", inner, re.M):
+                    # once inlined, a header with #pragma once or an include guard is not again: kaldi's guarded
+                    # headers include each other (kaldi-common.h, io-funcs.h, kaldi-math.h), and inlining each
+                    # again at every include doubled the text at every level, to 40 levels
+                    # (not where the include is under an #if, here or in a file that includes this one: the
+                    # compile may skip that copy - kaldi's #ifdef __IS_HIP_COMPILE__ branch - and need the next)
+                    cond = under_condition or first in conditional
+                    if not cond and (re.search(r"^\s*#\s*pragma\s+once", inner, re.M) or
+                                     include_guard(*_lines_and_directives(inner))):
                         self.inlined_once.add(key)
-                    processed = self.process(target, key, inner, depth + 1)
+                    processed = self.process(target, key, inner, depth + 1, cond)
                     replacements[first] = (f'#line 1 "{_escape(key)}"\n{processed}\n'
                                            f'#line {last + 2} "{_escape(display)}"')
             elif word in ("define", "undef"):
@@ -722,6 +778,8 @@ class _FileProcessor:
                         self._record_kernel(toks, c, head, name, paren, display, text)
                 else:
                     blank.append(span(c))
+                    if name:
+                        self.host_functions.add(name)
                     if name and head[0] == "template":
                         aside_templates.add(name)
                 continue
@@ -755,8 +813,19 @@ class _FileProcessor:
                 continue
             # a host global variable: keep only non-pointer const/constexpr ones
             before = head[:head.index("=")] if "=" in head else head
+            after = head[len(before) + 1:]
+            # (not one initialised by a call of a host function: kaldi-math.h's `static const double
+            # kMinLogDiffDouble = Log(DBL_EPSILON);`, whose Log is set aside - no device code can use it, nvcc's either)
+            host_call = any(w in self.host_functions and w not in self.result.device_functions and k + 1 < len(after)
+                            and after[k + 1] == "(" and (k == 0 or after[k - 1] not in ("::", ".", "->"))
+                            for k, w in enumerate(after))
+            if host_call and ("const" in before or "constexpr" in before):
+                declared = [w for w in before if re.fullmatch(r"[A-Za-z_]\w*", w)]
+                if declared:
+                    line = text.count("\n", 0, toks[c.first].start) + 1
+                    self.result.host_constants.setdefault(declared[-1], (display, line))
             if ("const" in before or "constexpr" in before) and "*" not in before and "extern" not in before \
-                    and (not names_std_member(head) or self._libcudacxx_has(head)):
+                    and (not names_std_member(head) or self._libcudacxx_has(head)) and not host_call:
                 # (one naming what libcu++ has - `constexpr float kInf = std::numeric_limits<float>::infinity();`
                 # - stays for the compile's libcu++ retry)
                 keep(c)
