@@ -667,6 +667,15 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
     if renames:
         params = {renames.get(k, k) if k in ("N", "BLOCK") and isinstance(v, dict) else k: v
                   for k, v in params.items()}
+        if "BLOCK" in renames:
+            # the file's own block size where it #defines one (darknet's BLOCK 512: a launch of 256 would leave
+            # part of its shared part[BLOCK] unwritten)
+            compiled = (getattr(program, "sass_source", None) or (None,))[0]
+            texts = list(getattr(compiled, "files", {}).values()) or [source]
+            found = next((int(m.group(1)) for t in texts
+                          for m in [re.search(r"^[ \t]*#[ \t]*define[ \t]+BLOCK[ \t]+(\d+)\b", t, re.M)] if m), None)
+            if found and 0 < found <= 1024:
+                params[renames["BLOCK"]] = {"default": found, "help": "threads per block (the file's BLOCK)"}
         word = re.compile(r"(?<!name: )\b(" + "|".join(renames) + r")\b")
         lines_args = [word.sub(lambda m: renames[m.group(1)], line) for line in lines_args]
         lines_symbols = {k: [word.sub(lambda m: renames[m.group(1)], line) for line in v]

@@ -97,7 +97,7 @@ def _plain(message: str) -> str:
     return f"{match.group(1)}: {message[match.end():]}" if match else message
 
 
-_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?(?:[A-Za-z_]\w*\s*)?(?::\s*[\w\s]+?)?\{([^{}]*)\}")
+_ENUM = re.compile(r"\benum\b\s*(?:class\s+|struct\s+)?(?:[A-Za-z_]\w*\s*)?(?::\s*[\w\s]+?)?\{([^{}]*)\}")
 
 
 def enumerators(texts) -> dict[str, int]:

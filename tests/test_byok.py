@@ -276,6 +276,7 @@ def test_kernels_init_leaves_the_files_own_macros_alone(cli, tmp_path):
     assert code == 0, err
     text = out.read_text()
     assert 'grid: ["cdiv(NELEMS, THREADS)"]' in text and "block: [THREADS]" in text
+    assert "THREADS: {default: 512, help: threads per block (the file's BLOCK)}" in text
     assert "{name: n, dtype: int32, value: NELEMS}" in text
     out.write_text(text.replace("value: NELEMS}", "value: 512}").replace('grid: ["cdiv(NELEMS, THREADS)"]',
                                                                            "grid: [2]").replace("[THREADS]", "[512]"))
@@ -289,7 +290,7 @@ def test_enumerators_name_enum_arguments(cli, tmp_path):
     `--arg a=LEAKY` was "unknown name LEAKY", only the number worked. The file's enumerators are known by value:
     LEAKY is the 8th (7); EXACT follows SLOW = FAST * 2 = 8 (9). By hand: x = 7 * 100 + 9."""
     (tmp_path / "e.cu").write_text(
-        "typedef enum { LOGISTIC, RELU, RELIE, LINEAR, RAMP, TANH, PLSE, LEAKY, ELU } ACTIVATION;\n"
+        "typedef enum{ LOGISTIC, RELU, RELIE, LINEAR, RAMP, TANH, PLSE, LEAKY, ELU } ACTIVATION;\n"   # darknet's
         "enum Mode { FAST = 4, SLOW = FAST * 2, EXACT /* 9 */ };\n"
         "__global__ void act(float *x, int n, ACTIVATION a, Mode m)\n{\n"
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] = (float)a * 100 + (float)m;\n}\n")

@@ -1137,3 +1137,51 @@ def test_guarded_headers_that_include_each_other(tmp_path):
     mod = compile_cuda(tmp_path / "k.cu")
     assert time.perf_counter() - started < 60
     assert [p.ctype for p in mod.kernel("scale").params] == ["float*", "Dim", "myint"]
+
+
+def test_a_guarded_header_decides_its_own_ifs(tmp_path):
+    """chai's support/common.h: `#ifndef _COMMON_H_` guards `#ifndef DOUBLE_PRECISION / #define DOUBLE_PRECISION 1`
+    and `#if DOUBLE_PRECISION / #define T double / #else / #define T float`. The guard's name, with a leading
+    underscore (it could be the compiler's), left every #if inside undecided, and T was read from the last branch:
+    float* where NVRTC compiled double*. The file's own guard is taken."""
+    (tmp_path / "common.h").write_text("#ifndef _COMMON_H_\n#define _COMMON_H_\n#ifndef DOUBLE_PRECISION\n"
+                                       "#define DOUBLE_PRECISION 1\n#endif\n#if DOUBLE_PRECISION\n#define T double\n"
+                                       "#else\n#define T float\n#endif\n#endif\n")
+    (tmp_path / "k.cu").write_text('#include "common.h"\n'
+                                   "__global__ void scale(T *x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2; }\n")
+    assert [p.ctype for p in compile_cuda(tmp_path / "k.cu").kernel("scale").params] == ["double*", "int"]
+
+
+def test_a_forward_declaration_is_no_use_of_a_host_class(tmp_path):
+    """cuda-convnet2's nvmatrix.cuh: `class NVMatrix;` then the host class NVMatrix, which names Matrix, whose
+    members use <cblas.h>'s CBLAS_TRANSPOSE: keeping the forward declaration counted as a use of NVMatrix, which
+    kept it and Matrix, and the compile failed on the set-aside header's type."""
+    (tmp_path / "k.cu").write_text("#include <cblas.h>\nclass Matrix { CBLAS_TRANSPOSE _trans; };\nclass NVMatrix;\n"
+                                   "class NVMatrix { public: NVMatrix(const Matrix& like); };\n"
+                                   "__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    assert [k.name for k in compile_cuda(tmp_path / "k.cu").kernels] == ["k"]
+
+
+def test_a_constant_array_read_through_ldg():
+    """ethminer's keccak reads its round constants with `__ldg(&keccak_round_constants[i])`, a __constant__ array:
+    NVRTC makes it cvta.const, cvta.to.global and ld.global.nc - a load of the global memory behind the constant
+    bank - and the executor took the constant window's address for a global array's (out of bounds, naming
+    another array). Compiled for sm_100 (NVRTC 13 crashes on it for sm_75-sm_90). By hand: 23 uniform loads of one 8-byte word, 23 requests of 1 sector, and x = lane ^ 1 ^ ... ^ 23."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("__constant__ uint2 rc[24] = {" + ", ".join(f"{{{i}, {i * 2}}}" for i in range(1, 25)) + "};\n"
+           "__global__ void k(uint2 *out) {\n    uint2 s = make_uint2(threadIdx.x, 0);\n"
+           "    for (int i = 0; i < 23; i++) { uint2 c = __ldg(&rc[i]); s.x ^= c.x; s.y ^= c.y; }\n"
+           "    out[threadIdx.x] = s;\n}\n")
+    out = np.zeros(64, np.uint32)
+    r = simulate(load_kernel(source=src, path="ldg.cu", arch="sm_100"), 1, 32, [out])   # NVRTC 13 crashes for sm_90
+    x = 0
+    for i in range(1, 24):
+        x ^= i
+    y = 0
+    for i in range(1, 24):
+        y ^= 2 * i
+    assert out.reshape(32, 2).tolist() == [[lane ^ x, y] for lane in range(32)]
+    g = r.counts.global_
+    assert g["load_requests"] == 23 and g["load_sectors"] == 23

@@ -211,7 +211,8 @@ def _device_condition(cond: str, macro=None) -> bool | None:
 
 
 def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | None = None,
-                       uncertain: set | None = None, dead_defines: dict | None = None) -> set[int]:
+                       uncertain: set | None = None, dead_defines: dict | None = None,
+                       guard: str | None = None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
     parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
@@ -219,7 +220,10 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
     kept as the file goes: the ``#define``s of taken branches (name -> replacement; AutoDock-GPU's
     ``#define ADADELTA_AUTOSTOP`` before its ``#ifdef``), and the names an undecided branch defines or undefines.
     ``dead_defines`` collects the ``#define``s and ``#include``s in branches no compile takes: their 0-based
-    first line -> the directive that opened the branch (``#ifdef GPU``, ``#else of #if X``)."""
+    first line -> the directive that opened the branch (``#ifdef GPU``, ``#else of #if X``). ``guard``: the file's
+    include guard (:func:`include_guard`), whose ``#ifndef`` is taken - the file is inlined where first included
+    (chai's `#ifndef _COMMON_H_` left every #if inside undecided: a name with a leading underscore may be the
+    compiler's)."""
     seen = {} if seen is None else seen
     uncertain = set() if uncertain is None else uncertain
     dead: set[int] = set()
@@ -234,7 +238,7 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
         rest = body[len(word):].strip()
         if word in ("if", "ifdef", "ifndef"):
             cond = rest if word == "if" else (f"defined({rest})" if word == "ifdef" else f"!defined({rest})")
-            value = _device_condition(cond, macro)
+            value = True if guard and not stack and first == directives[0][0] else _device_condition(cond, macro)
             stack.append([value, value is True, f"#{word} {rest}"])
         elif word == "elif" and stack:
             frame = stack[-1]
@@ -547,13 +551,15 @@ class _FileProcessor:
                    for n in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', lines[first])
                    if self._resolve(n, True, path)[0] == "aside" and n.rsplit("/", 1)[-1] not in HOST_ONLY_HEADERS]
 
+        guard = include_guard(mlines, directives)
+
         def verdicts(unfound: bool):
             seen: dict = {}
             uncertain: set = set()
             dead_defines: dict[int, str] = {}
             dead = _device_dead_lines(mlines, directives, lambda name: self._macro(name, here, unfound, seen,
                                                                                    uncertain),
-                                      seen, uncertain, dead_defines)
+                                      seen, uncertain, dead_defines, guard)
             return dead, dead_defines
 
         dead_lines, dead_defines = verdicts(False)
@@ -562,7 +568,6 @@ class _FileProcessor:
             dead_lines, dead_defines = verdicts(True)
         self.device_dead[display] = dead_lines
         # includes inside an #if (other than the file's own include guard): where the compile may not take them
-        guard = include_guard(mlines, directives)
         conditional: set[int] = set()
         depth = 0
         for k, (first, last, _off) in enumerate(directives):
@@ -808,7 +813,11 @@ class _FileProcessor:
                 keep(c)
                 continue
             bare = [w for w in head if w != ";"]
-            if head[0] == "template" or (len(bare) == 2 and bare[0] in CLASS_WORDS):   # template / forward decl
+            if len(bare) == 2 and bare[0] in CLASS_WORDS:
+                # a forward declaration stays as it is, but is no use of the class: convnet2's `class NVMatrix;`
+                # would keep the host class NVMatrix, and through it Matrix's <cblas.h> types
+                continue
+            if head[0] == "template":
                 keep(c)
                 continue
             # a host global variable: keep only non-pointer const/constexpr ones

@@ -46,6 +46,8 @@ class MemoryMixin:
             uncounted = self.defer_counts is not None and gid in self.defer_counts and not self.launch.count_cc1
             if uncounted:
                 self.loop_masks[gid] = self.mask
+            if values is None and self._in_const_window(a):
+                return self._global_const(gid, a - CONST_BASE, size, vec, dt, nbytes, st, uncounted)
             return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st, uncounted)
         if space == "shared":
             return self._shared(gid, a, size, vec, dt, values, nbytes, defer)
@@ -361,6 +363,34 @@ class MemoryMixin:
             return [view[lanes, idx + j] for j in range(vec)]
         self._scatter(view, idx, values, m, rows=lanes)
         return None
+
+    def _in_const_window(self, a) -> bool:
+        """Whether a global access's active lanes all address constant memory by its generic address: `__ldg()` of a
+        `__constant__` array (ethminer's keccak round constants) is `cvta.const` then `cvta.to.global` and an
+        `ld.global.nc`, a load of the global memory that backs the constant bank."""
+        a = np.asarray(a)
+        m = self.mask
+        sel = a.reshape(-1) if m is None or a.size == 1 else _masked(np.broadcast_to(a, m.shape), m)
+        return bool(sel.size) and int(sel.min()) >= CONST_BASE and int(sel.max()) < CONST_BASE + WINDOW
+
+    def _global_const(self, gid, off, size, vec, dt, nbytes, st, uncounted=False):
+        """A global load of constant memory (:meth:`_in_const_window`): the constant bank's bytes, counted as the
+        global load the SASS issues (requests, sectors, lines by the addresses' pattern; ``uncounted`` as
+        :meth:`_global`'s)."""
+        m = self.mask
+        off = self._check(gid, off, 0, len(self.const.bytes) - nbytes + 1, "load of constant memory through "
+                          "its global address (__ldg of a __constant__ variable)")
+        c = self.counters
+        pb = c.per_block
+        pb["global_loads"][self.sl] += (self.T if st[2] is None else st[2])
+        if not uncounted:
+            sec, lines, f = M.sectors_lines(off, m, self.nB, self.Tp, nbytes)
+            c.units[gid] += int(sec.sum()) * f
+            c.lines[gid] += int(lines.sum()) * f
+            pb["global_load_sectors"][self.sl] += sec if f == 1 else int(sec[0])
+        view = self.const.view(dt)
+        idx = off // size
+        return [view[idx + j] for j in range(vec)]
 
     def _const(self, gid, a, size, vec, dt, values):
         if values is not None:
