@@ -373,6 +373,7 @@ class _FileProcessor:
         self.result = Prepared("")
         self.inlined_once: set[str] = set()
         self.host_functions: set[str] = set()        # functions set aside as host code, by name
+        self._macro_index: dict[str, tuple[set[str], str]] = {}   # header -> (its #define names, its text)
         self.inlined_count: dict[str, int] = {}     # header -> includes seen (MAX_INCLUDES inlined at most)
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of #if conditions
         self.macro_uses: dict[str, set[str]] = {}   # macro -> the identifiers of its text (and parameters)
@@ -468,21 +469,29 @@ class _FileProcessor:
             return None
         return False
 
-    def _header_macros(self, text: str, path: Path, depth: int = 0, visited: set | None = None) -> set[str]:
-        """The names the local headers ``text`` includes (found, transitively) #define or #undef."""
-        visited = set() if visited is None else visited
+    def _header_macros(self, text: str, path: Path) -> set[str]:
+        """The names the local headers ``text`` includes (found, transitively) #define or #undef (each header's
+        own names read once a scan)."""
         out: set[str] = set()
-        for quote, name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', text, re.M):
-            how, target = self._resolve(name.strip(), quote == '"', path)
-            if how != "local" or target is None or str(target) in visited or depth > 20:
-                continue
-            visited.add(str(target))
-            try:
-                inner = target.read_text(errors="replace")
-            except OSError:
-                continue
-            out |= set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", mask(inner), re.M))
-            out |= self._header_macros(inner, target, depth + 1, visited)
+        visited: set[str] = set()
+        todo = [(text, path)]
+        while todo and len(visited) < 2000:
+            text, path = todo.pop()
+            for quote, name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', text, re.M):
+                how, target = self._resolve(name.strip(), quote == '"', path)
+                if how != "local" or target is None or str(target) in visited:
+                    continue
+                visited.add(str(target))
+                cached = self._macro_index.get(str(target))
+                if cached is None:
+                    try:
+                        inner = target.read_text(errors="replace")
+                    except OSError:
+                        inner = ""
+                    names = set(re.findall(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_]\w*)", mask(inner), re.M))
+                    cached = self._macro_index[str(target)] = (names, inner)
+                out |= cached[0]
+                todo.append((cached[1], target))
         return out
 
     # ---- includes -------------------------------------------------------------------------------------------
@@ -569,13 +578,13 @@ class _FileProcessor:
         self.device_dead[display] = dead_lines
         # includes inside an #if (other than the file's own include guard): where the compile may not take them
         conditional: set[int] = set()
-        depth = 0
-        for k, (first, last, _off) in enumerate(directives):
+        nesting = 0
+        for first, _last, _off in directives:
             word = re.match(r"\s*#\s*(\w*)", mlines[first]).group(1)
-            if word == "include" and depth > (1 if guard else 0):
+            if word == "include" and nesting > (1 if guard else 0):
                 conditional.add(first)
-            depth += word in ("if", "ifdef", "ifndef")
-            depth -= word == "endif" and depth > 0
+            nesting += word in ("if", "ifdef", "ifndef")
+            nesting -= word == "endif" and nesting > 0
         code = list(masked)
         directive_lines: set[int] = set()
         replacements: dict[int, str] = {}   # line index -> replacement text for the whole directive
