@@ -478,9 +478,10 @@ def simulate_launch(kernel, params: dict | None = None, sample: int | None = Non
     sample_reason = ""
     wants_exact = sample is None or sample == 0 or sample >= total
     if dynamic and sample is not None and 0 < sample < total:
-        raise SimulationError(f"{spec.name}: its blocks take their work from a global counter (an atomic's result decides "
-                       "what a block does: run alone, one block did the work of several), so a sample of blocks "
-                       "would do the others' work and its counts cannot be scaled up; run it exactly (--sample 0)")
+        raise SimulationError(
+            f"{spec.name}: its blocks take their work from a global counter (an atomic's result decides what a block "
+            "does: run alone, one block did the work of several), so a sample of blocks would do the others' work "
+            "and its counts cannot be scaled up; run it exactly (--sample 0)")
     if sample is not None and sample > 0 and sample < total:
         sample_reason = f"--sample {sample}"
     elif sample is None and not execute_all and total > DEFAULT_SAMPLE_BLOCKS and (

@@ -46,8 +46,6 @@ class MemoryMixin:
             uncounted = self.defer_counts is not None and gid in self.defer_counts and not self.launch.count_cc1
             if uncounted:
                 self.loop_masks[gid] = self.mask
-            if values is None and self._in_const_window(a):
-                return self._global_const(gid, a - CONST_BASE, size, vec, dt, nbytes, st, uncounted)
             return self._global(gid, a - GLOBAL_BASE, size, vec, dt, values, nbytes, st, uncounted)
         if space == "shared":
             return self._shared(gid, a, size, vec, dt, values, nbytes, defer)
@@ -108,6 +106,11 @@ class MemoryMixin:
         else:
             sel = off if m is None else _masked(off, m)
         lo_v, hi_v = int(sel.min()), int(sel.max())
+        if values is None and CONST_BASE - GLOBAL_BASE <= lo_v and hi_v < CONST_BASE - GLOBAL_BASE + WINDOW:
+            # every lane addresses constant memory by its generic address: `__ldg()` of a `__constant__` array
+            # (ethminer's keccak round constants) is cvta.const, cvta.to.global and an ld.global.nc, a load of the
+            # global memory that backs the constant bank
+            return self._global_const(gid, off - (CONST_BASE - GLOBAL_BASE), size, vec, dt, nbytes, st, uncounted)
         k = heap.owner(lo_v)
         mine = self._pointer_block(gid)
         if not (lo_v >= heap.offsets[k] and hi_v + nbytes <= heap.offsets[k] + heap.sizes[k]) or \
@@ -364,18 +367,9 @@ class MemoryMixin:
         self._scatter(view, idx, values, m, rows=lanes)
         return None
 
-    def _in_const_window(self, a) -> bool:
-        """Whether a global access's active lanes all address constant memory by its generic address: `__ldg()` of a
-        `__constant__` array (ethminer's keccak round constants) is `cvta.const` then `cvta.to.global` and an
-        `ld.global.nc`, a load of the global memory that backs the constant bank."""
-        a = np.asarray(a)
-        m = self.mask
-        sel = a.reshape(-1) if m is None or a.size == 1 else _masked(np.broadcast_to(a, m.shape), m)
-        return bool(sel.size) and int(sel.min()) >= CONST_BASE and int(sel.max()) < CONST_BASE + WINDOW
-
     def _global_const(self, gid, off, size, vec, dt, nbytes, st, uncounted=False):
-        """A global load of constant memory (:meth:`_in_const_window`): the constant bank's bytes, counted as the
-        global load the SASS issues (requests, sectors, lines by the addresses' pattern; ``uncounted`` as
+        """A global load of constant memory (its generic address, :meth:`_global`): the constant bank's bytes,
+        counted as the global load the SASS issues (requests, sectors, lines by the addresses' pattern; ``uncounted`` as
         :meth:`_global`'s)."""
         m = self.mask
         off = self._check(gid, off, 0, len(self.const.bytes) - nbytes + 1, "load of constant memory through "
