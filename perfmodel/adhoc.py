@@ -453,8 +453,7 @@ def _with_enumerators(value: str, program, names: set[str]) -> str:
     words = set(re.findall(r"[A-Za-z_]\w*", value)) - names
     if not words:
         return value
-    compiled = (getattr(program, "sass_source", None) or (None,))[0]
-    texts = list(getattr(compiled, "files", {}).values()) or ["\n".join(program.source_lines)]
+    texts = list(program.source_files.values()) or ["\n".join(program.source_lines)]
     enums = {k: v for k, v in enumerators(texts).items() if k in words}
     if not enums:
         return value
@@ -670,8 +669,7 @@ def starter_spec(file: str | Path, kernel: str | None, *, out: str | Path | None
         if "BLOCK" in renames:
             # the file's own block size where it #defines one (darknet's BLOCK 512: a launch of 256 would leave
             # part of its shared part[BLOCK] unwritten)
-            compiled = (getattr(program, "sass_source", None) or (None,))[0]
-            texts = list(getattr(compiled, "files", {}).values()) or [source]
+            texts = list(program.source_files.values()) or [source]
             found = next((int(m.group(1)) for t in texts
                           for m in [re.search(r"^[ \t]*#[ \t]*define[ \t]+BLOCK[ \t]+(\d+)\b", t, re.M)] if m), None)
             if found and 0 < found <= 1024:

@@ -599,8 +599,7 @@ def _header_source(program, keys) -> dict[str, str]:
     NVIDIA's headers (curand_kernel.h, which NVRTC reads itself), from the installed file."""
     from perfmodel.compile import nvrtc
 
-    compiled = (getattr(program, "sass_source", None) or (None,))[0]
-    files = dict(getattr(compiled, "files", None) or {})
+    files = program.source_files
     sdk = [str(d).rstrip("/") + "/" for d in nvrtc.sdk_include_dirs()]
     out = {}
     for key in keys:

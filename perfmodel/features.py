@@ -41,7 +41,7 @@ _FP64_OPS = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "
 
 def _atomic(ins) -> list[str]:
     mods, t = set(ins.mods), ins.type
-    shared = "shared" in mods or any(m.startswith("shared") for m in mods)
+    shared = any(m.startswith("shared") for m in mods)
     wide = t in ("u64", "s64", "b64")
     out = []
     if t in ("u32", "s32", "b32", "u64", "s64", "b64"):      # the integer atomics (a float one is its own row)

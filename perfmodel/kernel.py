@@ -55,6 +55,13 @@ class KernelProgram:
         return self.sass
 
     @property
+    def source_files(self) -> dict:
+        """Path -> original text of every file the compile read of the project's (the kernel's file and its own
+        headers); empty for a program built without a compile."""
+        compiled = (self.sass_source or (None,))[0]
+        return dict(getattr(compiled, "files", None) or {})
+
+    @property
     def sass_weights(self) -> list | None:
         return self.sass_facts().weights
 
