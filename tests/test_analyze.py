@@ -140,6 +140,25 @@ def test_a_kernel_without_floating_point_work_heads_with_its_effective_bandwidth
     rate = float(re.search(r"([\d,.]+) GB/s effective", out).group(1).replace(",", ""))
     assert rate == pytest.approx(2 * 256 * 512 * 4 / doc["predicted_time_s"] / 1e9, abs=0.06)
     assert "GFLOPS in" not in out and "Gop/s" not in out
+    assert "DRAM peak" not in out       # 2 x 512 KiB over the predicted time is under the H100's 3,352 GB/s
+
+
+def test_an_effective_bandwidth_above_the_dram_peak_says_where_the_bytes_came_from(cli, tmp_path):
+    """Every thread reads the same 64 ints: 262,144 x 65 x 4 bytes requested (68 MB) in microseconds is several times
+    the H100's 3,352 GB/s DRAM peak (its datasheet), which is right for requested bytes (L1 serves the re-reads) but
+    reads as impossible unless the headline says so."""
+    import re
+
+    (tmp_path / "reread.cu").write_text(
+        "__global__ void reread(const int *in, int *out, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    int acc = 0;\n"
+        "    for (int j = 0; j < 64; j++) acc += in[j];\n    out[i] = acc ^ i;\n}\n")
+    code, out, err = cli("analyze", str(tmp_path / "reread.cu"), "--device", "h100", "--grid", "1024", "--block",
+                         "256", "--arg", "n=262144", "--arg", "in=int32[64]", "--arg", "out=int32[262144]")
+    assert code == 0, err
+    rate = float(re.search(r"([\d,.]+) GB/s effective", out).group(1).replace(",", ""))
+    assert rate > 3352
+    assert "above the 3,352 GB/s DRAM peak" in " ".join(out.split())
 
 
 # ---- registers --------------------------------------------------------------------------------------------

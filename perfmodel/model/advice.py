@@ -77,7 +77,15 @@ def advise(analysis) -> list[str]:
         tips.append(f"Compute-bound ({model.resource(bound).label}, {_pct(bound_share)}): the arithmetic itself "
                     "is the limit; fewer instructions per flop (FMA, unrolling) are what is left.")
     elif bound == "launch":
-        tips.append("The kernel is too small to keep the GPU busy: its time is the launch overhead.")
+        tip = "The kernel is too small to keep the GPU busy: its time is the launch overhead."
+        if getattr(model.traffic, "l2_state", "cold") == "warm":
+            from perfmodel.model.bottleneck import device_rates
+
+            cold = device_rates(dev).launch_overhead_s
+            tip += (f" Warm, that floor is {model.launch_overhead_s * 1e6:.3g} us, measured with an event pair around "
+                    f"one launch from an idle GPU (the launch latency falls inside the events); --l2 cold, timed "
+                    f"right after an L2 flush, gives {cold * 1e6:.3g} us (docs/model.md 2.11).")
+        tips.append(tip)
 
     for kind, verb in (("load", "read"), ("store", "write")):
         requests = float(g.get(f"{kind}_requests", 0))
