@@ -282,6 +282,28 @@ def test_a_texture_reference_says_cuda_12_removed_them():
     assert "cudaTextureObject_t" in text
 
 
+def test_a_cub_operator_cccl3_removed_is_named_with_its_replacement():
+    """``cub::Max()`` (kaldi's softmax, code written for CUDA 12) no longer exists in CCCL 3 (CUDA 13's nvcc fails
+    alike: 'namespace "cub" has no member "Max"'): the error names the CCCL version compiled with - the one CUB's
+    own header states, cub/version.cuh's CUB_VERSION (MMMmmmpp) - and cuda::maximum<>, which compiles."""
+    src = ("#include <cub/cub.cuh>\n"
+           "__global__ void k(const float *in, float *out) {\n"
+           "    typedef cub::BlockReduce<float, 128> BR;\n"
+           "    __shared__ typename BR::TempStorage tmp;\n"
+           "    float v = BR(tmp).Reduce(in[threadIdx.x], cub::Max());\n"
+           "    if (threadIdx.x == 0) out[0] = v;\n}\n")
+    with pytest.raises(CompileError) as info:
+        compile_cuda("cubmax.cu", source=src)
+    text = str(info.value)
+    header = next(Path(d) / "cub" / "version.cuh" for d in nvrtc.sdk_include_dirs()
+                  if (Path(d) / "cub" / "version.cuh").is_file())
+    cub = int(re.search(r"#define CUB_VERSION (\d+)", header.read_text()).group(1))
+    assert f"CCCL {cub // 100000}.{cub // 100 % 1000}." in text
+    assert 'cubmax.cu:5: error: namespace "cub" has no member "Max"' in text
+    assert "cub::Max is one, cuda::maximum<> replaces it" in text
+    compile_cuda("cubmax.cu", source=src.replace("cub::Max()", "cuda::maximum<>()"))
+
+
 def test_standard_library_names_a_host_header_brings_in_transitively():
     """libstdc++'s <algorithm> brings in <type_traits>, so nvcc compiles ``std::aligned_storage`` after
     <algorithm> alone (OneFlow's elementwise.cuh, BBuf's tutorial); a file that names ``std::max`` including only

@@ -769,6 +769,26 @@ def _statement_expression(prepared: Prepared, file: str, line: int) -> str | Non
     return None
 
 
+# CUB thread operators CCCL 2.8 deprecated and 3.0 removed, with their replacements (CCCL 2.x - CCCL 3.0
+# migration guide, https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html)
+_CCCL3_REMOVED = {"Sum": "cuda::std::plus<>", "Max": "cuda::maximum<>", "Min": "cuda::minimum<>",
+                  "Equality": "cuda::std::equal_to<>", "Inequality": "cuda::std::not_equal_to<>",
+                  "Difference": "cuda::std::minus<>", "Division": "cuda::std::divides<>",
+                  "TransformInputIterator": "thrust::transform_iterator",
+                  "CountingInputIterator": "thrust::counting_iterator",
+                  "ConstantInputIterator": "thrust::constant_iterator", "FpLimits": "cuda::std::numeric_limits"}
+
+
+def _cccl_hint(namespace: str, name: str) -> str:
+    version = nvrtc.cccl_version()
+    text = (f" perfmodel compiles with the CCCL headers of the nvidia-cuda-cccl wheel (CCCL {version or 'version unknown'}"
+            ", as CUDA 13's nvcc does with CCCL 3.x); code written for CUDA 12 (CCCL 2.x) can name what CCCL 3.0 "
+            "removed (its migration guide: https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html)")
+    if namespace == "cub" and name in _CCCL3_REMOVED:
+        text += f": cub::{name} is one, {_CCCL3_REMOVED[name]} replaces it"
+    return text + "."
+
+
 def _legacy_warp_hint(name: str) -> str:
     """Why a warp intrinsic without a mask does not compile, and what to write instead."""
     example = name.split(",")[0]
@@ -880,6 +900,9 @@ def _compile_error(log: str, prepared: Prepared, abs_path: Path | None, display:
         hint += (f" {undefined.group(1)} is #defined at {Path(where_file).name}:{where_line}, under {branch}, a "
                  "branch this compile does not take: the -D that selects it (as the project's build passes) "
                  "defines it.")
+    cccl = re.fullmatch(r'namespace "(cub|thrust|cuda|cuda::std)" has no member "(\w+)"', msg)
+    if cccl:
+        hint += _cccl_hint(cccl.group(1), cccl.group(2))
     operator = re.fullmatch(r'no operator "(.+?)" matches these operands', msg)
     # a host-only operator (no __device__) that device code calls: set aside with the host code, so NVRTC sees
     # none; nvcc refuses the call too ("calling a __host__ function from a __device__ function")

@@ -11,6 +11,7 @@ import ctypes
 import functools
 import glob
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,20 @@ def sdk_include_dirs() -> list[str]:
             if cand.is_dir() and str(cand) not in dirs:
                 dirs.append(str(cand))
     return dirs
+
+
+@functools.lru_cache(maxsize=1)
+def cccl_version() -> str | None:
+    """The version of the CCCL headers (CUB, Thrust, libcu++) kernels compile against, "3.5.0": ``CCCL_VERSION`` of
+    the nvidia-cuda-cccl wheel's cuda/std/__cccl/version.h (MMMmmmppp)."""
+    for folder in sdk_include_dirs():
+        header = Path(folder) / "cuda" / "std" / "__cccl" / "version.h"
+        if header.is_file():
+            m = re.search(r"#\s*define\s+CCCL_VERSION\s+(\d+)", header.read_text(errors="replace"))
+            if m:
+                v = int(m.group(1))
+                return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"
+    return None
 
 
 def _candidates() -> list[str]:
