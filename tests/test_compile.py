@@ -282,26 +282,45 @@ def test_a_texture_reference_says_cuda_12_removed_them():
     assert "cudaTextureObject_t" in text
 
 
-def test_a_cub_operator_cccl3_removed_is_named_with_its_replacement():
-    """``cub::Max()`` (kaldi's softmax, code written for CUDA 12) no longer exists in CCCL 3 (CUDA 13's nvcc fails
-    alike: 'namespace "cub" has no member "Max"'): the error names the CCCL version compiled with - the one CUB's
-    own header states, cub/version.cuh's CUB_VERSION (MMMmmmpp) - and cuda::maximum<>, which compiles."""
+def test_cub_operators_cccl3_removed_compile_as_cccl2_defined_them():
+    """``cub::Max()`` and ``cub::Sum()`` (kaldi's softmax: code written for CUDA 12) are gone from CCCL 3, and CUDA
+    13's nvcc fails on them as NVRTC does ('namespace "cub" has no member "Max"'); CCCL 2.8 defined them as
+    aliases of cuda::maximum<> and cuda::std::plus<>, and the file compiles again with those aliases. Checked
+    against numpy: the block's maximum and sum."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
     src = ("#include <cub/cub.cuh>\n"
            "__global__ void k(const float *in, float *out) {\n"
            "    typedef cub::BlockReduce<float, 128> BR;\n"
            "    __shared__ typename BR::TempStorage tmp;\n"
            "    float v = BR(tmp).Reduce(in[threadIdx.x], cub::Max());\n"
-           "    if (threadIdx.x == 0) out[0] = v;\n}\n")
+           "    __syncthreads();\n"
+           "    float s = BR(tmp).Reduce(in[threadIdx.x], cub::Sum());\n"
+           "    if (threadIdx.x == 0) { out[0] = v; out[1] = s; }\n}\n")
+    x = np.random.default_rng(3).uniform(-1, 1, 128).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    simulate(load_kernel(source=src, path="cubmax.cu", entry="k"), (1,), (128,), [x, out])
+    assert out[0] == x.max() and out[1] == pytest.approx(float(x.astype(np.float64).sum()), abs=1e-5)
+
+
+def test_a_cub_iterator_cccl3_removed_is_named_with_its_replacement():
+    """``cub::CountingInputIterator`` went in CCCL 3.0 too, and thrust's iterator takes other template parameters,
+    so it stays an error: one that names the CCCL version compiled with - the one CUB's own header states,
+    cub/version.cuh's CUB_VERSION (MMMmmmpp) - and the replacement."""
+    src = ("#include <cub/block/block_load.cuh>\n"
+           "__global__ void k(int *out) {\n"
+           "    cub::CountingInputIterator<int> it(5);\n"
+           "    out[threadIdx.x] = it[threadIdx.x];\n}\n")
     with pytest.raises(CompileError) as info:
-        compile_cuda("cubmax.cu", source=src)
+        compile_cuda("cubit.cu", source=src)
     text = str(info.value)
     header = next(Path(d) / "cub" / "version.cuh" for d in nvrtc.sdk_include_dirs()
                   if (Path(d) / "cub" / "version.cuh").is_file())
     cub = int(re.search(r"#define CUB_VERSION (\d+)", header.read_text()).group(1))
     assert f"CCCL {cub // 100000}.{cub // 100 % 1000}." in text
-    assert 'cubmax.cu:5: error: namespace "cub" has no member "Max"' in text
-    assert "cub::Max is one, cuda::maximum<> replaces it" in text
-    compile_cuda("cubmax.cu", source=src.replace("cub::Max()", "cuda::maximum<>()"))
+    assert 'cubit.cu:3: error: namespace "cub" has no member "CountingInputIterator"' in text
+    assert "cub::CountingInputIterator is one, thrust::counting_iterator replaces it" in text
 
 
 def test_standard_library_names_a_host_header_brings_in_transitively():

@@ -177,6 +177,22 @@ _PDL_CALLS = re.compile(r"\b(?:cudaGridDependencySynchronize|cudaTriggerProgramm
 _STD_MISSING = re.compile(r'namespace "std" has no member')
 _DYNAMIC_INIT = re.compile(r"dynamic initialization is not supported for a __device__ variable")
 
+# CUB thread operators CCCL 2.8 deprecated and 3.0 removed, with their replacements (CCCL 2.x - CCCL 3.0
+# migration guide, https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html). CCCL 2.8 itself defined the
+# operators as these aliases (cub/thread/thread_operators.cuh, NVIDIA/cccl#2716): code for CUDA 12 that names them
+# compiles again with the aliases declared, the same functions (the iterators' template parameters differ from
+# thrust's, so they stay an error, with the hint below).
+_CUB2_ALIASES = ("Sum", "Max", "Min", "Equality", "Inequality", "Difference", "Division")
+_CUB2_MISSING = re.compile(r'namespace "cub" has no member "(?:' + "|".join(_CUB2_ALIASES) + ')"')
+_CCCL3_REMOVED = {"Sum": "cuda::std::plus<>", "Max": "cuda::maximum<>", "Min": "cuda::minimum<>",
+                  "Equality": "cuda::std::equal_to<>", "Inequality": "cuda::std::not_equal_to<>",
+                  "Difference": "cuda::std::minus<>", "Division": "cuda::std::divides<>",
+                  "TransformInputIterator": "thrust::transform_iterator",
+                  "CountingInputIterator": "thrust::counting_iterator",
+                  "ConstantInputIterator": "thrust::constant_iterator", "FpLimits": "cuda::std::numeric_limits"}
+_CUB2_OPERATORS = ("#include <cuda/functional>\n#include <cuda/std/functional>\nnamespace cub {\n"
+                   + "".join(f"using {n} = ::{_CCCL3_REMOVED[n]};\n" for n in _CUB2_ALIASES) + "}\n")
+
 
 # what a host's standard headers bring in whichever one a file includes (libstdc++'s <algorithm> includes
 # <type_traits> and <utility>; OneFlow's elementwise.cuh names std::aligned_storage after <algorithm> alone)
@@ -484,10 +500,15 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
     if not result.ok and _STD_MISSING.search(result.log):
         # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
         # which nvcc takes from the host's headers and NVRTC does not have: again with libcu++ standing in
-        shim = _std_shim(prepared.set_aside_includes)
-        retry = _compile_text(head + shim + line1 + prepared.text, options, all_exprs, exprs)
+        head += _std_shim(prepared.set_aside_includes)
+        retry = _compile_text(head + line1 + prepared.text, options, all_exprs, exprs)
         # compiled, or failed: then on what is left with libcu++ standing in, the error to report
-        result, text = retry, head + shim + line1 + prepared.text
+        result, text = retry, head + line1 + prepared.text
+    if not result.ok and _CUB2_MISSING.search(result.log):
+        # CUB's thread operators as code for CUDA 12 names them (cub::Sum, cub::Max ...): CCCL 3 removed them
+        head += _CUB2_OPERATORS
+        retry = _compile_text(head + line1 + prepared.text, options, all_exprs, exprs)
+        result, text = retry, head + line1 + prepared.text
     if not result.ok and _DYNAMIC_INIT.search(result.log):
         # host `const float` globals that nvcc folds and NVRTC's -default-device cannot initialise: constexpr
         again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
@@ -767,16 +788,6 @@ def _statement_expression(prepared: Prepared, file: str, line: int) -> str | Non
             if m and re.search(rf"\b{m.group(1)}\s*\(", src):
                 return f"the macro {m.group(1)} ({Path(name).name}:{number})"
     return None
-
-
-# CUB thread operators CCCL 2.8 deprecated and 3.0 removed, with their replacements (CCCL 2.x - CCCL 3.0
-# migration guide, https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html)
-_CCCL3_REMOVED = {"Sum": "cuda::std::plus<>", "Max": "cuda::maximum<>", "Min": "cuda::minimum<>",
-                  "Equality": "cuda::std::equal_to<>", "Inequality": "cuda::std::not_equal_to<>",
-                  "Difference": "cuda::std::minus<>", "Division": "cuda::std::divides<>",
-                  "TransformInputIterator": "thrust::transform_iterator",
-                  "CountingInputIterator": "thrust::counting_iterator",
-                  "ConstantInputIterator": "thrust::constant_iterator", "FpLimits": "cuda::std::numeric_limits"}
 
 
 def _cccl_hint(namespace: str, name: str) -> str:
