@@ -1000,34 +1000,6 @@ def test_nvdisasm_without_dataflow_prints_the_same_listing(name, defines):
     assert lean == full and "LDG" in full
 
 
-FUNCTION_POINTER = r"""
-typedef float (*op_t)(float);
-__device__ float twice(float x) { return 2 * x; }
-__device__ float square(float x) { return x * x; }
-__device__ op_t table[2] = {twice, square};
-__global__ void k(float *x, int which) { x[threadIdx.x] = table[which](x[threadIdx.x]); }
-"""
-
-
-def test_a_call_through_a_function_pointer_is_listed_and_refused_at_its_line(tmp_path):
-    """Indirect calls (function pointers): ``kernels inspect`` lists them as ``call.indirect`` (their
-    ``.callprototype`` declarations are not instructions), and the executor refuses them at the call's line."""
-    import numpy as np
-
-    from perfmodel.compile.support import unsupported_opcodes
-    from perfmodel.errors import SimulationError
-    from perfmodel.kernel import load_kernel
-    from perfmodel.sim import simulate
-
-    (tmp_path / "fp.cu").write_text(FUNCTION_POINTER)
-    mod = compile_cuda(tmp_path / "fp.cu")
-    assert ".callprototype" in mod.ptx_body("k")
-    assert unsupported_opcodes(mod.ptx_body("k")) == ["call.indirect"]
-    program = load_kernel(tmp_path / "fp.cu", entry="k")
-    with pytest.raises(SimulationError, match=r"fp\.cu:6:.*indirect call .*a virtual function call, or a call through a function pointer"):
-        simulate(program, 1, 32, [np.ones(32, np.float32), 1])
-
-
 def test_if_branches_see_the_macros_of_headers_and_of_earlier_lines(tmp_path):
     """Three ways the #if verdicts were wrong. A macro a found header defines (cfg.h's `#define USE_FOO`) was
     taken as defined by nothing, so `#ifdef USE_FOO` was dead and the scan kept the #else kernel, which the

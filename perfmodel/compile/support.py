@@ -80,17 +80,11 @@ _SUPPORTED_CP = ("cp.async.ca.shared", "cp.async.cg.shared", "cp.async.commit_gr
 _SUPPORTED_TEX = ("tex.1d.v4.", "tex.2d.v4.", "tex.3d.v4.", "tex.a1d.v4.", "tex.a2d.v4.", "suld.b.", "sust.b.")
 
 
-# a call whose callee is a register (a function pointer): ``call (retval0), %rd5, (param0), prototype_0;``
-_INDIRECT_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?%")
-
-
 def unsupported_opcodes(body: str) -> list[str]:
     """Sorted base opcodes of the body that the executor does not support (``cp``: a form other than those of
-    ``_SUPPORTED_CP``; ``call.indirect``: a call through a function pointer), and in full the unsupported forms
-    of supported opcodes (``add.s16x2``, ``wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32``)."""
+    ``_SUPPORTED_CP``), and in full the unsupported forms of supported opcodes (``add.s16x2``,
+    ``wmma.mma.sync.aligned.row.col.m8n8k32.s32.s4.s4.s32``)."""
     found = {base_opcode(op) for op in ptx_instructions(body)
              if base_opcode(op) not in SUPPORTED_OPCODES and not op.startswith(_SUPPORTED_CP + _SUPPORTED_TEX)}
     found |= {op for op in ptx_instructions(body) if _UNSUPPORTED_FORMS.match(op)}     # the form, in full
-    if _INDIRECT_CALL.search(_COMMENT.sub(" ", body)):
-        found.add("call.indirect")
     return sorted(found)

@@ -117,6 +117,10 @@ class Variable:
     count: int | None              # elements; None for `extern .shared x[]` (dynamic shared memory)
     init: bytes | None = None      # initial bytes (.global / .const with an initialiser)
     extern: bool = False
+    # initialiser words that hold an address, written when the variables are placed (sim/launch.py): (byte offset,
+    # size, symbol, addend, generic, mask) - ``generic(table)+8``, a function's name (a function-pointer table);
+    # symbol None where the word's expression could not be read (its text in the addend's place)
+    relocs: tuple = ()
 
     @property
     def nbytes(self) -> int:
@@ -223,8 +227,30 @@ class Module:
         return cache[file_index]
 
     def callees(self, entry: str) -> list[str]:
-        """Functions reachable from the entry through calls, in the order found."""
+        """Functions reachable from the entry, in the order found: through calls, and through addresses - a device
+        function whose address a reachable function takes (``mov.u64 %rd, f``) or a variable it names holds in its
+        initialiser (a function-pointer table, a vtable), which an indirect call can reach (computed once per
+        entry)."""
+        cache = self.__dict__.setdefault("_callees_of", {})
+        if entry not in cache:
+            cache[entry] = self._callees(entry)
+        return list(cache[entry])
+
+    def _callees(self, entry: str) -> list[str]:
+        variables = {v.name: v for v in self.variables}
         seen, todo = [], [entry]
+        seen_vars: set[str] = set()
+
+        def reach(name: str) -> None:
+            if name in self.functions and name not in seen and name != entry and \
+                    not self.functions[name].is_entry:
+                seen.append(name)
+                todo.append(name)
+            elif name in variables and name not in seen_vars:
+                seen_vars.add(name)
+                for reloc in variables[name].relocs:
+                    if reloc[2] is not None:
+                        reach(reloc[2])
         while todo:
             f = self.functions.get(todo.pop())
             if f is None:
@@ -235,6 +261,11 @@ class Module:
                     if name in self.functions and name not in seen and name != entry:
                         seen.append(name)
                         todo.append(name)
+                    continue
+                for o in ins.operands:
+                    o = o.base if isinstance(o, Addr) else o
+                    if isinstance(o, Sym):
+                        reach(o.name)
         return seen
 
     def named_symbols(self, entry: str) -> frozenset[str]:

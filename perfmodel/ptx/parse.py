@@ -68,6 +68,25 @@ def _int(tok: str) -> int:
     return -v if neg else v
 
 
+_ADDRESS_INIT = re.compile(r"^(?:(0[xX][0-9a-fA-F]+)\((.*)\)|(.*))$")
+_SYMBOL_PLUS = re.compile(r"^(generic\(\s*([A-Za-z_$][\w$]*)\s*\)|([A-Za-z_$][\w$]*))\s*(?:([+-])\s*(\d+))?$")
+
+
+def _address_init(item: str) -> tuple:
+    """(symbol, addend, generic, mask) of an address in a variable's initialiser (PTX ISA, "Variables -
+    Initializers": ``var``, ``generic(var)``, either plus an offset, and a byte mask of one, ``0xFF00(generic(var))``);
+    (None, item, False, None) for an expression not of these forms."""
+    m = _ADDRESS_INIT.match(item.strip())
+    mask = int(m.group(1), 16) if m.group(1) else None
+    body = (m.group(2) if m.group(1) else m.group(3)).strip()
+    s = _SYMBOL_PLUS.match(body)
+    if not s:
+        return None, item, False, None
+    generic = s.group(2) is not None
+    addend = int(s.group(5) or 0) * (-1 if s.group(4) == "-" else 1)
+    return (s.group(2) or s.group(3)), addend, generic, mask
+
+
 def parse_imm(tok: str) -> Imm:
     t = tok.strip()
     neg = t.startswith("-")
@@ -332,10 +351,11 @@ class _Parser:
                 count = 1
                 for x in sizes:
                     count *= int(x)
-        data = self._init_bytes(init, vtype, count) if init else None
-        return Variable(name, space, vtype, align or TYPES[vtype][1], count, data, extern)
+        relocs: list = []
+        data = self._init_bytes(init, vtype, count, relocs) if init else None
+        return Variable(name, space, vtype, align or TYPES[vtype][1], count, data, extern, tuple(relocs))
 
-    def _init_bytes(self, init: str, vtype: str, count: int | None) -> bytes:
+    def _init_bytes(self, init: str, vtype: str, count: int | None, relocs: list) -> bytes:
         text = init.strip()
         if text.startswith("{"):
             text = text[1:-1]
@@ -343,8 +363,10 @@ class _Parser:
         dt, size = TYPES[vtype]
         out = bytearray()
         for it in items:
-            if it.startswith("generic(") or re.match(r"^[A-Za-z_$]", it):
-                # an address of another variable: resolved at load time (the executor re-reads `address_inits`)
+            if "(" in it or re.match(r"^[A-Za-z_$]", it):
+                # an address: of a variable (`generic(table)+8`, `table`) or of a function (`_Z3addff`, a
+                # function-pointer table), or a byte of one (`0xFF00(generic(table))`): placed at load time
+                relocs.append((len(out), size, *_address_init(it)))
                 out += b"\0" * size
                 continue
             imm = parse_imm(it)

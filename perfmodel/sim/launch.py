@@ -10,8 +10,8 @@ import numpy as np
 from perfmodel.errors import SimulationError
 from perfmodel.ptx.ir import TYPES, Module
 from perfmodel.sim import struct_args
-from perfmodel.sim.program import ProgramBuilder, Symbols, param_layout
-from perfmodel.sim.space import BlockSpace, ByteSpace, GlobalHeap
+from perfmodel.sim.program import ProgramBuilder, Symbols, function_addresses, param_layout
+from perfmodel.sim.space import CONST_BASE, SHARED_BASE, BlockSpace, ByteSpace, GlobalHeap
 
 LOCAL_BUDGET = 256 << 20          # bytes of per-thread local memory per batch
 MAX_SHARED_PER_BLOCK = 232448      # 227 KB: the largest per-block shared memory of any GPU (CC 9.0, 10.0)
@@ -23,6 +23,30 @@ RESERVED_SHARED_PER_BLOCK = 1024
 
 def _align(n, a):
     return (n + a - 1) // a * a
+
+
+def _relocate(v, symbols: Symbols, space: np.ndarray, start: int, named: bool) -> None:
+    """Write the addresses of ``v``'s initialiser (ptx.ir.Variable.relocs) into its bytes at ``start`` of
+    ``space``: a variable's address in its own space (``table``) or its generic one (``generic(table)``: the window
+    base added for a constant or shared variable), a device function's, plus the addend, under a byte mask if one.
+    A name not placed (a kernel's, for a launch from device code) or an expression not read is an error for a
+    variable the kernel names."""
+    for offset, size, name, addend, generic, mask in v.relocs:
+        if name is None or symbols.space(name) is None:
+            if not named:
+                continue
+            raise SimulationError(f"the initialiser of the variable {v.name} holds {addend if name is None else name!r}"
+                                  ", an address perfmodel cannot place")
+        where = symbols.space(name)
+        value = symbols.address(name) + addend
+        if generic and where == "const":
+            value += CONST_BASE
+        elif generic and where == "shared":
+            value += SHARED_BASE
+        if mask is not None:
+            value = (value & mask) >> ((mask & -mask).bit_length() - 1)
+        value &= (1 << (8 * size)) - 1
+        space[start + offset:start + offset + size] = np.frombuffer(value.to_bytes(size, "little"), np.uint8)
 
 
 def _builder(module: Module, symbols: Symbols, path: str) -> ProgramBuilder:
@@ -259,9 +283,20 @@ class LaunchState:
         if constants:
             raise SimulationError(f"unknown __constant__ or __device__ symbol(s) {sorted(constants)}; the module "
                                   f"declares {[v.name for v in cvars + gvars]}")
+        for name, address in function_addresses(module).items():
+            symbols.add(name, "func", address)
+        # initialiser words that hold an address (`__device__ float *p = table;`, a function-pointer table, a
+        # vtable), now that every variable has its place; not where the values were given
+        named = module.named_symbols(program.entry)
+        for j, v in enumerate(gvars):
+            if v.relocs and v.name not in self.device_variable_blocks:
+                start = int(self.heap.offsets[k + j])
+                _relocate(v, symbols, self.heap.bytes, start, v.name in named)
+        for v, off in layout:
+            if v.relocs and v.name not in given_constants:
+                _relocate(v, symbols, self.const.bytes, off, v.name in named)
         # __constant__ arrays the kernel names that start as zeros: no initialiser in the source, none given (the
         # host's cudaMemcpyToSymbol does not run here)
-        named = module.named_symbols(program.entry)
         self.unset_constants = [(v.name, v.nbytes) for v in cvars
                                 if v.name in named and not v.init and v.name not in given_constants]
 

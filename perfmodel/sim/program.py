@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfmodel.errors import Location, SimulationError
-from perfmodel.ptx.ir import CP_ASYNC_WAITS, Function, Module, Sym
+from perfmodel.ptx.ir import CP_ASYNC_WAITS, Function, Module, Reg, Sym
 from perfmodel.sim import alu, memops, warpops
 from perfmodel.sim.contract import contractions
 from perfmodel.sim.values import Operands
@@ -121,8 +121,19 @@ def _source_name(mangled: str) -> str:
     return mangled[start:start + n] or mangled
 
 
+# Device functions' addresses (what a function pointer, a vtable's entry holds): one per function from here, where
+# no memory is (the heap is at space.GLOBAL_BASE, texture handles at texture.HANDLE_BASE)
+FUNCTION_BASE = 0x7E00_0000_0000
+
+
+def function_addresses(module: Module) -> dict[str, int]:
+    """Device function (not kernel) name -> its address, 16 bytes apart in name order."""
+    names = sorted(n for n, f in module.functions.items() if not f.is_entry)
+    return {n: FUNCTION_BASE + 16 * i for i, n in enumerate(names)}
+
+
 class Symbols:
-    """Variable name -> (space, address in that space)."""
+    """Variable name -> (space, address in that space); device functions' addresses too (space "func")."""
 
     def __init__(self):
         self.table: dict[str, tuple[str, int]] = {}
@@ -375,6 +386,37 @@ class ProgramBuilder:
             st.fault_where(st.mask_full(), desc, gid=ins.index)
         return device_runtime
 
+    def _indirect_call(self, ins, ops, target: str, arg_names, ret_names):
+        """A call through a register (a virtual function, a function pointer): each distinct address the active
+        threads hold runs its function for those threads, one function after another, as the GPU serialises a
+        divergent indirect branch; an address that is no device function's is a fault naming the thread."""
+        if any(a is None for a in arg_names + ret_names):
+            raise self._unsupported(ins, "a call with register arguments")
+        read = ops.reader(Reg(target), "u64")
+        names = {address: name for name, address in function_addresses(self.module).items()}
+        loc = self._location(ins)
+        builder = self
+
+        def indirect_call(st, fr):
+            shape = (st.nB, st.Tp)
+            active = np.broadcast_to(st.mask_full(), shape)
+            values = np.broadcast_to(read(st, fr), shape)
+            saved = st.mask
+            try:
+                for value in np.unique(values[active]):
+                    lanes = active & (values == value)
+                    name = names.get(int(value))
+                    if name is None:
+                        st.fault_where(lanes, f"an indirect call (a virtual function, a function pointer) through "
+                                       f"{int(value):#x}, which is no device function's address: a null or "
+                                       "uninitialised pointer, or an object's vtable pointer not set", gid=ins.index,
+                                       loc=loc)
+                    st.mask = lanes
+                    st.call(builder.get(name), fr, arg_names, ret_names)
+            finally:
+                st.mask = saved
+        return indirect_call
+
     def _assert_fail(self, ins, arg_names):
         """``assert(cond)`` calls ``__assertfail(message, file, line, function, size)`` when cond is false: an error
         at the assert's line naming the failed condition (read from the module's string constant) and the thread."""
@@ -446,10 +488,8 @@ class ProgramBuilder:
         if name == "__assertfail":
             return self._assert_fail(ins, arg_names)
         if name.startswith("%"):
-            raise self._unsupported(ins, f"an indirect call ({name}): a virtual function call, or a call through a "
-                                    "function pointer, which the simulator does not follow (a call the compiler "
-                                    "resolves - a final class, a known object - runs)", hint=False,
-                                    short="call.indirect")
+            return self._indirect_call(ins, ops, name, arg_names, [r.name if isinstance(r, Sym) else None
+                                                                   for r in rets.items])
         if name not in self.module.functions:
             if name.startswith("__cudaCDP"):    # the device runtime: cudaMalloc, cudaStreamCreate... in a kernel
                 return self._device_runtime_call(ins, "cuda" + name[len("__cudaCDP"):].lstrip("0123456789"))
@@ -489,6 +529,8 @@ def first_unsupported(module: Module, entry: str, source_file: str) -> Simulatio
     symbols = Symbols()
     for v in module.variables:
         symbols.add(v.name, v.space, 0)
+    for name, address in function_addresses(module).items():
+        symbols.add(name, "func", address)
     for f in module.functions.values():
         for v in f.variables:
             symbols.add(v.name, v.space, 0)
