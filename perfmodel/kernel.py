@@ -2,6 +2,7 @@
 (:mod:`perfmodel.ptx`), and what the executor and the analyzer need to know about it."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -571,6 +572,22 @@ def _loop_weights(weights, blk, ptx_keys, loop, sass, key):
         weights[i] = body.get(k, 0) / loop.factor / own[k] + spread
 
 
+def _deduced_launches(compiled) -> str:
+    """For the error of a file whose kernels are all templates: where its host code launches one with the
+    template arguments deduced from the call (``launch_k<<<g, b>>>(f, n)``), which the scan cannot read."""
+    found = []
+    texts = dict(compiled.files) or {compiled.source_path or "<source>": "\n".join(compiled.source_lines)}
+    for file, text in texts.items():
+        for t in compiled.templates:
+            for m in re.finditer(rf"\b{re.escape(t.split('::')[-1])}\s*<<<", text):
+                found.append(f"{t} at {os.path.basename(file)}:{text.count(chr(10), 0, m.start()) + 1}")
+    if not found:
+        return ""
+    return (f"; the host code launches {', '.join(found[:3])} with its template arguments deduced from the call's "
+            "arguments, which --kernel must spell out (a type only the host code can name - an extended __device__ "
+            "lambda, a class local to a function - cannot be, and such an instantiation cannot be analysed alone)")
+
+
 def load_kernel(path=None, source: str | None = None, entry: str | None = None, defines: dict | None = None,
                 arch: str = "sm_90", include_dirs=(), cache: bool = True) -> KernelProgram:
     """Compile ``entry`` (a kernel name or a template name expression) from a CUDA file or source text and
@@ -582,6 +599,10 @@ def load_kernel(path=None, source: str | None = None, entry: str | None = None, 
                             name_expressions=exprs, defines=dict(defines or {}), include_dirs=tuple(include_dirs),
                             cache=cache)
     if entry is None:
+        if not compiled.kernels and compiled.templates:
+            raise CompileError(f"{path or 'the source'}: its kernels are templates ({', '.join(compiled.templates)}), "
+                               "compiled once instantiated: name one with --kernel 'NAME<ARGS>'"
+                               + _deduced_launches(compiled))
         if not compiled.kernels:
             raise CompileError(f"{path or 'the source'}: the file defines no __global__ function (a kernel), nor "
                                "do the headers it includes from its own folders; there is nothing to launch")

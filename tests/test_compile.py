@@ -1198,3 +1198,81 @@ def test_a_constant_array_read_through_ldg():
     assert out.reshape(32, 2).tolist() == [[lane ^ x, y] for lane in range(32)]
     g = r.counts.global_
     assert g["load_requests"] == 23 and g["load_sectors"] == 23
+
+
+def test_a_default_template_argument_that_compares_is_not_read_as_a_bracket():
+    """moderngpu's meta.hxx: `template<int i, int count, bool valid = (i < count)> struct iterate_t` - the '<' in
+    the parentheses is a comparison (C++ [temp.names]); read as a bracket, the class's head never closed and the
+    class was set aside with the host code. Each thread adds 1 to its 4 elements through the recursion."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("template<int i, int count, bool valid = (i < count)>\n"
+           "struct iterate_t {\n"
+           "  template<typename F> __device__ static void eval(F f) { f(i); iterate_t<i + 1, count>::eval(f); }\n};\n"
+           "template<int i, int count>\nstruct iterate_t<i, count, false> {\n"
+           "  template<typename F> __device__ static void eval(F) { }\n};\n"
+           "struct Add { float* x; __device__ void operator()(int i) const { x[threadIdx.x * 4 + i] += i; } };\n"
+           "__global__ void k(float* x) { iterate_t<0, 4>::eval(Add{x}); }\n")
+    x = np.ones(32 * 4, np.float32)
+    simulate(load_kernel(source=src, path="targ.cu", entry="k"), 1, 32, [x])
+    np.testing.assert_array_equal(x, 1 + np.tile(np.arange(4), 32))
+
+
+def test_a_macro_standing_for_an_attribute_between_struct_and_its_name():
+    """`struct MGPU_ALIGN(8) range_t` (moderngpu's types.hxx): the class is range_t, not MGPU_ALIGN - which made the
+    scan set it aside as a host class nothing names."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#define MY_ALIGN(x) __attribute__((aligned(x)))\n"
+           "struct MY_ALIGN(8) range_t { int begin, end; };\n"
+           "__device__ range_t tile(int cta, int nv, int count) { return range_t{nv * cta, min(count, nv * (cta + 1))}; }\n"
+           "__global__ void k(int* out, int count) {\n"
+           "  range_t r = tile(blockIdx.x, blockDim.x, count);\n"
+           "  if (threadIdx.x == 0) out[blockIdx.x] = r.end - r.begin;\n}\n")
+    out = np.zeros(4, np.int32)
+    simulate(load_kernel(source=src, path="attr.cu", entry="k"), 4, 32, [out, 100])
+    np.testing.assert_array_equal(out, [32, 32, 32, 4])
+
+
+def test_a_namespace_opened_and_closed_through_macros(tmp_path):
+    """moderngpu's `#define BEGIN_MGPU_NAMESPACE namespace mgpu {` / `#define END_MGPU_NAMESPACE }`: read as words,
+    the opening one joined the next declaration and the closing brace went with the host declaration after it
+    ("At end of source: expected a }"), or an alias template before it was set aside ("enable_if_t is not a
+    template"). A kernel inside is ns::kk."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#include <type_traits>\n#define BEGIN_NS namespace ns {\n#define END_NS }\nBEGIN_NS\n"
+           "template<bool B, class T = void> using enable_if_t = typename std::enable_if<B, T>::type;\n"
+           "template<typename T, typename = enable_if_t<std::is_floating_point<T>::value> >\n"
+           "__device__ T twice(T x) { return x + x; }\n"
+           "__global__ void kk(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]) + 1; }\n"
+           "END_NS\nusing namespace ns;\n"
+           "__global__ void k(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n"
+           "int main() { return 0; }\n")
+    (tmp_path / "ns.cu").write_text(src)
+    mod = compile_cuda(tmp_path / "ns.cu")
+    assert sorted(k.expression for k in mod.kernels) == ["k", "ns::kk"]
+    x = np.arange(32, dtype=np.float32)
+    simulate(load_kernel(tmp_path / "ns.cu", entry="ns::kk"), 1, 32, [x])
+    np.testing.assert_array_equal(x, 2 * np.arange(32) + 1)
+
+
+def test_a_file_whose_kernels_are_all_templates_says_so_and_where_the_host_launches_one(tmp_path):
+    """Without --kernel, a file of template kernels is no file without kernels; a launch whose template arguments
+    are deduced (moderngpu's `launch_k<<<g, b>>>(lambda, n)`) is named with why --kernel must spell them out."""
+    from perfmodel.kernel import load_kernel
+
+    (tmp_path / "t.cu").write_text("template<int N> __global__ void addn(float* x) { x[threadIdx.x] += N; }\n")
+    with pytest.raises(CompileError, match=r"its kernels are templates \(addn\).*--kernel 'NAME<ARGS>'$"):
+        load_kernel(tmp_path / "t.cu")
+    (tmp_path / "l.cu").write_text(
+        "template<typename F> __global__ void launch_k(F f, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) f(i);\n}\n"
+        "void scale(float* x, int n) {\n  auto k = [=] __device__ (int i) { x[i] *= 2.0f; };\n"
+        "  launch_k<<<(n + 127) / 128, 128>>>(k, n);\n}\n")
+    with pytest.raises(CompileError, match=r"launches launch_k at l\.cu:7 with its template arguments deduced .*"
+                                           r"extended __device__ lambda"):
+        load_kernel(tmp_path / "l.cu")

@@ -699,6 +699,7 @@ class _FileProcessor:
         toks = self.token_cache.get(code_s)
         if toks is None:
             toks = self.token_cache[code_s] = tokenize(code_s)
+        toks = self._scope_macros(toks)
         blank: list[tuple[int, int]] = []
         self.respell = []
         self._classify(toks, split_chunks(toks, 0, len(toks)), blank, display, text)
@@ -724,6 +725,20 @@ class _FileProcessor:
                 new_lines[k] = ""
                 k += 1
         return "\n".join(new_lines)
+
+    def _scope_macros(self, toks: list[Tok]) -> list[Tok]:
+        """``toks`` with the uses of object-like macros that open or close a scope (a namespace through
+        ``BEGIN_NS`` / ``END_NS``) replaced by their replacement's tokens: otherwise ``BEGIN_NS`` reads as a word of
+        the next declaration and ``END_NS``'s brace is missing, and the chunks (and what is set aside) go wrong."""
+        scoped = {name: body for name, body in self.macro_bodies.items()
+                  if name not in self.defines and body.count("{") != body.count("}")}
+        if not scoped or not any(t.kind == "id" and t.text in scoped for t in toks):
+            return toks
+        out: list[Tok] = []
+        for t in toks:
+            expanded = _scope_tokens(scoped[t.text], t) if t.kind == "id" and t.text in scoped else None
+            out.extend(expanded if expanded is not None else (t,))
+        return out
 
     def _classify(self, toks: list[Tok], chunks: list[Chunk], blank: list, display: str, text: str) -> None:
         kept_ids: set[str] = set()
@@ -969,6 +984,15 @@ class _FileProcessor:
                     self.result.kernels[k] = decl
                 return
         self.result.kernels.append(decl)      # (a kernel of another parameter list: an overload)
+
+
+def _scope_tokens(body: str, at: Tok) -> list[Tok] | None:
+    """The tokens of an object-like macro's replacement that opens or closes a scope (unbalanced braces: ``#define
+    BEGIN_MGPU_NAMESPACE namespace mgpu {``, ``#define END_NS }``, ``extern "C" {``), each at the place of the
+    macro's name ``at``; None for any other replacement."""
+    if body.count("{") == body.count("}"):
+        return None
+    return [Tok(t.text, at.start, at.end, t.kind) for t in tokenize(mask(body))]
 
 
 def _launches(code: str) -> list[tuple[str, str, int]]:

@@ -181,7 +181,9 @@ def class_name(head: list[str]) -> str | None:
     i = k + 1
     while i < len(head):
         w = head[i]
-        if w in ATTRIBUTE_WORDS or w in ("alignas", "final"):
+        # an attribute, or a function-like macro standing for one (`struct MGPU_ALIGN(8) range_t`: a class's name is
+        # never followed by parentheses)
+        if w in ATTRIBUTE_WORDS or w in ("alignas", "final") or (i + 1 < len(head) and head[i + 1] == "("):
             i += 1
             if i < len(head) and head[i] == "(":
                 depth = 0
@@ -210,8 +212,12 @@ def template_prefix_end(words: list[str]) -> int:
     """Index just after a leading ``template <...>`` (nested: ``template <...> template <...>``); 0 if none."""
     k = 0
     while k + 1 < len(words) and words[k] == "template" and words[k + 1] == "<":
-        depth = 0
+        depth = paren = 0
         for j in range(k + 1, len(words)):
+            # in parentheses < and > compare (a default argument `bool valid = (i < count)`: C++ [temp.names])
+            paren += (words[j] == "(") - (words[j] == ")")
+            if paren > 0:
+                continue
             if words[j] == "<":
                 depth += 1
             elif words[j] in (">", ">>"):
