@@ -54,8 +54,10 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                       args: Sequence[str] | None = None, defines: Mapping[str, int | float] | None = None,
                       include_dirs: Sequence[str] = (), checks: Sequence[str] | None = None,
                       rtol: float | None = None, atol: float | None = None, arch: str = "sm_90",
-                      cwd: str | Path | None = None, symbols: Sequence[str] | None = None):
-    """Build the KernelSpec of a command-line launch (see the module docstring). Raises LaunchArgumentError."""
+                      cwd: str | Path | None = None, symbols: Sequence[str] | None = None,
+                      text_macros: Mapping[str, str] | None = None):
+    """Build the KernelSpec of a command-line launch (see the module docstring). Raises LaunchArgumentError.
+    ``text_macros``: -D NAME=TEXT whose TEXT is no number (a type), for the compile only."""
     from perfmodel import safeload
     from perfmodel.compile.signature import vector_name
     from perfmodel.kernel import load_kernel
@@ -68,6 +70,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     includes = tuple(str((cwd / d).resolve()) for d in include_dirs)
     macros = macro_names_with_headers(path, source, includes)
     compile_defines = {k: v for k, v in defines.items() if k in macros}
+    text_macros = dict(text_macros or {})
+    compile_defines.update(text_macros)
     program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
     entry = kernel or program.name
     notes = _variables_not_macros(defines, macros, source, file)
@@ -286,6 +290,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     data = {"name": _identifier(entry), "source": str(path), "entry": entry, "params": model_params,
             "grid": dims["--grid"], "block": dims["--block"], "args": spec_args, "outputs": outputs,
             "include_dirs": list(includes)}
+    if text_macros:
+        data["macros"] = text_macros
     if constants:
         data["constants"] = constants
     if device_variables:

@@ -42,6 +42,29 @@ def test_a_define_may_be_an_expression_over_the_defines_before_it(cli):
         assert code == 2 and says in err, err
 
 
+def test_a_define_of_a_cuda_file_may_be_a_type(cli, tmp_path):
+    """A build line's -DMINIFE_SCALAR=double: for a CUDA file, a -D VALUE that is a type (and names no -D) is text
+    for the preprocessor, as nvcc takes it - x is then double*, doubled (numpy); the saved spec keeps it under
+    `macros:` and runs again the same. A name that is another -D's is still an expression (and wrong in order)."""
+    import numpy as np
+
+    (tmp_path / "t.cu").write_text("#ifndef SCALAR\n#define SCALAR float\n#endif\n"
+                                   "__global__ void scale(SCALAR *x, int n) { int i = blockIdx.x * blockDim.x + "
+                                   "threadIdx.x; if (i < n) x[i] *= 2; }\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef x(**kw):\n    return 2 * np.arange(32.0)\n")
+    base = ("analyze", str(tmp_path / "t.cu"), "--grid", "1", "--block", "32", "--arg", "x=float64[32]:arange",
+            "--arg", "n=32", "--device", "h100", "--check", f"x={tmp_path / 'ref.py'}:x")
+    code, out, err = cli(*base, "-D", "SCALAR=unsigned long long")
+    assert code == 2 and "elements are uint64, not float64" in err, err
+    doc = analyze_json(cli, *base[1:], "-D", "SCALAR=double", "--save-spec", str(tmp_path / "t.yaml"))
+    assert doc["correct"] is True and doc["counts"]["fp64_flops"] == 32
+    assert "macros: {SCALAR: double}" in (tmp_path / "t.yaml").read_text()
+    again = analyze_json(cli, str(tmp_path / "t.yaml"), "--device", "h100")
+    assert again["correct"] is True and again["counts"]["fp64_flops"] == 32
+    code, out, err = cli(*base, "-D", "T=N", "-D", "N=4")
+    assert code == 2 and "uses N, which no -D before it defines" in err, err
+
+
 def test_latency_advice_counts_the_warps_the_grid_puts_on_an_sm(cli):
     """A one-block kernel has one block's 8 warps on its SM, whatever the occupancy would allow (64 warps at 256
     threads on an H100): the advice said "1 wave(s) of 64 warps/SM" and blamed the occupancy."""

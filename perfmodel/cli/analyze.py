@@ -135,7 +135,8 @@ def register(app: typer.Typer) -> None:
 
         cuda_only = {"--kernel": entry, "--grid": grid, "--block": block, "--smem": smem, "--arg": args,
                      "--symbol": symbols, "-I": include_dirs, "--check": checks, "--rtol": rtol, "--atol": atol, "--save-spec": save_spec}
-        params = parse_defines(define)
+        texts: dict[str, str] | None = {} if is_cuda_file(kernel) else None
+        params = parse_defines(define, texts)
         if plot is not None:
             from perfmodel.report.plots import check_plot_path
 
@@ -155,7 +156,7 @@ def register(app: typer.Typer) -> None:
                 from perfmodel.cli.common import check_output_path
 
                 check_output_path(save_spec, "--save-spec")
-            spec = command_line_spec(kernel, entry, grid, block, smem=smem, args=args, defines=params,
+            spec = command_line_spec(kernel, entry, grid, block, smem=smem, args=args, defines=params, text_macros=texts,
                                      symbols=symbols, include_dirs=include_dirs or (), checks=checks, rtol=rtol, atol=atol,
                                      arch=device_arch(dev))
             if save_spec is not None:

@@ -52,7 +52,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print exactly one JSON
 DefineOption = Annotated[
     list[str] | None,
     typer.Option("-D", "--define", help="Override a spec param or #define: -D NAME=VALUE (repeatable); VALUE is a "
-                                        "number or an expression over the -D names before it."),
+                                        "number or an expression over the -D names before it; for a CUDA file, also a type "
+                                        "(-D SCALAR=double), text for the compiler."),
 ]
 
 
@@ -155,13 +156,17 @@ def check_output_path(path, option: str, *, create_parents: bool = False):
     return path
 
 
-def parse_defines(items: list[str] | None) -> dict[str, int | float]:
+def parse_defines(items: list[str] | None, texts: dict[str, str] | None = None) -> dict[str, int | float]:
     """Parse ``-D NAME=VALUE`` (or ``-D NAME``: 1) items into numbers. A VALUE is a number, or an arithmetic expression over the
     ``-D`` names given before it (``-D N=1024 -D NZ='(N-2)*3+4'``), evaluated by the spec's safe evaluator
-    (perfmodel.expr: an allow-list of operators and functions, never ``eval``)."""
+    (perfmodel.expr: an allow-list of operators and functions, never ``eval``). With ``texts`` (a CUDA file's
+    compile), a VALUE that is a type or a name and names no -D (``-D SCALAR=double``, ``-D T='unsigned int'``) goes
+    there, as text for the preprocessor."""
     from perfmodel import expr as _expr
     from perfmodel.errors import SpecError
+    from perfmodel.spec.schema import MACRO_TEXT
 
+    given = {item.partition("=")[0].strip() for item in items or []}
     result: dict[str, int | float] = {}
     for item in items or []:
         name, sep, raw = item.partition("=")
@@ -177,6 +182,10 @@ def parse_defines(items: list[str] | None) -> dict[str, int | float]:
             try:
                 value = float(raw)
             except ValueError:
+                words = set(re.findall(r"[A-Za-z_]\w*", raw))
+                if texts is not None and MACRO_TEXT.match(raw) and not words & given:
+                    texts[name] = raw
+                    continue
                 unknown = sorted(_expr.names_in(raw) - set(result)) if _valid_expression(raw) else []
                 if unknown:
                     raise PerfmodelError(f"-D {item!r}: VALUE {raw!r} uses {', '.join(unknown)}, which no -D before "

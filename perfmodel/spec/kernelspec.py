@@ -347,6 +347,7 @@ class KernelSpec:
                 message = f" ({constraint.message})" if constraint.message else ""
                 raise SpecError(f"{file}: constraint {constraint.expr!r} does not hold for {values}{message}")
         defines = {name: params[name] for name in params if name in self.source_defines}
+        defines.update(model.macros)
         grid = self._dims(model.grid, params, "grid")
         block = self._dims(model.block, params, "block")
         dynamic = 0

@@ -106,6 +106,11 @@ def macro_names_with_headers(path, source: str, include_dirs=()) -> tuple[str, .
 # ==============================================================================================================
 # The file schema (pydantic). Field names are the YAML keys.
 
+# the text of a macro that is not a number: a type or a name (`double`, `unsigned int`, `float4`, `cuda::std::int64_t`,
+# `Vec<float, 4>`, `float *`) - what a build line's -D gives that the spec's expressions cannot
+MACRO_TEXT = re.compile(r"^\s*[A-Za-z_][\w\s:<>,*&]*$")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -456,6 +461,19 @@ class SpecModel(_Strict):
     tags: list[str] = Field(default_factory=list)
     notes: str | None = None
     include_dirs: list[str] = Field(default_factory=list)   # -I folders, relative to the spec file
+    # preprocessor macros whose value is text, not a number (a type: `SCALAR: double`, as a build line's
+    # -DMINIFE_SCALAR=double): -D NAME=TEXT for the compile only (params are numbers that expressions use)
+    macros: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("macros")
+    @classmethod
+    def _macro_texts(cls, value: dict) -> dict:
+        for name, text in value.items():
+            if not _IDENT.match(name):
+                raise ValueError(f"macro name {name!r} is not an identifier")
+            if not MACRO_TEXT.match(text):
+                raise ValueError(f"macros.{name}: {text!r} is not a type or a name (words, '::', '<>', ',' and '*')")
+        return value
 
     @field_validator("name")
     @classmethod
