@@ -1276,3 +1276,72 @@ def test_a_file_whose_kernels_are_all_templates_says_so_and_where_the_host_launc
     with pytest.raises(CompileError, match=r"launches launch_k at l\.cu:7 with its template arguments deduced .*"
                                            r"extended __device__ lambda"):
         load_kernel(tmp_path / "l.cu")
+
+
+def test_aliases_of_std_c_library_names_are_kept_for_libcudacxx():
+    """glm's fwd.hpp `typedef std::int8_t int8;` and its `using std::sqrt;` beside an overload of its own: the scan
+    set both aside (int8_t and sqrt are no libcu++ header's name) and glm failed on its own typedefs; libcu++'s
+    <cstdint> and <cmath> declare them, so the aliases stay for the compile's libcu++ retry. sqrt(i^2 + 1) by numpy."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#include <cstdint>\n#include <cmath>\nnamespace lib {\ntypedef std::int32_t int32;\n"
+           "typedef std::uint32_t uint32;\nusing std::sqrt;\n"
+           "template <typename T> struct V2 { T x, y; };\n"
+           "template <typename T> __device__ V2<T> sqrt(V2<T> v) { return V2<T>{sqrt(v.x), sqrt(v.y)}; }\n"
+           "template <typename T> __device__ T len(T a, T b) { return sqrt(a * a + b * b); }\n}\n"
+           "__global__ void k(float *out, lib::int32 n) {\n"
+           "    lib::uint32 i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < n) out[i] = lib::len((float)i, 1.0f);\n}\n")
+    out = np.zeros(64, np.float32)
+    simulate(load_kernel(source=src, path="glmlike.cu", entry="k"), 1, 64, [out, 64])
+    np.testing.assert_allclose(out, np.sqrt(np.arange(64.0) ** 2 + 1), rtol=1e-6)
+
+
+def test_a_pragma_once_header_included_under_ifs_is_compiled_once(tmp_path):
+    """glm includes its type_vecN.inl under `#ifndef GLM_EXTERNAL_TEMPLATE`, each including the same `#pragma
+    once` header: inlined at each include (an include under an #if is inlined again, for the compile may skip a
+    copy), it was defined twice; each copy now has a guard of its own."""
+    (tmp_path / "common.hpp").write_text("#pragma once\n"
+                                         "template <typename T> struct Adder { __device__ static T call(T a, T b) "
+                                         "{ return a + b; } };\n")
+    (tmp_path / "v1.inl").write_text('#include "common.hpp"\n')
+    (tmp_path / "v2.inl").write_text('#include "common.hpp"\n')
+    (tmp_path / "k.cu").write_text('#ifndef EXT\n#include "v1.inl"\n#endif\n#ifndef EXT\n#include "v2.inl"\n#endif\n'
+                                   "__global__ void k(float *out) { out[threadIdx.x] = Adder<float>::call(1.0f, 2.0f); }\n")
+    mod = compile_cuda(tmp_path / "k.cu")
+    assert [k.name for k in mod.kernels] == ["k"]
+
+
+def test_lines_after_a_set_aside_header_inside_a_skipped_if_keep_their_numbers(tmp_path):
+    """`#if !defined(CUDA_VERSION) && !defined(USE_OWN)` around `#include <cuda.h>` (glm's setup.hpp): the include
+    becomes 4 lines and a #line back, which the skipped branch skipped too - every later line was 4 too far (the
+    hot lines pointed past the end of this 10-line file). The PTX line table of k must name lines 5 to 10."""
+    (tmp_path / "cfg.h").write_text("#define USE_OWN\n")
+    (tmp_path / "k.cu").write_text('#include "cfg.h"\n#if !defined(CUDA_VERSION) && !defined(USE_OWN)\n'
+                                   "#include <cuda.h>\n#endif\n"
+                                   "__global__ void k(float* out, const float* in, int n)\n{\n"
+                                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)\n"
+                                   "        out[i] = in[i] * 2.0f + 1.0f;\n}\n")
+    mod = compile_cuda(tmp_path / "k.cu")
+    files = dict(re.findall(r'\.file\s+(\d+)\s+"([^"]+)"', mod.ptx))
+    ours = next(n for n, f in files.items() if f.endswith("k.cu"))
+    lines = {int(x) for x in re.findall(rf"\.loc\s+{ours}\s+(\d+)\s", mod.ptx)}
+    assert lines and min(lines) >= 5 and max(lines) <= 10, sorted(lines)
+    assert 9 in lines
+
+
+def test_a_kernel_named_like_a_host_device_function_can_be_asked_for():
+    """simple-knn's `coord2Morton` kernel beside a __host__ __device__ coord2Morton: the name is an overload set,
+    so the kernel is named through a cast to its function-pointer type - for the automatic names already, and now
+    for --kernel's too (it failed: 'cannot determine which instance of overloaded function')."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("__host__ __device__ unsigned twice(unsigned x) { return 2 * x; }\n"
+           "__global__ void twice(int n, unsigned* out)\n{\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = twice((unsigned)i);\n}\n"
+           "__global__ void other(int n, unsigned* out) { out[threadIdx.x] = 0; }\n")
+    out = np.zeros(32, np.uint32)
+    simulate(load_kernel(source=src, path="ov.cu", entry="twice"), 1, 32, [32, out])
+    np.testing.assert_array_equal(out, 2 * np.arange(32))

@@ -215,7 +215,11 @@ def _compile_text(text: str, options: list[str], all_exprs, exprs: list[str]):
         # A kernel declared with one signature and defined with another is an overload set: name the
         # definition through a cast to its function-pointer type.
         messages = _failed_name_expressions(result.log)
-        failed = set(messages) - set(exprs)
+        # (the caller's own expression too, where it names such a kernel: simple-knn's coord2Morton beside a
+        # __host__ __device__ coord2Morton)
+        overloaded = {e for e, d in all_exprs if e in messages and d is not None and not d.is_template
+                      and "overloaded" in messages[e]}
+        failed = (set(messages) - set(exprs)) | overloaded
         if failed and any(e in failed for e, _ in all_exprs):
             retry = []
             for e, d in all_exprs:

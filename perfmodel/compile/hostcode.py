@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -352,6 +353,32 @@ def _libcudacxx_names(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
     return frozenset(found)
 
 
+# what libcu++'s C-library headers declare in cuda::std: types (`using int32_t = signed int;`, `using ::size_t;`) and
+# functions (`_CCCL_API inline float sqrt(float __x)`)
+_LIBCUDACXX_DECLARED = re.compile(rb"^\s*using\s+(?:::)?(\w+)\s*[=;]|_CCCL_(?:HOST_DEVICE_)?API\s+(?:inline\s+|constexpr\s+)*"
+                                  rb"[\w:]+\s+(\w+)\s*\(", re.M)
+
+
+@functools.lru_cache(maxsize=4)
+def _libcudacxx_declared(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
+    """The names libcu++'s <cstdint>, <cstddef>, <cstdlib>, <climits> and <cmath> declare (int8_t, size_t, sqrt,
+    isnan ...), which code names as std::NAME in aliases (glm's ``typedef std::int8_t int8;``, ``using std::sqrt;``)
+    and which the compile's libcu++ retry gives it."""
+    found: set[str] = set()
+    for d in sdk_dirs:
+        std = Path(d) / "cuda" / "std"
+        files = [std / n for n in ("cstdint", "cstddef", "cstdlib", "climits")]
+        for sub in ("__cmath", "__cstddef", "__cstdlib"):
+            files += sorted((std / sub).glob("*.h")) if (std / sub).is_dir() else []
+        for f in files:
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
+            found.update((a or b).decode("ascii", "replace") for a, b in _LIBCUDACXX_DECLARED.findall(data))
+    return frozenset(n for n in found if not n.startswith("_"))
+
+
 class _FileProcessor:
     def _libcudacxx_has(self, words: list[str]) -> bool:
         """Whether every ``std::NAME`` that ``words`` name is one libcu++ provides for device code (a header
@@ -359,8 +386,9 @@ class _FileProcessor:
         so that an alias of it is kept for the compile's libcu++ retry; ``std::vector`` or ``std::cout`` have none."""
         names = {words[k + 2] for k, w in enumerate(words[:-2])
                  if w == "std" and words[k + 1] == "::" and (k == 0 or words[k - 1] != "::")}
-        have = _libcudacxx_names(tuple(str(d) for d in self.sdk_dirs))
-        return bool(names) and names <= have
+        dirs = tuple(str(d) for d in self.sdk_dirs)
+        have = _libcudacxx_names(dirs)
+        return bool(names) and (names <= have or names <= have | _libcudacxx_declared(dirs))
 
     def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str],
                  constexpr_floats: bool = False):
@@ -670,12 +698,20 @@ class _FileProcessor:
                     # (not where the include is under an #if, here or in a file that includes this one: the
                     # compile may skip that copy - kaldi's #ifdef __IS_HIP_COMPILE__ branch - and need the next)
                     cond = under_condition or first in conditional
-                    if not cond and (re.search(r"^\s*#\s*pragma\s+once", inner, re.M) or
-                                     include_guard(*_lines_and_directives(inner))):
+                    once = re.search(r"^\s*#\s*pragma\s+once", inner, re.M) is not None
+                    if not cond and (once or include_guard(*_lines_and_directives(inner))):
                         self.inlined_once.add(key)
                     processed = self.process(target, key, inner, depth + 1, cond)
                     replacements[first] = (f'#line 1 "{_escape(key)}"\n{processed}\n'
                                            f'#line {last + 2} "{_escape(display)}"')
+                    if once:
+                        # its `#pragma once` goes with the inlining (NVRTC would take the whole text as one file):
+                        # a guard of its own keeps a second copy out where the header is inlined again (glm's
+                        # type_vecN.inl under #ifndef GLM_EXTERNAL_TEMPLATE includes one more each time)
+                        guard_name = "PERFMODEL_ONCE_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+                        replacements[first] = (f"#ifndef {guard_name}\n#define {guard_name}\n"
+                                               f"{replacements[first]}\n#endif\n"
+                                               f'#line {last + 2} "{_escape(display)}"')
             elif word in ("define", "undef"):
                 m = re.match(r"(?:define|undef)\s+([A-Za-z_]\w*)", body)
                 if m and m.group(1) in self.defines:
@@ -724,6 +760,17 @@ class _FileProcessor:
             while k < len(lines) and lines[k - 1].rstrip().endswith("\\") and k in directive_lines:
                 new_lines[k] = ""
                 k += 1
+        # an include replaced by several lines ends with a #line back to the file's next line; inside an #if the
+        # compile skips, that #line is skipped too and every later line was off by the lines inserted (glm's
+        # setup.hpp: `#if !defined(CUDA_VERSION)` around `#include <cuda.h>`): each later #elif, #else and #endif
+        # says the line again
+        shifted = min((li for li, rep in replacements.items() if "\n" in rep and li in conditional), default=None)
+        if shifted is not None:
+            for first, last, _off in directives:
+                word = re.match(r"\s*#\s*(\w*)", mlines[first])
+                if first > shifted and first not in replacements and word and word.group(1) in ("elif", "else",
+                                                                                                  "endif"):
+                    new_lines[last] += f'\n#line {last + 2} "{_escape(display)}"'
         return "\n".join(new_lines)
 
     def _scope_macros(self, toks: list[Tok]) -> list[Tok]:
