@@ -1345,3 +1345,21 @@ def test_a_kernel_named_like_a_host_device_function_can_be_asked_for():
     out = np.zeros(32, np.uint32)
     simulate(load_kernel(source=src, path="ov.cu", entry="twice"), 1, 32, [32, out])
     np.testing.assert_array_equal(out, 2 * np.arange(32))
+
+
+def test_a_header_every_compile_sees_is_inlined_however_often_skipped_copies_came_before(tmp_path):
+    """glm: `_vectorize.hpp` (#pragma once) is included by many .inl files, most under #ifs the scan cannot decide
+    (`#if GLM_ARCH & GLM_ARCH_SSE2_BIT`); after 16 copies the scan stopped inlining it (a bound for headers whose
+    copies the compile may skip), so the copy under `#ifndef GLM_EXTERNAL_TEMPLATE` - an #if every compile takes -
+    was empty and func_common.inl failed on detail::functor2. Here 18 copies under `#if (MYV & 4)` (false for the
+    compile), then one that every compile takes."""
+    (tmp_path / "common.hpp").write_text("#pragma once\ntemplate <typename T> struct Adder { __device__ static T "
+                                         "call(T a, T b) { return a + b; } };\n")
+    for i in range(1, 20):
+        (tmp_path / f"v{i}.inl").write_text(f'#include "common.hpp"\n__device__ float f{i}(float x) '
+                                            f"{{ return Adder<float>::call(x, {i}.0f); }}\n")
+    text = "#define MYV 1\n" + "".join(f'#if (MYV & 4)\n#include "v{i}.inl"\n#endif\n' for i in range(1, 19))
+    text += '#ifndef EXT\n#include "v19.inl"\n#endif\n__global__ void k(float *out) { out[threadIdx.x] = f19(1.0f); }\n'
+    (tmp_path / "k.cu").write_text(text)
+    mod = compile_cuda(tmp_path / "k.cu")
+    assert [k.name for k in mod.kernels] == ["k"]

@@ -213,7 +213,7 @@ def _device_condition(cond: str, macro=None) -> bool | None:
 
 def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | None = None,
                        uncertain: set | None = None, dead_defines: dict | None = None,
-                       guard: str | None = None) -> set[int]:
+                       guard: str | None = None, live_includes: set | None = None) -> set[int]:
     """1-based lines inside ``#if``/``#elif``/``#else`` branches that no device compile takes, decided by
     :func:`_device_condition` (SHOC's bfs: the kernels under ``#if __CUDA_ARCH__ >= 120``, stubs with other
     parameter names under ``#else``; ISPASS RAY's signatures under ``#ifdef DEBUG`` and ``#else``, each with
@@ -224,7 +224,8 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
     first line -> the directive that opened the branch (``#ifdef GPU``, ``#else of #if X``). ``guard``: the file's
     include guard (:func:`include_guard`), whose ``#ifndef`` is taken - the file is inlined where first included
     (chai's `#ifndef _COMMON_H_` left every #if inside undecided: a name with a leading underscore may be the
-    compiler's)."""
+    compiler's). ``live_includes`` collects the ``#include``s inside ``#if``s whose every branch is decided taken
+    (glm's ``#ifndef GLM_EXTERNAL_TEMPLATE``): the compile sees them, as if they were at the top level."""
     seen = {} if seen is None else seen
     uncertain = set() if uncertain is None else uncertain
     dead: set[int] = set()
@@ -237,6 +238,8 @@ def _device_dead_lines(mlines: list[str], directives, macro=None, seen: dict | N
         body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
         word = re.match(r"\w*", body).group()
         rest = body[len(word):].strip()
+        if word == "include" and live_includes is not None and stack and all(frame[0] is True for frame in stack):
+            live_includes.add(first)
         if word in ("if", "ifdef", "ifndef"):
             cond = rest if word == "if" else (f"defined({rest})" if word == "ifdef" else f"!defined({rest})")
             value = True if guard and not stack and first == directives[0][0] else _device_condition(cond, macro)
@@ -594,11 +597,13 @@ class _FileProcessor:
             seen: dict = {}
             uncertain: set = set()
             dead_defines: dict[int, str] = {}
+            live.clear()
             dead = _device_dead_lines(mlines, directives, lambda name: self._macro(name, here, unfound, seen,
                                                                                    uncertain),
-                                      seen, uncertain, dead_defines, guard)
+                                      seen, uncertain, dead_defines, guard, live)
             return dead, dead_defines
 
+        live: set[int] = set()
         dead_lines, dead_defines = verdicts(False)
         if any(m.startswith('"') for m in self.result.missing_includes) or \
                 any(first not in dead_defines for first in missing):
@@ -609,7 +614,7 @@ class _FileProcessor:
         nesting = 0
         for first, _last, _off in directives:
             word = re.match(r"\s*#\s*(\w*)", mlines[first]).group(1)
-            if word == "include" and nesting > (1 if guard else 0):
+            if word == "include" and nesting > (1 if guard else 0) and first not in live:
                 conditional.add(first)
             nesting += word in ("if", "ifdef", "ifndef")
             nesting -= word == "endif" and nesting > 0
@@ -689,7 +694,11 @@ class _FileProcessor:
                     key = str(target)
                     inner = target.read_text(errors="replace")
                     self.inlined_count[key] = self.inlined_count.get(key, 0) + 1
-                    if key in self.inlined_once or depth > 40 or self.inlined_count[key] > MAX_INCLUDES:
+                    cond = under_condition or first in conditional
+                    # (the cap is for copies the compile may skip: a header every compile sees here is inlined -
+                    # glm's _vectorize.hpp, inlined under undecided #ifs more often than that before its
+                    # func_common.inl, which every compile takes, included it)
+                    if key in self.inlined_once or depth > 40 or (cond and self.inlined_count[key] > MAX_INCLUDES):
                         replacements[first] = ""
                         continue
                     # once inlined, a header with #pragma once or an include guard is not again: kaldi's guarded
@@ -697,7 +706,6 @@ class _FileProcessor:
                     # again at every include doubled the text at every level, to 40 levels
                     # (not where the include is under an #if, here or in a file that includes this one: the
                     # compile may skip that copy - kaldi's #ifdef __IS_HIP_COMPILE__ branch - and need the next)
-                    cond = under_condition or first in conditional
                     once = re.search(r"^\s*#\s*pragma\s+once", inner, re.M) is not None
                     if not cond and (once or include_guard(*_lines_and_directives(inner))):
                         self.inlined_once.add(key)
