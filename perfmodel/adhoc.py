@@ -107,7 +107,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             vector_exprs[i] = (_components(value, fields, p, item), item)
         elif i in given and p.layout is not None:
             value, item = given[i]
-            struct_exprs[i] = (_struct_text(value, p, item), item)
+            fields = _struct_text(value, p, item)
+            struct_exprs[i] = ({k: _with_enumerators(v, program, set(defines) | set(by_name))
+                                if isinstance(v, str) and "[" not in v else v for k, v in fields.items()}, item)
         elif i in given:
             value, item = given[i]
             if value.strip().lower() in _NULL:
@@ -330,7 +332,7 @@ def _variables_not_macros(defines: Mapping[str, Any], macros, source: str, file)
         if name in macros:
             continue
         pattern = re.compile(rf"\b(?:const|constexpr)\b[^;{{}}()]*\b{re.escape(name)}\s*(?:=|\{{)")
-        line = next((k for k, text in enumerate(lines, 1) if pattern.search(text) and k - 1 < len(depths)
+        line = next((k for k, text in enumerate(code, 1) if pattern.search(text) and k - 1 < len(depths)
                      and depths[k - 1] == 0 and k not in macro_lines), None)
         if line is not None:
             notes.append(f"-D {name}: {file}:{line} declares {name} as a constant (`{lines[line - 1].strip()}`), "
@@ -463,7 +465,12 @@ def _with_enumerators(value: str, program, names: set[str]) -> str:
     enums = {k: v for k, v in enumerators(texts).items() if k in words}
     if not enums:
         return value
-    return re.sub(r"[A-Za-z_]\w*", lambda m: f"({enums[m.group(0)]})" if m.group(0) in enums else m.group(0), value)
+
+    def one(m):
+        # a scoped one too: Geometry::POINT (TeaLeaf's enum class)
+        name = m.group(0).split("::")[-1].strip()
+        return f"({enums[name]})" if name in enums and (name not in names or "::" in m.group(0)) else m.group(0)
+    return re.sub(r"(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, value)
 
 
 def _numeric_default(p) -> str | None:

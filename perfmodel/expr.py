@@ -329,8 +329,9 @@ def evaluate_int(expression: str | Number, names: Mapping[str, Number] | None = 
         value = int(value)
     if isinstance(value, float):
         if not value.is_integer():
-            raise _error(f"expected an integer, got {value!r} (use cdiv(a, b) or ceil(a / b) to round up)",
-                         str(expression), file, field)
+            raise _error(f"expected an integer, got {value!r} ('/' divides exactly here: a // b truncates as C's "
+                         "integer division does - host code's n / 128 + 1 is n // 128 + 1 - and cdiv(a, b) rounds "
+                         "up)", str(expression), file, field)
         value = int(value)
     if minimum is not None and value < minimum:
         raise _error(f"expected an integer >= {minimum}, got {value}", str(expression), file, field)

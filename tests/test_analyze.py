@@ -393,3 +393,37 @@ def test_an_exact_run_of_hours_is_refused_with_its_estimate():
 
     with pytest.raises(SimulationError, match="exact run would execute.*--timeout"):
         analyze("matmul_naive", "h100", {"Width": 4096}, sample=0, execute_all=True)
+
+
+def test_a_fault_caused_by_a_define_the_kernel_does_not_see_carries_the_note(cli, tmp_path):
+    """-D N for a file whose N is a `const` (olcf's reductions.cu): the kernel keeps N = 2^20 and reads past the
+    1,024-element buffer the -D sized. The note that says so came only with a successful run; the fault carries it
+    too, naming the declaration - not a comment that mentions `const` and N (it quoted one)."""
+    import re
+
+    (tmp_path / "r.cu").write_text("// -D N=... where N is a `const` in the source: the kernel keeps N\n"
+                                   "const unsigned long long N = 1ULL << 20;\n"
+                                   "__global__ void k(const float *in, float *out) {\n"
+                                   "  unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n  float s = 0.f;\n"
+                                   "  for (; i < N; i += gridDim.x * blockDim.x) s += in[i];\n"
+                                   "  out[blockIdx.x * blockDim.x + threadIdx.x] = s;\n}\n")
+    code, out, err = cli("analyze", str(tmp_path / "r.cu"), "--grid", "4", "--block", "256", "-D", "N=1024",
+                         "--arg", "in=float32[1024]", "--arg", "out=float32[1024]", "--device", "h100")
+    assert code == 2
+    text = " ".join(err.split())
+    assert "out-of-bounds global load: in[" in text
+    assert re.search(r"Note: -D N: \S*r\.cu:2 declares N as a constant \(`const unsigned long long N = 1ULL << 20;`\)",
+                     text), text
+
+
+def test_a_grid_that_divides_inexactly_says_how_c_truncates(cli, tmp_path):
+    """Host code's `ny / 128 + 1` is C's integer division; '/' in an expression is exact, and the hint named only
+    rounding up (cdiv), which gives another grid: it names `//` first."""
+    (tmp_path / "g.cu").write_text("__global__ void k(float *a, int ny) { int i = blockIdx.x * blockDim.x + "
+                                   "threadIdx.x; if (i < ny) a[i] = i; }\n")
+    code, out, err = cli("analyze", str(tmp_path / "g.cu"), "--grid", "NY/128+1", "--block", "128", "-D", "NY=1000",
+                         "--arg", "a=float32[1000]", "--arg", "ny=NY", "--device", "h100")
+    assert code == 2 and "a // b truncates as C's integer division does" in " ".join(err.split())
+    doc = analyze_json(cli, str(tmp_path / "g.cu"), "--grid", "NY//128+1", "--block", "128", "-D", "NY=1000",
+                       "--arg", "a=float32[1000]", "--arg", "ny=NY", "--device", "h100")
+    assert doc["launch"]["grid"][0] == 8

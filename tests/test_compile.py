@@ -1037,7 +1037,12 @@ def test_a_crash_inside_nvrtc_is_an_error_not_the_end_of_perfmodel(monkeypatch, 
     def crash(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGSEGV)
 
+    import threading
+
     monkeypatch.setattr(nvrtc, "_compile_program", crash)
+    # a thread another test of this worker left running makes the compile stay in this process, where the forced
+    # crash would end the worker: the child is forked here whatever else runs
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
     code, out, err = cli("kernels", "inspect", str(tmp_path / "k.cu"))
@@ -1363,3 +1368,31 @@ def test_a_header_every_compile_sees_is_inlined_however_often_skipped_copies_cam
     (tmp_path / "k.cu").write_text(text)
     mod = compile_cuda(tmp_path / "k.cu")
     assert [k.name for k in mod.kernels] == ["k"]
+
+
+def test_a_class_named_through_a_macro_an_ifdef_tests_is_set_aside_with_its_base(tmp_path):
+    """miniBUDE's fasten.hpp: `#ifdef IMPL_CLS` ... `#define IMPL_CLS CudaBude` ... `class IMPL_CLS final : public
+    Bude<PPWI>` (a host class whose member launches the kernel). The #ifdef's word counted as a use of the class, so
+    it was kept while its host base class was set aside ("Bude is not a template"); an #if's words name macros."""
+    (tmp_path / "b.cu").write_text(
+        "#include <string>\ntemplate <int P> class Base {\npublic:\n  virtual std::string name() = 0;\n};\n"
+        "#ifdef IMPL_CLS\n#error IMPL_CLS was already defined\n#endif\n#define IMPL_CLS Impl\n"
+        "template <int P> __global__ void k(float *out, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * i * P;\n}\n"
+        "template <int P> class IMPL_CLS final : public Base<P> {\npublic:\n"
+        "  std::string name() override { return \"x\"; }\n"
+        "  void run(float *d, int n) { k<P><<<(n + 255) / 256, 256>>>(d, n); }\n};\n")
+    mod = compile_cuda(tmp_path / "b.cu", name_expressions=["k<4>"])
+    assert [k.expression for k in mod.kernels] == ["k<4>"]
+
+
+def test_a_prototype_with_unnamed_const_parameters_takes_the_definitions_names():
+    """The CUDA guide's `__global__ void MatMulKernel(const Matrix, const Matrix, Matrix);` before the definition
+    (olcf hw12): a by-value parameter's own const is no part of the type, so the two are one kernel and the
+    definition's names (A, B) are the parameters', not arg0, arg1."""
+    from perfmodel.kernel import load_kernel
+
+    src = ("typedef struct { int n; float *elements; } Vec;\n__global__ void scale(const Vec, Vec);\n"
+           "__global__ void scale(Vec A, Vec B) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i < A.n) B.elements[i] = 2.0f * A.elements[i];\n}\n")
+    assert [p.name for p in load_kernel(source=src, path="fd.cu", entry="scale").params] == ["A", "B"]

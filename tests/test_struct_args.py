@@ -521,3 +521,29 @@ def test_a_loop_over_a_struct_that_ptxas_unrolls_completely_counts_its_sass_once
     doc = json.loads(out)
     assert doc["correct"] is True, doc["correct_detail"]
     assert 4096 <= doc["counts"]["warp_instructions"] <= 4096 * 1.01
+
+
+def test_a_field_of_a_scoped_enum_type_and_enumerators_as_field_values(cli, tmp_path):
+    """TeaLeaf's `struct State { bool defined; double density; Geometry geometry; }` with `enum class Geometry`: the
+    scan read `enum class Geometry {...}` as a class and probed `.RECTANGULAR` ('expression must have class type');
+    it is a number (4 bytes at offset 16, C++'s int-sized scoped enum). Its field takes an enumerator, scoped or
+    not, by its value: CIRCULAR is 1 (numpy: density where geometry is CIRCULAR, -1 elsewhere)."""
+    (tmp_path / "s.cu").write_text(
+        "enum class Geometry { RECTANGULAR, CIRCULAR, POINT };\n"
+        "struct State { bool defined; double density; Geometry geometry; };\n"
+        "__global__ void k(int n, double *out, State s) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = (s.geometry == Geometry::CIRCULAR) ? s.density : -1.0;\n}\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef hit(**kw):\n    return np.full(32, 2.5)\n"
+                                     "def miss(**kw):\n    return np.full(32, -1.0)\n")
+    from perfmodel.kernel import load_kernel
+
+    layout = load_kernel(tmp_path / "s.cu", entry="k").params[2].layout
+    assert layout.error is None and [(f.path, f.offset) for f in layout.leaves] == [
+        ("defined", 0), ("density", 8), ("geometry", 16)]
+    for value, ref in (("1", "hit"), ("Geometry::CIRCULAR", "hit"), ("POINT", "miss"), ("Geometry::POINT", "miss")):
+        code, out, err = cli("analyze", str(tmp_path / "s.cu"), "--grid", "1", "--block", "32", "--arg", "n=32",
+                             "--arg", "out=float64[32]", "--arg", f"s={{defined=1,density=2.5,geometry={value}}}",
+                             "--device", "h100", "--check", f"out={tmp_path / 'ref.py'}:{ref}", "--json")
+        assert code == 0, err
+        assert json.loads(out)["correct"] is True, value

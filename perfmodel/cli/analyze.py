@@ -165,8 +165,17 @@ def register(app: typer.Typer) -> None:
                 from perfmodel.adhoc import spec_yaml
 
                 Path(save_spec).write_text(spec_yaml(spec, save_spec), encoding="utf-8")
-            analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
-                               timeout=timeout, execute_all=execute_all, l2=parse_l2(l2))
+            try:
+                analysis = analyze(spec, dev, None, regs=parse_regs(regs), sample=sample, max_steps=max_steps,
+                                   timeout=timeout, execute_all=execute_all, l2=parse_l2(l2))
+            except PerfmodelError as err:
+                # what the command line set that the kernel does not see (-D N for a `const N` of the file) is
+                # often the cause: the error says it too
+                notes = [n for n in getattr(spec, "launch_notes", ()) if n not in err.message]
+                if notes:
+                    err.message = err.message.rstrip(".") + ". Note: " + " ".join(notes)
+                    err.args = (str(err),)
+                raise
             for note in getattr(spec, "launch_notes", ()):
                 if note not in analysis.sim.notes:
                     analysis.sim.notes.append(note)

@@ -406,7 +406,8 @@ class _FileProcessor:
         self.host_functions: set[str] = set()        # functions set aside as host code, by name
         self._macro_index: dict[str, tuple[set[str], str]] = {}   # header -> (its #define names, its text)
         self.inlined_count: dict[str, int] = {}     # header -> includes seen (MAX_INCLUDES inlined at most)
-        self.kept_ids: set[str] = set()           # identifiers of kept non-class code and of #if conditions
+        self.kept_ids: set[str] = set()           # identifiers of kept non-class code (an #if's words name
+        # macros, never a class: miniBUDE's `#ifdef IMPL_CLS` before `#define IMPL_CLS ...` and `class IMPL_CLS`)
         self.macro_uses: dict[str, set[str]] = {}   # macro -> the identifiers of its text (and parameters)
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
@@ -631,9 +632,7 @@ class _FileProcessor:
                 pos += len(mlines[li]) + 1
             body = " ".join(m.rstrip("\\") for m in mlines[first:last + 1]).strip()[1:].strip()
             word = re.match(r"\w*", body).group()
-            if word in ("if", "ifdef", "ifndef", "elif"):
-                self.kept_ids.update(re.findall(r"[A-Za-z_]\w*", body))
-            elif word == "define":
+            if word == "define":
                 # what a macro's text names reaches device code only where kept code uses the macro (ethminer's
                 # CUDA_SAFE_CALL names a host exception class deriving from std::runtime_error: kept, it failed
                 # the compile): prepare() follows the macros kept code names
@@ -1133,8 +1132,17 @@ def _param_types(params_text: str) -> list[str]:
     """A parameter list's types, white space and names left out: a prototype and its definition agree."""
     from perfmodel.compile.signature import parse_params
 
+    def plain(ctype: str) -> str:
+        # a by-value parameter's own const is no part of the function's type ([dcl.fct]): `void k(const Vec, Vec)`
+        # declares `void k(Vec A, Vec B)` (the CUDA guide's MatMulKernel prototype)
+        words = ctype.split()
+        if "*" not in ctype and "&" not in ctype:
+            words = [w for w in words if w not in ("const", "volatile")]
+        elif words and words[-1] in ("const", "volatile"):
+            words = words[:-1]
+        return "".join(words)
     try:
-        return ["".join(ctype.split()) for _, ctype, _ in parse_params(params_text)]
+        return [plain(ctype) for _, ctype, _ in parse_params(params_text)]
     except Exception:   # noqa: BLE001 - a list the parser does not read: compare the text
         return ["".join(params_text.split())]
 

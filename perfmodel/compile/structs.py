@@ -177,7 +177,7 @@ class _Source:
         the name, which is refused)."""
         w = self.words
         for i, word in enumerate(w):
-            if word not in CLASS_WORDS:
+            if word not in CLASS_WORDS or (i > 0 and w[i - 1] == "enum"):     # (enum class: a number)
                 continue
             j = i + 1
             while j < len(w) and (w[j] in ATTRIBUTE_WORDS or w[j] == "alignas" or _MACRO_WORD.match(w[j])
