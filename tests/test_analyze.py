@@ -427,3 +427,17 @@ def test_a_grid_that_divides_inexactly_says_how_c_truncates(cli, tmp_path):
     doc = analyze_json(cli, str(tmp_path / "g.cu"), "--grid", "NY//128+1", "--block", "128", "-D", "NY=1000",
                        "--arg", "a=float32[1000]", "--arg", "ny=NY", "--device", "h100")
     assert doc["launch"]["grid"][0] == 8
+
+
+def test_the_atomics_row_gives_the_lanes_per_request_on_its_busiest_address(cli, tmp_path):
+    """Counted by hand: 64 threads, 2 warp requests; atomicAdd(&c[0]) puts all 32 lanes of each on one address,
+    atomicAdd(&c[i]) one lane on each. The row said '2 lanes ... summed' for the second (the sum over requests),
+    which read as contention; it gives the mean per request."""
+    (tmp_path / "a.cu").write_text("__global__ void one(int *c) { atomicAdd(&c[0], 1); }\n"
+                                   "__global__ void spread(int *c) { atomicAdd(&c[threadIdx.x], 1); }\n")
+    for kernel, mean in (("one", "32"), ("spread", "1")):
+        code, out, err = cli("analyze", str(tmp_path / "a.cu"), "--kernel", kernel, "--grid", "1", "--block", "64",
+                             "--arg", "c=int32[64]", "--device", "h100")
+        assert code == 0, err
+        row = next(line for line in out.splitlines() if "global atomics" in line)
+        assert f"{mean} lanes per request on its busiest address" in row, row

@@ -1396,3 +1396,34 @@ def test_a_prototype_with_unnamed_const_parameters_takes_the_definitions_names()
            "__global__ void scale(Vec A, Vec B) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
            "  if (i < A.n) B.elements[i] = 2.0f * A.elements[i];\n}\n")
     assert [p.name for p in load_kernel(source=src, path="fd.cu", entry="scale").params] == ["A", "B"]
+
+
+def test_host_constants_whose_type_is_a_macro_through_a_typedef_fold():
+    """miniFE's analytic_soln.hpp: `typedef MINIFE_SCALAR Scalar; const Scalar PI = 3.14...; const Scalar PI_SQR =
+    PI*PI;` with -DMINIFE_SCALAR=double. nvcc folds the host constants; NVRTC's -default-device cannot initialise
+    PI_SQR dynamically, and the constexpr retry did not see a double through the macro."""
+    src = ("typedef MINIFE_SCALAR Scalar;\nconst Scalar PI = 3.141592653589793238462;\nconst Scalar PI_SQR = PI*PI;\n"
+           "__global__ void k(double *out) { out[threadIdx.x] = PI_SQR; }\n")
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    out = np.zeros(4)
+    simulate(load_kernel(source=src, path="c.cu", entry="k", defines={"MINIFE_SCALAR": "double"}), 1, 4, [out])
+    np.testing.assert_array_equal(out, np.pi * np.pi)
+
+
+def test_a_scalar_parameter_typed_through_a_template_arguments_typedef():
+    """miniFE's `template <typename V> __global__ void waxpby_kernel(typename V::ScalarType alpha, V x, ...)`: the
+    mangled name keeps the dependent type (NT_10ScalarTypeE), so no dtype came from it; the PTX passes it as .f32,
+    and NVVM passes aggregates as bytes, so it is a float."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("template <typename T> struct PODVector { typedef T ScalarType; T *coefs; int n; };\n"
+           "template <typename V>\n__global__ void scale(typename V::ScalarType alpha, V x) {\n"
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < x.n) x.coefs[i] *= alpha;\n}\n")
+    program = load_kernel(source=src, path="d.cu", entry="scale<PODVector<double>>")
+    assert program.params[0].dtype == np.float64
+    coefs = np.arange(32.0)
+    simulate(program, 1, 32, [2.5, {"coefs": coefs, "n": 32}])
+    np.testing.assert_array_equal(coefs, 2.5 * np.arange(32.0))

@@ -978,6 +978,10 @@ class _FileProcessor:
             if w not in seen:
                 seen.add(w)
                 todo += [x for t in self.result.typedefs.get(w, ()) for x in t.split()]
+                # and through an object-like macro (miniFE's `typedef MINIFE_SCALAR Scalar;`, -DMINIFE_SCALAR=double)
+                text = self.defines.get(w) if w in self.defines else self.macro_bodies.get(w)
+                if isinstance(text, str):
+                    todo += re.findall(r"[A-Za-z_]\w*", text)
         return False
 
     def _words(self, head: list[str]) -> set[str]:

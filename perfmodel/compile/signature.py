@@ -189,9 +189,14 @@ def dtype_of(ctype: str, is_pointer: bool, aliases: dict[str, list[str]] | None 
 def ptx_scalar_dtype(ptx_type: str | None) -> np.dtype | None:
     """The dtype of a by-value parameter that PTX declares as an integer scalar while the source names no number
     type: an enum (C++ [dcl.enum]: its underlying type is an integer type; NVRTC passes it as a ``.u32`` /
-    ``.u64`` .param of that width), read as signed (the same bits for every enumerator up to 2^31 - 1)."""
+    ``.u64`` .param of that width), read as signed (the same bits for every enumerator up to 2^31 - 1); or a
+    floating-point one, a type the source names through a template argument (miniFE's ``typename
+    V::ScalarType alpha``: NVVM passes aggregates as byte arrays, so an ``.f32`` / ``.f64`` .param is a float or
+    a double)."""
+    if ptx_type in ("f32", "f64"):
+        return np.dtype("float32" if ptx_type == "f32" else "float64")
     if ptx_type is None or ptx_type[0] not in "bus" or ptx_type in ("pred", "bf16"):
-        return None             # not an integer (.f32, .bf16, .pred) or a byte array
+        return None             # not an integer (.bf16, .pred) or a byte array
     return np.dtype(f"int{8 * _PTX_SIZES[ptx_type]}")
 
 

@@ -135,9 +135,12 @@ def counts_section(doc: dict) -> Table:
                       f"{fmt_num(s.get('store_wavefronts'))} wavefronts")
     for space, d in (("global", g), ("shared", s)):
         if d.get("atomics"):
-            same = d.get("atomic_same_address")
-            table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(d.get("atomic_requests")),
-                          f"{fmt_num(same)} lanes on each request's busiest address, summed" if same else "")
+            same, requests = d.get("atomic_same_address"), d.get("atomic_requests")
+            # the sum over requests of the lanes on each one's busiest address, as a mean: "256 lanes on each
+            # request's busiest address, summed" read as 256 lanes on one address where none shared one
+            table.add_row(f"{space} atomics", fmt_num(d.get("atomics")), fmt_num(requests),
+                          f"{same / requests:.3g} lanes per request on its busiest address (1: none shared)"
+                          if same and requests else "")
     local = c.get("local", {})
     if local.get("loads") or local.get("stores"):      # spills and per-thread arrays the compiler put in memory
         table.add_row("local loads", fmt_num(local.get("loads")), fmt_num(local.get("load_requests")), "")
