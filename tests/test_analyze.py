@@ -441,3 +441,18 @@ def test_the_atomics_row_gives_the_lanes_per_request_on_its_busiest_address(cli,
         assert code == 0, err
         row = next(line for line in out.splitlines() if "global atomics" in line)
         assert f"{mean} lanes per request on its busiest address" in row, row
+
+
+def test_hot_lines_keep_a_headers_name_whole(cli, tmp_path):
+    """A hot line in a header is named file:line; with a long header name (CUB's block_scan_warp_scans.cuh) the
+    table cut the name (`block_scan_war...`) to make room for the source, which is what gives way now."""
+    name = "a_rather_long_header_name_for_block_scans.cuh"
+    (tmp_path / name).write_text("__device__ float twice_plus(const float* x, int i) { return 2.0f * x[i] + 1.0f; }\n")
+    (tmp_path / "k.cu").write_text(f'#include "{name}"\n__global__ void k(const float* x, float* y, int n) {{\n'
+                                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                   "  if (i < n) y[i] = twice_plus(x, i) * twice_plus(x, i) + twice_plus(y, i);\n}\n")
+    code, out, err = cli("analyze", str(tmp_path / "k.cu"), "--grid", "4", "--block", "256", "--arg", "n=1024",
+                         "--arg", "x=float32[1024]", "--arg", "y=float32[1024]", "--device", "h100")
+    assert code == 0, err
+    hot = out[out.index("Hottest source lines"):]
+    assert f"{name}:1" in hot, hot

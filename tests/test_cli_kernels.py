@@ -100,3 +100,29 @@ def test_show_sampled():
     assert document["counts"]["global"]["loads"] <= 2 * 256 * document["blocks_simulated"]
     text = invoke("kernels", "show", "vec_add", "-D", "N=100000", "--sample", "6").output
     assert "sampled run" in text
+
+
+def test_show_has_the_headers_lines_and_the_kernels_totals(tmp_path):
+    """A kernel whose load and multiply sit in a header's __device__ function (CUB's BlockScan, a project's
+    helper): the view showed the .cu file's lines only, and its total row summed those - 128 sectors and no flop,
+    where the kernel has 256 sectors (128 loaded, 128 stored: 1,024 floats = 32 requests of 4 sectors each way) and
+    1,024 flops. The header's line is a row of its own, named file:line, and the totals are the kernel's."""
+    (tmp_path / "helper.cuh").write_text("__device__ __forceinline__ float load_twice(const float* x, int i) "
+                                         "{ return 2.0f * x[i]; }\n")
+    (tmp_path / "k.cu").write_text('#include "helper.cuh"\n__global__ void k(const float* x, float* y, int n) {\n'
+                                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                   "  if (i < n) y[i] = load_twice(x, i);\n}\n")
+    (tmp_path / "k.yaml").write_text("name: k\nsource: k.cu\nentry: k\nparams: {n: 1024}\ngrid: [4]\nblock: [256]\n"
+                                     "args:\n- {name: x, dtype: float32, length: n, init: {random: {seed: 1}}}\n"
+                                     "- {name: y, dtype: float32, length: n, init: zeros}\n"
+                                     "- {name: n, dtype: int32, value: n}\n")
+    result = invoke("kernels", "show", str(tmp_path / "k.yaml"))
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "helper.cuh:1" in line)
+    assert "128" in header and "1,024" in header and "load_twice" in header
+    total = next(line for line in result.output.splitlines() if line.rstrip().endswith("total"))
+    assert "256" in total and "1,024" in total
+    document = json.loads(invoke("kernels", "show", str(tmp_path / "k.yaml"), "--json").output)
+    rows = document["lines"]
+    assert sum(r["global_sectors"] for r in rows) == 256 and sum(r["flops"] for r in rows) == document["counts"]["flops"]
+    assert [r["line"] for r in rows if r.get("file", "").endswith("helper.cuh")] == [1]

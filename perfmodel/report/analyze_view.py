@@ -231,12 +231,14 @@ def hot_lines_section(doc: dict) -> Table | None:
     metric = lines[0]["metric"].replace("_", " ")
     table = Table(title=f"Hottest source lines (by {metric})", title_justify="left", title_style="bold",
                   box=None, padding=(0, 1))
-    table.add_column("line", justify="right", style="dim")
-    table.add_column("share", justify="right")
-    table.add_column("")
+    wheres = [str(item["line"]) if not item.get("file") else f"{Path(item['file']).name}:{item['line']}"
+              for item in lines]
+    # a header's name whole (block_scan_warp_scans.cuh:176 was cut to block_scan_war...): the source gives way
+    table.add_column("line", justify="right", style="dim", no_wrap=True, min_width=max(map(len, wheres)))
+    table.add_column("share", justify="right", no_wrap=True, min_width=5)
+    table.add_column("", no_wrap=True, min_width=12)
     table.add_column("source", overflow="ellipsis", no_wrap=True, max_width=70)
-    for item in lines:
-        where = str(item["line"]) if not item.get("file") else f"{Path(item['file']).name}:{item['line']}"
+    for item, where in zip(lines, wheres):
         table.add_row(where, f"{100 * item['share']:.0f}%", bar(item["share"], 12, "magenta"),
                       Text(item["source"], style="bold" if item is lines[0] else ""))
     return table

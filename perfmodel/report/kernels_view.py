@@ -3,6 +3,7 @@ rich renderer that draws the same data, so the terminal and the JSON never drift
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -89,13 +90,30 @@ def line_rows(outcome) -> list[dict]:
         per_line[int(line)] = _as_dict(value)
     source_lines = getattr(outcome.program, "source_lines", None) or outcome.launch.spec.source_text.splitlines()
     rows = []
-    for number, text in enumerate(source_lines, start=1):
-        counts = {k: _number(v) for k, v in per_line.get(number, {}).items() if isinstance(v, (int, float, np.generic))}
-        row = {"line": number, "source": text}
+
+    def add(row: dict, figures: dict) -> None:
+        counts = {k: _number(v) for k, v in figures.items() if isinstance(v, (int, float, np.generic))}
         for key, _ in LINE_COLUMNS:
             row[key] = counts.pop(key, 0)
         row.update(counts)
         rows.append(row)
+    for number, text in enumerate(source_lines, start=1):
+        add({"line": number, "source": text}, per_line.get(number, {}))
+    # the lines of the headers the kernel's code comes from (a __device__ function of the project's, CUB's
+    # BlockScan): after the file's own, each with its file - the totals are the kernel's, not the file's
+    files = dict(getattr(outcome.program, "source_files", None) or {})
+    for key, value in (getattr(outcome.result, "header_lines", None) or {}).items():
+        path, _, number = str(key).rpartition(":")
+        if not path or not number.isdigit():
+            continue
+        if path not in files:       # an SDK header (CUB's), read where the compile found it
+            try:
+                files[path] = Path(path).read_text(errors="replace")
+            except OSError:
+                files[path] = ""
+        text_lines = files[path].splitlines()
+        text = text_lines[int(number) - 1] if 0 < int(number) <= len(text_lines) else ""
+        add({"file": path, "line": int(number), "source": text}, _as_dict(value))
     return rows
 
 
@@ -211,7 +229,8 @@ def _source_table(outcome, rows: list[dict]) -> Table:
             totals[key] += row.get(key, 0) or 0
         # The line number leads the source cell so that it survives a narrow terminal (a column of its own is
         # the first one rich squeezes out).
-        numbered = Text(f"{row['line']:>4}  ", style="dim") + text
+        where = f"{Path(row['file']).name}:{row['line']}" if row.get("file") else f"{row['line']:>4}"
+        numbered = Text(f"{where}  ", style="dim") + text
         table.add_row(*(_fmt(row.get(key)) for key, _ in columns), numbered)
     table.add_row(*(Text(_fmt(totals[key]) or "0", style="bold") for key, _ in columns),
                   Text("total", style="bold"))
