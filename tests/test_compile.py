@@ -1427,3 +1427,15 @@ def test_a_scalar_parameter_typed_through_a_template_arguments_typedef():
     coefs = np.arange(32.0)
     simulate(program, 1, 32, [2.5, {"coefs": coefs, "n": 32}])
     np.testing.assert_array_equal(coefs, 2.5 * np.arange(32.0))
+
+
+def test_libcudacxx_runtime_headers_are_set_aside_with_the_host_code(tmp_path):
+    """<cuda/buffer>, <cuda/memory_resource>, <cuda/stream> ... are libcu++'s host runtime APIs: their headers
+    define __host__-only functions that NVRTC refuses ('not allowed in JIT mode') and include CUB's device-wide
+    algorithms (CUB's test_util.h includes them beside its examples); nvcc compiles such a file, and the kernel
+    needs none of it."""
+    for header in ("cuda/buffer", "cuda/__memory_resource/legacy_pinned_memory_resource.h", "cuda/stream_ref"):
+        (tmp_path / "k.cu").write_text(f"#include <{header}>\n__global__ void scale(float* x, int n) {{\n"
+                                       "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;\n}\n"
+                                       "int main() { return 0; }\n")
+        assert [k.name for k in compile_cuda(tmp_path / "k.cu").kernels] == ["scale"], header

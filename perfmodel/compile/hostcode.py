@@ -106,7 +106,12 @@ set sstream stack stdexcept streambuf string string_view system_error thread tup
 unordered_map unordered_set utility valarray variant vector
 """.split())
 HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh", "GL/", "GLES2/", "GLES3/", "GLFW/",
-                      "OpenGL/", "EGL/")
+                      "OpenGL/", "EGL/",
+                      # libcu++'s runtime parts, host APIs (buffers, memory resources and pools, streams) whose
+                      # headers define __host__-only functions NVRTC refuses ("not allowed in JIT mode", CCCL 3.5) and
+                      # include CUB's device-wide algorithms: CUB's test_util.h includes them beside its examples
+                      "cuda/buffer", "cuda/memory_pool", "cuda/memory_resource", "cuda/stream", "cuda/__memory_resource/",
+                      "cuda/__memory_pool/", "cuda/__stream/", "cuda/__container/")
 # CUB's umbrella header <cub/cub.cuh> stops NVRTC (`#error "Including <cub/cub.cuh> is not supported when compiling
 # with NVRTC. Include the specific device header instead"`). Under nvcc it brings both the block-, warp- and
 # thread-level primitives kernels use (cub::BlockReduce, cub::WarpReduce, cub::BlockScan ...) and the device-wide
