@@ -80,7 +80,9 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
 
     # --arg: by name or position
     given: dict[int, tuple[str, str]] = {}
+    functions = _function_addresses(program)
     for key, value, item in _parse_assignments(args, "--arg"):
+        value = _with_functions(value, functions, set(defines) | set(by_name))
         if key.isdigit():
             index = int(key)
             if index >= len(params):
@@ -386,7 +388,9 @@ def _symbols(items: Sequence[str], declared: dict, kernel: str, values: Mapping[
 
     constants: dict[str, dict] = {}
     device: dict[str, dict] = {}
+    functions = _function_addresses(program)
     for key, value, item in _parse_assignments(items, "--symbol"):
+        value = _with_functions(value, functions, set(values))
         option = f"--symbol {item}"
         if key not in declared:
             raise LaunchArgumentError(f"{option}: {kernel} names no __constant__ or __device__ variable {key!r} "
@@ -453,6 +457,36 @@ def _starter_fields(name: str, layout, indent: str, lines: list[str], outputs: l
             lines.append(f"{indent}{f.path}: {value}   # {f.ctype}"
                          + (f": {f.count} values, or one for every element" if f.shape else ""))
     return seed
+
+
+def _function_addresses(program) -> dict[str, int]:
+    """Source name -> address of the module's device functions that one name denotes (not an overload set): what
+    the host copies out of a `__device__ op_t p = f;` with cudaMemcpyFromSymbol and passes on (cuda-samples'
+    FunctionPointers), the address perfmodel's executor gives ``f`` (sim/program.py)."""
+    from perfmodel.sim.program import _source_name, function_addresses
+
+    by_name: dict[str, list[int]] = {}
+    for mangled, address in function_addresses(program.module).items():
+        by_name.setdefault(_source_name(mangled), []).append(address)
+    return {name: found[0] for name, found in by_name.items() if len(found) == 1}
+
+
+def _with_functions(value: str, functions: Mapping[str, int], names: set[str]) -> str:
+    """``--arg op=Threshold`` (a function-pointer parameter), ``--symbol 'table=uint64[2]:values=(ComputeSobel,
+    ComputeBox)'``: a device function's name, where no -D or parameter has it, stands for its address - in a
+    scalar's expression, or in a values=(...) list."""
+    if not functions or not re.search(r"[A-Za-z_]", value):
+        return value
+
+    def swap(text: str) -> str:
+        return re.sub(r"(?<![\w.])[A-Za-z_]\w*(?![\w(\[])", lambda m: str(functions[m.group(0)])
+                      if m.group(0) in functions and m.group(0) not in names else m.group(0), text)
+    m = re.search(r"values\s*=\s*\(([^)]*)\)", value)
+    if m:
+        return value[:m.start(1)] + swap(m.group(1)) + value[m.end(1):]
+    if "[" in value or "{" in value:
+        return value
+    return swap(value)
 
 
 def _with_enumerators(value: str, program, names: set[str]) -> str:

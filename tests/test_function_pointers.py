@@ -4,6 +4,8 @@ and virtual functions (a vtable is a ``.global`` array of function addresses tha
 Outputs against numpy references written from the C source; counts derived by hand."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,34 @@ def test_inspect_lists_no_unsupported_instruction_for_indirect_calls(tmp_path):
     mod = compile_cuda(tmp_path / "fp.cu")
     assert ".callprototype" in mod.ptx_body("areas")
     assert unsupported_opcodes(mod.ptx_body("areas")) == []
+
+
+FROM_HOST = r"""
+typedef float (*op_t)(float, float);
+__device__ float add(float a, float b) { return a + b; }
+__device__ float mul(float a, float b) { return a * b; }
+__device__ op_t table[2];
+__device__ op_t p_add = add;     // what the host reads with cudaMemcpyFromSymbol (cuda-samples' FunctionPointers)
+__device__ op_t p_mul = mul;
+__global__ void k(float *out, op_t post, int which)
+{
+    float v = table[which]((float)threadIdx.x, 3.0f);
+    out[threadIdx.x] = post ? post(v, 2.0f) : v;
+}
+"""
+
+
+@pytest.mark.parametrize("post, which, expected", [("add", 1, "t * 3 + 2"), ("0", 0, "t + 3"), ("mul", 0, "(t + 3) * 2")])
+def test_function_pointers_the_host_passes_are_given_by_the_functions_names(cli, tmp_path, post, which, expected):
+    """cuda-samples' FunctionPointers copies device functions' addresses out of `__device__` variables
+    (cudaMemcpyFromSymbol), then passes one as a kernel argument (pointFunction_t) and copies a table of them into
+    a `__device__` array: here `--arg post=add` and `--symbol 'table=uint64[2]:values=(add, mul)'`. The parameter
+    of a function-pointer type reads as a 64-bit number (its mangled type PFfffE was not read before)."""
+    (tmp_path / "fp.cu").write_text(FROM_HOST)
+    (tmp_path / "ref.py").write_text(f"import numpy as np\ndef out(**kw):\n    t = np.arange(32.0)\n    return {expected}\n")
+    code, out, err = cli("analyze", str(tmp_path / "fp.cu"), "--grid", "1", "--block", "32", "--arg", "out=float32[32]",
+                         "--arg", f"post={post}", "--arg", f"which={which}", "--symbol",
+                         "table=uint64[2]:values=(add, mul)", "--device", "h100", "--check",
+                         f"out={tmp_path / 'ref.py'}:out", "--json")
+    assert code == 0, err
+    assert json.loads(out)["correct"] is True

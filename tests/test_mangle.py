@@ -35,6 +35,11 @@ from perfmodel.compile.mangle import mangled_dtype, param_types
     ("_Z1fPA41_A4_A2_Kd", ["const double[41][4][2]*"]),
     ("_Z3barv", []),
     ("_Z1fyxhtPPc", ["unsigned long long", "long long", "unsigned char", "unsigned short", "char**"]),
+    # a pointer to a function (cuda-samples' FunctionPointers): F <return> <parameters> E; the function type is a
+    # candidate after its parameters' (Pf: S_, FfPfE: S0_, PFfPfE: S1_), so PKS_ is float* const*
+    ("_Z11SobelSharedP6uchar4PFhhfE", ["uchar4*", "unsigned char(*)(unsigned char, float)"]),
+    ("_Z1kPFfPfEPKS_", ["float(*)(float*)", "float* const*"]),
+    ("_Z1kPFvvEi", ["void(*)()", "int"]),
 ])
 def test_parameter_types_from_the_mangled_name(mangled, expected):
     assert param_types(mangled) == expected
@@ -42,7 +47,6 @@ def test_parameter_types_from_the_mangled_name(mangled, expected):
 
 @pytest.mark.parametrize("mangled", [
     "vec_add",                                   # extern "C": no types in the name
-    "_Z11SobelSharedP6uchar4PFhhfE",             # a function pointer: not followed
     "_Z1fN4cuda3std17integral_constantIbXT0_EEE",  # an expression in a template argument
     "_Z1fS5_",                                    # a substitution that does not exist
 ])
@@ -56,6 +60,8 @@ def test_dtypes_of_the_types():
     assert mangled_dtype("float[24][24]*") == (np.dtype("float32"), True)
     assert mangled_dtype("char**") == (None, True)                # a pointer to pointers: no element dtype
     assert mangled_dtype("Point*") == (None, True)
+    # a function pointer's value is the function's address: a number, given as one (or as the function's name)
+    assert mangled_dtype("unsigned char(*)(unsigned char, float)") == (np.dtype("uint64"), False)
 
 
 MACRO_TYPED = """\

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from perfmodel.compile.signature import dtype_of
 
 # <builtin-type> (ABI 5.1.5.2), as the C spellings signature.SCALAR_DTYPES knows
@@ -188,7 +190,26 @@ class _Reader:
             return out
         if c in ("P", "R", "O"):
             self.i += 1
-            out = self.type() + {"P": "*", "R": "&", "O": "&&"}[c]
+            if self.peek() == "F":         # a pointer to a function: float(*)(float, float)
+                inner = self.type()
+                out = inner.replace("(", "(" + {"P": "*", "R": "&", "O": "&&"}[c] + ")(", 1)
+            else:
+                out = self.type() + {"P": "*", "R": "&", "O": "&&"}[c]
+            self.subs.append(out)
+            return out
+        if c == "F":                       # a function type: F [Y] <return type> <parameter types> E
+            self.i += 1
+            self.take("Y")
+            ret = self.type()
+            params = []
+            while self.peek() and self.peek() != "E":
+                if self.peek(2) in ("RE", "OE"):      # a ref-qualifier
+                    self.i += 1
+                    continue
+                params.append(self.type())
+            if not self.take("E"):
+                raise _Unsupported
+            out = f"{ret}({', '.join(t for t in params if t != 'void')})"
             self.subs.append(out)
             return out
         if c == "T":
@@ -258,6 +279,8 @@ def mangled_dtype(ctype: str):
     """numpy dtype of a type from ``param_types`` (the element type for pointers and arrays; None if unknown)
     and whether it is a pointer."""
     base = re.sub(r"(\s+(const|volatile|__restrict__))+$", "", ctype)
+    if "(*)" in base:       # a pointer to a function: its value is the function's address, a 64-bit number
+        return np.dtype(np.uint64), False
     is_pointer = base.endswith(("*", "&"))
     base = re.sub(r"\[\d+\]", "", base[:-1] if is_pointer else base).strip()
     return (None if "*" in base or "&" in base else dtype_of(base, False)), is_pointer
