@@ -1439,3 +1439,21 @@ def test_libcudacxx_runtime_headers_are_set_aside_with_the_host_code(tmp_path):
                                        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;\n}\n"
                                        "int main() { return 0; }\n")
         assert [k.name for k in compile_cuda(tmp_path / "k.cu").kernels] == ["scale"], header
+
+
+def test_an_unannotated_member_named_by_host_device_code_keeps_its_declaration():
+    """glm's func_common.inl: `struct TMax { T operator()(const T& a, const T& b) ... }` (no __device__), passed to a
+    __host__ __device__ template by a __host__ __device__ function no kernel calls. The scan set the member aside
+    whole and the template failed on it; nvcc compiles the file. Its declaration stays (a body that ran would be an
+    unresolved extern function, named as such)."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("template <typename T> struct TMax {\n  T operator()(const T& a, const T& b) { return a < b ? b : a; }\n};\n"
+           "template <typename F, typename T> __host__ __device__ T apply2(F f, T a, T b) { return f(a, b); }\n"
+           "__host__ __device__ inline float hd_max(float a, float b) { return apply2(TMax<float>(), a, b); }\n"
+           "__global__ void scale(float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i < n) x[i] = 2.f * x[i];\n}\n")
+    x = np.arange(32, dtype=np.float32)
+    simulate(load_kernel(source=src, path="hd.cu", entry="scale"), 1, 32, [x, 32])
+    np.testing.assert_array_equal(x, 2 * np.arange(32))

@@ -965,6 +965,17 @@ class _FileProcessor:
                     first = m.first
                     while first + 1 < m.last and toks[first].text in ACCESS_WORDS and toks[first + 1].text == ":":
                         first += 2
+                    own = [t.text for t in toks[first:m.body[0]]] if m.kind == "function" and m.body else None
+                    if own and "virtual" not in own and not has_top_level(own, ":") and \
+                            (not names_std_member(own) or self._libcudacxx_has(own)):
+                        # its declaration stays, its body goes: device code may name it where it is never run
+                        # (glm's TMax::operator(), unannotated, passed to a __host__ __device__ template), and a
+                        # declared function compiles where a missing one does not; one that runs is an
+                        # unresolved extern function, which the compile error names
+                        brace = toks[m.body[0]]
+                        blank.append((brace.start + 1, toks[m.last].end))
+                        self.respell.append((brace.start, brace.start + 1, ";"))
+                        continue
                     blank.append((toks[first].start, toks[m.last].end))
         for c, name in instantiations:
             if name is None or name in aside_templates or name not in self.result.device_functions:
