@@ -394,11 +394,14 @@ def test_which_device_branches_every_compile_takes(cond, value):
 @pytest.mark.parametrize("cond, value", [
     ("defined(DEBUG_K)", False), ("!defined(DEBUG_K)", True), ("defined(FLAG)", True), ("BLOCK > 128", True),
     ("BLOCK > 512", False), ("defined(LOCAL_MACRO)", None), ("defined(CUDART_VERSION)", None),
-    ("defined(_MSC_VER)", None), ("UNDEFINED_NAME == 0", True)])
+    ("defined(_MSC_VER)", False), ("defined(__linux__)", True), ("__GNUC__ >= 4", False),
+    ("UNDEFINED_NAME == 0", True)])
 def test_which_branches_the_given_defines_decide(cond, value):
     """By hand, as a C preprocessor reads them with -D FLAG -D BLOCK=256: a name nothing defines (no -D, no #define
     in the file, none in NVIDIA's headers) is undefined and 0 in #if; a -D name has its value; a name the file
-    defines, that NVIDIA's headers define (CUDART_VERSION) or that is reserved (_MSC_VER) stays undecided."""
+    defines or that NVIDIA's headers define (CUDART_VERSION) stays undecided; a reserved one is what NVRTC makes of
+    it (asked of NVRTC: _MSC_VER and __GNUC__ undefined, __linux__ defined - the compile's preamble gives it, as
+    nvcc's host side does)."""
     from perfmodel.compile.hostcode import _FileProcessor, _device_condition
     from perfmodel.compile.nvrtc import sdk_include_dirs
 
@@ -1457,3 +1460,23 @@ def test_an_unannotated_member_named_by_host_device_code_keeps_its_declaration()
     x = np.arange(32, dtype=np.float32)
     simulate(load_kernel(source=src, path="hd.cu", entry="scale"), 1, 32, [x, 32])
     np.testing.assert_array_equal(x, 2 * np.arange(32))
+
+
+def test_an_ifdef_of_an_underscore_name_nothing_defines_is_decided_as_nvrtc_decides_it():
+    """LAMMPS's lal_preprocessor.h: `#ifdef _SINGLE_DOUBLE / #define acctyp double / #endif` then `#ifndef acctyp /
+    #define acctyp float / #endif`. A leading underscore made _SINGLE_DOUBLE 'maybe the compiler's', so the first
+    #define counted as possibly taken and the parameter read float* where NVRTC compiled double* with -D
+    _SINGLE_DOUBLE (and float* without). NVRTC says which such names it defines (here: __linux__, as the preamble
+    gives nvcc's, yes; _WIN32 and _SINGLE_DOUBLE, no)."""
+    from perfmodel.compile import hostcode
+    from perfmodel.kernel import load_kernel
+
+    src = ("#ifdef _SD\n#define acctyp double\n#endif\n#ifndef acctyp\n#define acctyp float\n#endif\n"
+           "#ifdef _WIN32\n#define other_t short\n#else\n#define other_t int\n#endif\n"
+           'extern "C" __global__ void k(const float *in, acctyp *out, other_t n) {\n'
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = (acctyp)in[i] * (acctyp)3;\n}\n")
+    with_define = load_kernel(source=src, path="u.cu", entry="k", defines={"_SD": None})
+    without = load_kernel(source=src, path="u.cu", entry="k")
+    assert [p.ctype for p in with_define.params] == ["const float*", "double*", "int"]
+    assert [p.ctype for p in without.params] == ["const float*", "float*", "int"]
+    assert hostcode._COMPILER_DEFINED["_SD"] is False and hostcode._COMPILER_DEFINED["_WIN32"] is False

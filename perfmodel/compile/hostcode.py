@@ -168,6 +168,35 @@ _ARCH_RANGE = (750, 1210)      # __CUDA_ARCH__ of the oldest and newest targets
 
 DEFINED = type("Defined", (), {"__repr__": lambda self: "DEFINED"})()   # a -D name whose value is no number
 
+# Names with a leading underscore that an #if tests and nothing of the file's defines: the compiler's own macros
+# (__GNUC__, _WIN32, _OPENMP) or a build line's (LAMMPS's -D _SINGLE_DOUBLE). Which of them NVRTC defines, with the
+# compile's preamble, is asked of NVRTC itself, once per name and process (name -> defined)
+_COMPILER_DEFINED: dict[str, bool] = {}
+
+
+def _probe_compiler_macros(names, sdk_dirs) -> None:
+    """Fill ``_COMPILER_DEFINED`` for ``names`` with one NVRTC compile: a ``__device__`` variable per name inside
+    its ``#ifdef``, read back from the PTX."""
+    todo = sorted(n for n in set(names) if n not in _COMPILER_DEFINED)
+    if not todo:
+        return
+    from perfmodel.compile import nvrtc
+    from perfmodel.compile.compiler import BASE_OPTIONS, PREAMBLE
+
+    text = PREAMBLE + "".join(f"#ifdef {n}\n__device__ int __perfmodel_defined_{i};\n#endif\n"
+                              for i, n in enumerate(todo))
+    try:
+        arch = min(nvrtc.facts()["archs"])
+        result = nvrtc.compile_program(text, "probe.cu", [f"--gpu-architecture=sm_{arch}", *BASE_OPTIONS,
+                                                          *(f"-I{d}" for d in sdk_dirs)])
+    except Exception:   # noqa: BLE001 - no answer: the names stay unknown, as before
+        return
+    if not result.ok:
+        return
+    found = set(re.findall(r"__perfmodel_defined_(\d+)\b", result.ptx or ""))
+    for i, n in enumerate(todo):
+        _COMPILER_DEFINED[n] = str(i) in found
+
 
 def _device_condition(cond: str, macro=None) -> bool | None:
     """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__``, on
@@ -501,9 +530,16 @@ class _FileProcessor:
                 except ValueError:
                     return DEFINED
         # a #define of this file's own comes later (earlier ones are in seen or uncertain): not defined here yet
-        if name in here or name in self.macro_words or name in self.function_macros or name.startswith("_") \
+        if name in here or name in self.macro_words or name in self.function_macros \
                 or unfound or name in _sdk_macros(tuple(str(d) for d in self.sdk_dirs)):
             return None
+        if name.startswith("_"):
+            # the compiler's, or nobody's: NVRTC says which (LAMMPS's `#ifdef _SINGLE_DOUBLE`, given no -D, was
+            # undecided, so the `#define acctyp double` under it counted as taken and acctyp read as float
+            # after the later `#ifndef acctyp`)
+            _probe_compiler_macros([name], tuple(str(d) for d in self.sdk_dirs))
+            known = _COMPILER_DEFINED.get(name)
+            return None if known is None else (DEFINED if known else False)
         return False
 
     def _header_macros(self, text: str, path: Path) -> set[str]:
@@ -587,6 +623,13 @@ class _FileProcessor:
         mlines = masked.split("\n")
         out = list(text)     # the text NVRTC gets: blanks where code is set aside
         directives = preprocessor_lines(masked)
+        # the underscore names this file's #ifs test, asked of NVRTC in one compile (see _macro)
+        tested = {n for first, last, _off in directives
+                  for n in re.findall(r"(?<![\w])_\w+", " ".join(mlines[first:last + 1]))
+                  if re.match(r"\s*#\s*(?:if|ifdef|ifndef|elif)\b", mlines[first])}
+        if tested - set(self.defines) - set(_DEVICE_DEFINED):
+            _probe_compiler_macros(tested - set(self.defines) - set(_DEVICE_DEFINED),
+                                   tuple(str(d) for d in self.sdk_dirs))
         # the macros this file's own headers (found, inlined below) may define before an #if asks: undecided
         # (cfg.h's `#define USE_FOO` made `#ifdef USE_FOO` dead, the compile took the other branch)
         here = self._header_macros(text, path)
