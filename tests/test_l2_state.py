@@ -188,3 +188,42 @@ def test_check_bad_l2(cli, tmp_path):
     good = _budget(tmp_path, [VA])
     code, out, err = cli("check", good, "--l2", "tepid", "--json")
     assert code == 2 and "--l2 'tepid'" in json.loads(out)["error"]["message"]
+
+
+def test_an_idle_centre_block_does_not_stand_for_the_grids_l1_reuse(tmp_path):
+    """A grid-stride kernel launched with 64 blocks for 8 blocks' work (pytorch3d's rasterizer launches 1,024): the
+    centre block, whose loads stood for every block's L1 reuse, loads nothing, and the L1 hit rate read 0% - 3x the
+    time of the 8-block launch of the same work. By hand: each thread reads the 256-float table in order, one sector
+    a warp request (a broadcast), so a block of 4 warps makes 4 x 256 = 1,024 requests over 32 distinct sectors:
+    hits 1 - 32 / 1,024 = 0.96875, whichever of the two grids."""
+    from perfmodel.adhoc import command_line_spec
+    from perfmodel.analysis import analyze as run
+
+    (tmp_path / "t.cu").write_text(
+        "__global__ void sum_table(const float* table, int m, float* out, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+        "    float s = 0.f;\n    for (int j = 0; j < m; ++j) s += table[j] * (float)i;\n    out[i] = s;\n  }\n}\n")
+    times, hits = [], []
+    for grid in ("8", "64"):
+        spec = command_line_spec(tmp_path / "t.cu", "sum_table", grid, "128", defines={"n": 1024, "m": 256},
+                                 args=["table=float32[m]:random", "m=m", "out=float32[n]", "n=n"])
+        a = run(spec, "h100")
+        times.append(a.model.predicted_time_s)
+        hits.append(a.model.traffic.l1_hit_rate)
+    assert hits == [pytest.approx(0.96875)] * 2
+    assert times[1] == pytest.approx(times[0], rel=0.1)
+
+
+def test_the_advice_on_a_grid_of_mostly_idle_blocks_counts_the_working_ones(cli, tmp_path):
+    """Launch & occupancy counts every block (64 blocks: 0.03 waves); the advice's waves are the blocks that work
+    (8, here: 8 / (16 blocks/SM x 132 SMs) = 0.0038) - said so, not as if the grid itself were that small."""
+    (tmp_path / "t.cu").write_text(
+        "__global__ void sum_table(const float* table, int m, float* out, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+        "    float s = 0.f;\n    for (int j = 0; j < m; ++j) s += table[j] * (float)i;\n    out[i] = s;\n  }\n}\n")
+    code, out, err = cli("analyze", str(tmp_path / "t.cu"), "--grid", "64", "--block", "128", "-D", "n=1024", "-D",
+                         "m=256", "--arg", "table=float32[m]:random", "--arg", "m=m", "--arg", "out=float32[n]",
+                         "--arg", "n=n", "--device", "h100")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "8 of the grid's 64 blocks do work (the others are idle): they fill 8 of 132 SMs (0.0038 waves)" in text

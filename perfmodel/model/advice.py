@@ -125,8 +125,16 @@ def advise(analysis) -> list[str]:
                     f"{', '.join(occ.limiters)}) is low for a {kind} kernel.")
     waves = model.waves
     if 0 < waves < 1 and model.active_sms < dev.sm_count:
-        tips.append(f"The grid fills {model.active_sms} of {dev.sm_count} SMs ({waves:.2f} waves): launch more "
-                    "blocks (smaller blocks or more work items) to use the whole GPU.")
+        idle = a.launch.total_blocks - round(waves * max(1, occ.blocks_per_sm) * dev.sm_count)
+        if idle > 0:
+            # (the launch's waves count every block; these, the ones that work: "waves 0.32" above, 0.02 here)
+            tips.append(f"{a.launch.total_blocks - idle:,} of the grid's {a.launch.total_blocks:,} blocks do work "
+                        f"(the others are idle): they fill {model.active_sms} of {dev.sm_count} SMs ({waves:.2g} "
+                        "waves) - spread the work over the blocks the launch makes, or launch fewer, larger ones "
+                        "no more than the work needs.")
+        else:
+            tips.append(f"The grid fills {model.active_sms} of {dev.sm_count} SMs ({waves:.2f} waves): launch more "
+                        "blocks (smaller blocks or more work items) to use the whole GPU.")
     elif waves > 1 and waves < 4 and (waves - math.floor(waves)) > 0 and waves / math.ceil(waves) < 0.8:
         tips.append(f"Tail effect: {waves:.2f} waves - the last wave runs {_pct(waves - math.floor(waves))} full.")
 
