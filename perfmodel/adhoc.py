@@ -501,9 +501,12 @@ def _with_enumerators(value: str, program, names: set[str]) -> str:
         return value
 
     def one(m):
-        # a scoped one too: Geometry::POINT (TeaLeaf's enum class)
+        # a scoped one too: Geometry::POINT (TeaLeaf's enum class); in parentheses inside an expression (a negative
+        # one), bare on its own (a struct field's "(0)" reads as a list of one)
         name = m.group(0).split("::")[-1].strip()
-        return f"({enums[name]})" if name in enums and (name not in names or "::" in m.group(0)) else m.group(0)
+        if name not in enums or (name in names and "::" not in m.group(0)):
+            return m.group(0)
+        return str(enums[name]) if m.group(0) == value.strip() else f"({enums[name]})"
     return re.sub(r"(?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*", one, value)
 
 

@@ -579,7 +579,7 @@ def _deduced_launches(compiled) -> str:
     texts = dict(compiled.files) or {compiled.source_path or "<source>": "\n".join(compiled.source_lines)}
     for file, text in texts.items():
         for t in compiled.templates:
-            for m in re.finditer(rf"\b{re.escape(t.split('::')[-1])}\s*<<<", text):
+            for m in re.finditer(rf"\b{re.escape(t.split('::')[-1])}\s*<\s*<\s*<", text):
                 found.append(f"{t} at {os.path.basename(file)}:{text.count(chr(10), 0, m.start()) + 1}")
     if not found:
         return ""

@@ -1480,3 +1480,13 @@ def test_an_ifdef_of_an_underscore_name_nothing_defines_is_decided_as_nvrtc_deci
     assert [p.ctype for p in with_define.params] == ["const float*", "double*", "int"]
     assert [p.ctype for p in without.params] == ["const float*", "float*", "int"]
     assert hostcode._COMPILER_DEFINED["_SD"] is False and hostcode._COMPILER_DEFINED["_WIN32"] is False
+
+
+def test_a_launch_with_spaced_chevrons_is_a_launch(tmp_path):
+    """`k<NCH> << <grid, block >> > (y, n);` is valid CUDA (the 3D Gaussian Splatting rasterizer writes every launch
+    so) and was not seen: the template kernel the host launches was listed as not instantiated."""
+    (tmp_path / "s.cu").write_text("#define NCH 3\ntemplate <int C> __global__ void k(float* y, int n)\n{\n"
+                                   "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = C * i;\n}\n"
+                                   "void host_a(float* y, int n) { k<NCH> << <(n + 255) / 256, 256 >> > (y, n); }\n")
+    mod = compile_cuda(tmp_path / "s.cu")
+    assert [k.expression for k in mod.kernels] == ["k<NCH>"]

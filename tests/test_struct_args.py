@@ -534,8 +534,10 @@ def test_a_field_of_a_scoped_enum_type_and_enumerators_as_field_values(cli, tmp_
         "__global__ void k(int n, double *out, State s) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "  if (i < n) out[i] = (s.geometry == Geometry::CIRCULAR) ? s.density : -1.0;\n}\n")
-    (tmp_path / "ref.py").write_text("import numpy as np\ndef hit(**kw):\n    return np.full(32, 2.5)\n"
-                                     "def miss(**kw):\n    return np.full(32, -1.0)\n")
+    # (the reference reads the field as the number it is: an enumerator on its own reached it as a list, [1])
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef hit(s, **kw):\n"
+                                     "    return np.full(32, 2.5 if s['geometry'] == 1 else 0.0)\n"
+                                     "def miss(s, **kw):\n    return np.full(32, -1.0 if s['geometry'] != 1 else 0.0)\n")
     from perfmodel.kernel import load_kernel
 
     layout = load_kernel(tmp_path / "s.cu", entry="k").params[2].layout

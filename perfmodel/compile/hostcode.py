@@ -901,7 +901,7 @@ class _FileProcessor:
             if is_function:
                 if hs & DEVICE_WORDS:
                     keep(c)
-                    if "<<<" in text[toks[c.first].start:toks[c.last].end]:
+                    if re.search(r"<\s*<\s*<", text[toks[c.first].start:toks[c.last].end]):
                         self.result.device_launch = True
                     if name:
                         self.result.device_functions.add(name)
@@ -1115,7 +1115,8 @@ def _scope_tokens(body: str, at: Tok) -> list[Tok] | None:
 def _launches(code: str) -> list[tuple[str, str, int]]:
     """``ns::kernel<float, 256><<<grid, block>>>`` in comment- and string-free code: (name, "float, 256", offset)."""
     out = []
-    for m in re.finditer(r">\s*<<<", code):
+    # (`<< <g, b >> >`, spaced: valid CUDA, as the 3D Gaussian Splatting rasterizer writes every launch)
+    for m in re.finditer(r">\s*<\s*<\s*<", code):
         j, depth = m.start(), 0
         while j >= 0:
             depth += (code[j] == ">") - (code[j] == "<")
