@@ -111,6 +111,9 @@ def _npy_reference(text: str, base_dir) -> Reference:
     return Reference(text, expected, f"expected values in {path.name}", ())
 
 
+_IMPORTED: dict[str, tuple] = {}      # path of a reference .py -> ((mtime, size), its module)
+
+
 def _import_callable(text: str, base_dir) -> Callable[..., Any]:
     """``module:function`` (importable, or a module beside the spec) or ``path/to/file.py:function``."""
     import importlib
@@ -125,6 +128,14 @@ def _import_callable(text: str, base_dir) -> Callable[..., Any]:
         path = (Path(base_dir) / Path(target).expanduser()).resolve()
         if not path.is_file():
             raise SpecError(f"reference {text!r}: no such Python file {path}")
+        stat = path.stat()
+        known = _IMPORTED.get(str(path))
+        if known is not None and known[0] == (stat.st_mtime_ns, stat.st_size):
+            module = known[1]           # imported once for every output it checks (unless the file changed)
+            function = getattr(module, attr, None)
+            if not callable(function):
+                raise SpecError(f"reference {text!r}: module {target!r} has no function {attr!r}")
+            return function
         name = f"_perfmodel_reference_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
@@ -139,6 +150,7 @@ def _import_callable(text: str, base_dir) -> Callable[..., Any]:
         finally:
             if folder in sys.path:
                 sys.path.remove(folder)
+        _IMPORTED[str(path)] = ((stat.st_mtime_ns, stat.st_size), module)
     else:
         if not all(part.isidentifier() for part in target.split(".")):
             raise SpecError(f"reference {text!r}: {target!r} is not a module name")

@@ -456,3 +456,23 @@ def test_hot_lines_keep_a_headers_name_whole(cli, tmp_path):
     assert code == 0, err
     hot = out[out.index("Hottest source lines"):]
     assert f"{name}:1" in hot, hot
+
+
+def test_a_reference_returning_every_output_runs_once(cli, tmp_path):
+    """A reference may return a dict of every output (docs/spec.md); it was imported again and called again for
+    each output checked (a slow reference - the 3D Gaussian Splatting renderer's - ran once per output). A log the
+    module writes counts: one import, one call for two outputs."""
+    (tmp_path / "k.cu").write_text("__global__ void k(float *a, float *b) { a[threadIdx.x] = 1.0f; "
+                                   "b[threadIdx.x] = 2.0f; }\n")
+    log = tmp_path / "log.txt"
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        f"open({str(log)!r}, 'a').write('import\\n')\n"
+        "def both(**kw):\n"
+        f"    open({str(log)!r}, 'a').write('call\\n')\n"
+        "    return {'a': np.ones(32), 'b': np.full(32, 2.0)}\n")
+    doc = analyze_json(cli, str(tmp_path / "k.cu"), "--grid", "1", "--block", "32", "--arg", "a=float32[32]",
+                       "--arg", "b=float32[32]", "--device", "h100", "--check", f"a={tmp_path / 'ref.py'}:both",
+                       "--check", f"b={tmp_path / 'ref.py'}:both")
+    assert doc["correct"] is True
+    assert log.read_text().split() == ["import", "call"]
