@@ -581,11 +581,21 @@ def _deduced_launches(compiled) -> str:
         for t in compiled.templates:
             for m in re.finditer(rf"\b{re.escape(t.split('::')[-1])}\s*<\s*<\s*<", text):
                 found.append(f"{t} at {os.path.basename(file)}:{text.count(chr(10), 0, m.start()) + 1}")
-    if not found:
-        return ""
-    return (f"; the host code launches {', '.join(found[:3])} with its template arguments deduced from the call's "
-            "arguments, which --kernel must spell out (a type only the host code can name - an extended __device__ "
-            "lambda, a class local to a function - cannot be, and such an instantiation cannot be analysed alone)")
+    explicit = [x for t in compiled.templates for x in compiled.template_launches.get(t, [])]
+    out = ""
+    if explicit:
+        # (launches whose arguments the file spells, but which can name what only the launching code knows:
+        # moderngpu's `launch_box_cta_k<launch_box, func_t><<<...>>>` inside a host template over a lambda)
+        out += (f"; the host code launches {', '.join(explicit[:3])}: --kernel takes such an expression where its "
+                "arguments are types and numbers the file defines (a template parameter of the launching function "
+                "stands for what its caller gives)")
+    if found:
+        out += (f"; the host code launches {', '.join(found[:3])} with its template arguments deduced from the "
+                "call's arguments, which --kernel must spell out")
+    if out:
+        out += (" - a type only the host code can name (an extended __device__ lambda, a class local to a function)"
+                " cannot be, and such an instantiation cannot be analysed alone")
+    return out
 
 
 def load_kernel(path=None, source: str | None = None, entry: str | None = None, defines: dict | None = None,

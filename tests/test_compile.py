@@ -1490,3 +1490,17 @@ def test_a_launch_with_spaced_chevrons_is_a_launch(tmp_path):
                                    "void host_a(float* y, int n) { k<NCH> << <(n + 255) / 256, 256 >> > (y, n); }\n")
     mod = compile_cuda(tmp_path / "s.cu")
     assert [k.expression for k in mod.kernels] == ["k<NCH>"]
+
+
+def test_a_launch_spelt_with_the_launching_functions_own_types_is_named_in_the_error(tmp_path):
+    """moderngpu 2.x: `launch_box_cta_k<launch_box, func_t><<<...>>>` inside a host template whose func_t is a
+    lambda: the error of a file whose kernels are all templates names the launch and why it cannot be spelt."""
+    from perfmodel.kernel import load_kernel
+
+    (tmp_path / "m.cu").write_text(
+        "template<typename lb, typename func_t> __global__ void launch_k(func_t f, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) f(i);\n}\n"
+        "template<typename func_t> void transform(func_t f, int n) { launch_k<int, func_t><<<1, 128>>>(f, n); }\n")
+    with pytest.raises(CompileError, match=r"launches launch_k<int, func_t> \(m\.cu:5\): --kernel takes such an "
+                                           r"expression where its arguments are types and numbers the file defines"):
+        load_kernel(tmp_path / "m.cu")
