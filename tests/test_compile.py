@@ -1504,3 +1504,16 @@ def test_a_launch_spelt_with_the_launching_functions_own_types_is_named_in_the_e
     with pytest.raises(CompileError, match=r"launches launch_k<int, func_t> \(m\.cu:5\): --kernel takes such an "
                                            r"expression where its arguments are types and numbers the file defines"):
         load_kernel(tmp_path / "m.cu")
+
+
+def test_has_include_is_decided_as_nvrtc_decides_it():
+    """`#if !__has_include(<sycl/sycl.hpp>)` / `#define real_t float` / `#else` / `#define real_t double`: the scan
+    left __has_include undecided and took the last #define (double*) where NVRTC, which finds headers in the SDK
+    folders only, compiled float*; and a header in a branch no compile takes was listed as not found."""
+    from perfmodel.kernel import load_kernel
+
+    src = ("#if !__has_include(<sycl/sycl.hpp>)\n#define real_t float\n#else\n#define real_t double\n#endif\n"
+           "#if defined(__has_include) && __has_include(<cuda_fp16.h>)\n#define half_ok 1\n#else\n#define half_ok 0\n"
+           "#endif\n__global__ void k(real_t *x) { x[threadIdx.x] = half_ok; }\n")
+    program = load_kernel(source=src, path="hi.cu", entry="k")
+    assert program.params[0].ctype == "float*"

@@ -198,6 +198,16 @@ def _probe_compiler_macros(names, sdk_dirs) -> None:
         _COMPILER_DEFINED[n] = str(i) in found
 
 
+_HAS_INCLUDE = re.compile(r"__has_include\s*\(\s*[<\"]([^>\"]+)[>\"]\s*\)")
+
+
+@functools.lru_cache(maxsize=256)
+def _sdk_has(name: str) -> bool:
+    from perfmodel.compile import nvrtc
+
+    return any((Path(d) / name).is_file() for d in nvrtc.sdk_include_dirs())
+
+
 def _device_condition(cond: str, macro=None) -> bool | None:
     """The value of an ``#if`` condition in every device compile, where it depends only on ``__CUDA_ARCH__``, on
     ``defined`` of the names a device compile defines, and on what ``macro`` knows: NAME -> its value (a number,
@@ -207,9 +217,12 @@ def _device_condition(cond: str, macro=None) -> bool | None:
     from perfmodel import expr as _expr
 
     unknown = False
+    # __has_include(<x>) as NVRTC reads it: the text it compiles finds headers only in the SDK folders (the
+    # project's own are inlined) - a branch for SYCL's or another platform's header is no branch of this compile
+    cond = _HAS_INCLUDE.sub(lambda m: " 1 " if _sdk_has(m.group(1)) else " 0 ", cond)
 
     def verdict(name):
-        if name in _DEVICE_DEFINED:
+        if name in _DEVICE_DEFINED or name == "__has_include":      # (C++17's, which NVRTC compiles)
             return 1
         return macro(name) if macro is not None else None
 
