@@ -59,3 +59,36 @@ def test_a_barrier_one_branch_never_reaches_is_divergence():
     with pytest.raises(SimulationError, match="barrier divergence") as err:
         simulate(load_kernel(source=SRC, entry="one_sided"), (1, 1, 1), (128, 1, 1), [np.zeros(128, np.float32)])
     assert "thread (64, 0, 0)" in str(err.value)
+
+
+PERSISTENT = r"""
+__global__ void persist(int* counter, int n, float* out)
+{
+    __shared__ int s_base;
+    for (;;)
+    {
+        __syncthreads();
+        if (threadIdx.x == 0)
+            s_base = atomicAdd(counter, blockDim.x);
+        __syncthreads();
+        int i = s_base + threadIdx.x;
+        if (i >= n)
+            return;
+        out[i] = 2.f * i;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("n", [128, 100])
+def test_threads_that_return_from_a_persistent_loop_count_as_arrived(n):
+    """nvdiffrast's antialias kernels: each round a block claims blockDim.x work items; threads past the end return
+    from inside the loop while the others loop back to the __syncthreads() at its top. A GPU counts the exited
+    threads as arrived; the loop's path stopped at the barrier, the returning path ran and left, and the barrier was
+    then called divergent (n = 100: 36 of 64 threads go round again). By hand, 64 threads, n = 100: rounds claim 0,
+    64 and 128 (counter ends at 192), out = 2 i."""
+    counter = np.zeros(1, np.int32)
+    out = np.zeros(n, np.float32)
+    simulate(load_kernel(source=PERSISTENT, entry="persist"), 1, 64, [counter, n, out])
+    assert counter[0] == 64 * (-(-n // 64) + 1)
+    np.testing.assert_array_equal(out, 2.0 * np.arange(n))

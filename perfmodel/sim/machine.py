@@ -476,7 +476,13 @@ def run_function(st: State, cf, fr: Frame, mask) -> None:
             # a path that stopped at a barrier: its sibling has run; go on after the barrier
             if st.bar_waiting is not None and (st.bar_waiting & np.broadcast_to(
                     np.ones((1, 1), bool) if m is None else m, st.bar_waiting.shape)).any():
-                st.barrier_divergence()           # its barrier never completed: the sibling went past without it
+                waiting = st.bar_waiting
+                if (st._live() & ~waiting & waiting.any(axis=1)[:, None]).any():
+                    st.barrier_divergence()       # its barrier never completed: the sibling went past without it
+                # the sibling left the kernel instead (a persistent-threads loop's `return` once the work runs out,
+                # nvdiffrast's antialias kernels): threads that exited count as arrived, and the barrier completes
+                st._note_early_exit(waiting, st.bar_wait_gid)
+                st.bar_waiting = None
             resume_at = top.pop()
             if _suspendable(st, stack, top, is_kernel, lambda: resume_block(st, fr, blk, resume_at)):
                 continue
