@@ -961,7 +961,7 @@ def model_launch(spec, launch, sim: SimOutcome, dev, *, regs: int | str | None =
 
 # which per-line figure ranks the lines for each bounding resource
 _LINE_METRIC = {"dram": "global_sectors", "l2": "global_sectors", "l1": "global_lines",
-                "lsu": "memory_requests", "latency": "warp_instructions", "shared": "shared_wavefronts",
+                "lsu": "memory_requests", "latency": "warp_instructions", "shared": "data_stage",
                 "fp32": "flops", "fp64": "flops", "sfu": "flops", "tensor": "flops", "issue": "warp_instructions",
                 "blocks": "warp_instructions", "atomics": "atomics",
                 "launch": "warp_instructions"}
@@ -975,6 +975,8 @@ def _kernel_total(counts: dict, metric: str) -> float:
              "global_sectors": (g.get("load_sectors"), g.get("store_sectors")),
              "global_lines": (g.get("load_lines"), g.get("store_lines")),
              "shared_wavefronts": (s.get("load_wavefronts"), s.get("store_wavefronts")),
+             "data_stage": (s.get("load_wavefronts"), s.get("store_wavefronts"), g.get("load_lines"),
+                            g.get("store_lines")),
              "atomics": (g.get("atomics"), s.get("atomics"))}.get(metric, ())
     return float(sum(float(x or 0) for x in parts))
 
@@ -995,6 +997,9 @@ def hot_lines(sim: SimOutcome, bound: str, limit: int = HOT_LINES) -> list[dict]
     if metric == "memory_requests":   # the LSU: global requests + shared wavefronts of each line
         lines = {line: {**agg, "memory_requests": float(agg.get("global_requests", 0) or 0)
                         + float(agg.get("shared_wavefronts", 0) or 0)} for line, agg in lines.items()}
+    if metric == "data_stage":        # L1TEX's data stage: shared wavefronts + global requests' L1 lines
+        lines = {line: {**agg, "data_stage": float(agg.get("shared_wavefronts", 0) or 0)
+                        + float(agg.get("global_lines", 0) or 0)} for line, agg in lines.items()}
     available = {k for agg in lines.values() for k in agg}
     if metric not in available:
         for fallback in ("global_sectors", "shared_wavefronts", "flops"):

@@ -476,3 +476,24 @@ def test_a_reference_returning_every_output_runs_once(cli, tmp_path):
                        "--check", f"b={tmp_path / 'ref.py'}:both")
     assert doc["correct"] is True
     assert log.read_text().split() == ["import", "call"]
+
+
+def test_a_data_stage_bound_filled_by_global_lines_is_not_called_shared_memory_bound(cli, tmp_path):
+    """L1TEX's data stage serves shared memory and the lines of global requests. Here 16 strided loads a thread
+    (stride 64 floats: 32 lines a warp request, by hand) against a 32-float shared table read as a broadcast: the
+    stage is bound by the global lines, and the advice said 'Shared-memory bound ... register tiling' with the hot
+    lines ranked by shared wavefronts. It names the lines, and ranks by the stage's whole work."""
+    (tmp_path / "d.cu").write_text(
+        "__global__ void strided(const float* in, float* out, int n, int stride)\n{\n"
+        "    __shared__ float s[32];\n    if (threadIdx.x < 32) s[threadIdx.x] = 1.0f + threadIdx.x;\n"
+        "    __syncthreads();\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float acc = 0.f;\n"
+        "    for (int k = 0; k < 16; k++)\n        acc += in[((size_t)i * stride + k) % n] * s[k];\n"
+        "    out[i] = acc;\n}\n")
+    doc = analyze_json(cli, str(tmp_path / "d.cu"), "--kernel", "strided", "--grid", "cdiv(m,256)", "--block",
+                       "256", "-D", "m=65536", "-D", "n=4194304", "--arg", "in=float32[n]:random",
+                       "--arg", "out=float32[m]", "--arg", "n=n", "--arg", "stride=64", "--device", "h100")
+    assert doc["bound"] == "shared"
+    tip = doc["advice"][0]
+    assert tip.startswith("L1 data-stage bound") and "32.0 lines per load request" in tip, tip
+    assert not any(t.startswith("Shared-memory bound") for t in doc["advice"])
+    assert doc["hot_lines"][0]["metric"] == "data_stage" and doc["hot_lines"][0]["line"] == 9

@@ -42,8 +42,21 @@ def advise(analysis) -> list[str]:
                     f"{per}): fewer, wider memory instructions - each thread computing several outputs from "
                     "values held in registers (register tiling), vector loads (float4), coalesced rows.")
     elif bound == "shared":
-        tips.append(f"Shared-memory bound ({_pct(bound_share)} of its bandwidth): compute more outputs per "
-                    "thread from each shared value (register tiling) or use wider loads.")
+        # one data stage serves shared memory and the L1 lines of global requests (model/bottleneck.data_stage):
+        # say which of the two fills it (llama2.cu's attention: 93,330 of 96,435 units were global loads' lines)
+        from perfmodel.model.bottleneck import l1_lines
+
+        wavefronts = float(s.get("load_wavefronts", 0) or 0) + float(s.get("store_wavefronts", 0) or 0)
+        lines = l1_lines(g, model.rates) if model.rates.l1_bytes > 0 else 0.0
+        if lines > wavefronts:
+            per = float(g.get("load_lines", 0) or 0) / max(1.0, float(g.get("load_requests", 0) or 0))
+            tips.append(f"L1 data-stage bound ({_pct(bound_share)} of its bandwidth), mostly by the 128-byte lines "
+                        f"of global requests ({lines:,.0f} lines against {wavefronts:,.0f} shared-memory "
+                        f"wavefronts; {per:.1f} lines per load request): make consecutive threads (threadIdx.x) read "
+                        "consecutive words, or stage strided reads through shared memory.")
+        else:
+            tips.append(f"Shared-memory bound ({_pct(bound_share)} of its bandwidth): compute more outputs per "
+                        "thread from each shared value (register tiling) or use wider loads.")
     elif bound == "latency":
         rates = model.rates
         chain = (f"Latency-bound: each warp's own chain of dependent instructions (~"

@@ -228,7 +228,8 @@ def hot_lines_section(doc: dict) -> Table | None:
     lines = doc.get("hot_lines") or []
     if not lines:
         return None
-    metric = lines[0]["metric"].replace("_", " ")
+    metric = {"data_stage": "L1 data-stage work: shared wavefronts + global lines"}.get(
+        lines[0]["metric"], lines[0]["metric"].replace("_", " "))
     table = Table(title=f"Hottest source lines (by {metric})", title_justify="left", title_style="bold",
                   box=None, padding=(0, 1))
     wheres = [str(item["line"]) if not item.get("file") else f"{Path(item['file']).name}:{item['line']}"
