@@ -130,3 +130,20 @@ def test_agrees_with_cxxfilt_on_the_compiled_kernels(tmp_path):
         theirs = line[line.rindex("(") + 1: line.rindex(")")].replace(" const", "").replace(" ", "")
         ours = ",".join(t.replace("const ", "") for t in param_types(name)).replace(" ", "")
         assert ours == theirs, (name, line)
+
+
+def test_substitutions_inside_a_namespace_name_the_types_the_source_declares():
+    """ArrayFire's scan kernels: `namespace af { namespace cu { ... k(Param<To> out, Param<To> tmp, ...) }}`. The
+    reader counted a substitution (S0_, af::cu) as a new candidate, so every later back-reference was one off and
+    `tmp` read as float (its struct layout lost). NVRTC mangles; the expected types are the declarations'."""
+    from perfmodel.compile import compile_cuda
+
+    src = ("namespace af { namespace cu {\ntemplate<typename T> struct P { long dims[2]; T *ptr; };\n"
+           "template<typename T> struct CP { long dims[2]; const T *ptr; };\n"
+           "template<typename Ti, typename To>\n__global__ void k(P<To> out, P<To> tmp, CP<Ti> in, int n) { }\n"
+           "template<typename T>\n__global__ void k2(P<T> a, P<float> b, P<T> c, CP<float> d, CP<float> e) { }\n}}\n")
+    mod = compile_cuda("mg.cu", source=src, name_expressions=["af::cu::k<int,float>", "af::cu::k2<double>"])
+    got = {k.expression: param_types(k.mangled) for k in mod.kernels}
+    assert got == {"af::cu::k<int,float>": ["af::cu::P<float>", "af::cu::P<float>", "af::cu::CP<int>", "int"],
+                   "af::cu::k2<double>": ["af::cu::P<double>", "af::cu::P<float>", "af::cu::P<double>",
+                                          "af::cu::CP<float>", "af::cu::CP<float>"]}

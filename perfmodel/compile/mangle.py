@@ -132,6 +132,7 @@ class _Reader:
             templated = False
             if self.peek() == "S":
                 parts = [self.substitution()]
+                continue                   # a substitution is no new candidate (a template-id after it is)
             elif self.peek() == "I":
                 if not parts:
                     raise _Unsupported
