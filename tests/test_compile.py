@@ -1517,3 +1517,14 @@ def test_has_include_is_decided_as_nvrtc_decides_it():
            "#endif\n__global__ void k(real_t *x) { x[threadIdx.x] = half_ok; }\n")
     program = load_kernel(source=src, path="hi.cu", entry="k")
     assert program.params[0].ctype == "float*"
+
+
+def test_an_alias_of_a_std_name_libcudacxx_gives_the_host_only_goes_with_the_host_code():
+    """ArrayFire's memory.hpp: `template<typename T> using uptr = std::unique_ptr<T[], std::function<void(T[])>>;`.
+    libcu++ has headers named unique_ptr and function, so the alias was kept for its retry - but std::function is
+    not there for device code, and the compile failed; the names that retry still missed now go with the host code,
+    and the file compiles (nvcc compiles it)."""
+    src = ("#include <functional>\n#include <memory>\ntemplate<typename T>\n"
+           "using uptr = std::unique_ptr<T[], std::function<void(T[])>>;\n"
+           "__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    assert [k.name for k in compile_cuda("alias.cu", source=src).kernels] == ["k"]

@@ -508,6 +508,18 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
         retry = _compile_text(head + line1 + prepared.text, options, all_exprs, exprs)
         # compiled, or failed: then on what is left with libcu++ standing in, the error to report
         result, text = retry, head + line1 + prepared.text
+        lacking = frozenset(re.findall(r'namespace "std" has no member "(\w+)"', result.log)) if not result.ok \
+            else frozenset()
+        if lacking:
+            # names libcu++ has a header for but gives the host only (std::function): the aliases that name them
+            # go with the host code (ArrayFire's `template<typename T> using uptr = std::unique_ptr<T[],
+            # std::function<void(T[])>>;`), and the compile is made once more
+            again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
+                            include_dirs=[str(d) for d in include_dirs], sdk_dirs=nvrtc.sdk_include_dirs(),
+                            name_expressions=exprs, lacking=lacking)
+            retry = _compile_text(head + line1 + again.text, options, all_exprs, exprs)
+            if retry.ok:
+                result, prepared, text = retry, again, head + line1 + again.text
     if not result.ok and _CUB2_MISSING.search(result.log):
         # CUB's thread operators as code for CUDA 12 names them (cub::Sum, cub::Max ...): CCCL 3 removed them
         head += _CUB2_OPERATORS

@@ -438,12 +438,15 @@ class _FileProcessor:
                  if w == "std" and words[k + 1] == "::" and (k == 0 or words[k - 1] != "::")}
         dirs = tuple(str(d) for d in self.sdk_dirs)
         have = _libcudacxx_names(dirs)
+        if names & self.lacking:
+            return False
         return bool(names) and (names <= have or names <= have | _libcudacxx_declared(dirs))
 
     def __init__(self, defines: dict[str, object], include_dirs: list[str], sdk_dirs: list[str],
                  constexpr_floats: bool = False):
         self.defines = defines
         self.constexpr_floats = constexpr_floats
+        self.lacking: set[str] = set()       # std names libcu++ turned out not to give device code (prepare)
         self.respell: list[tuple[int, int, str]] = []     # (start, end, text): a token of this file spelt anew
         self.include_dirs = [Path(d) for d in include_dirs]
         self.sdk_dirs = [Path(d) for d in sdk_dirs]
@@ -930,8 +933,11 @@ class _FileProcessor:
             if hs & DEVICE_VAR_WORDS or not head:
                 keep(c)
                 continue
-            if head[0] in ("using", "typedef") and names_std_member(head) and not self._libcudacxx_has(head):
-                blank.append(span(c))      # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside
+            own = head[template_prefix_end(head):] if head[0] == "template" else head
+            if own and own[0] in ("using", "typedef") and names_std_member(own) and not self._libcudacxx_has(own):
+                # using std::cout; typedef std::vector<int> V; -- <iostream> etc. are set aside; an alias template
+                # too (ArrayFire's `template<typename T> using uptr = std::unique_ptr<T[], std::function<...>>;`)
+                blank.append(span(c))
                 continue
             alias = _alias_name(head) if c.kind != "class" and not c.body else None
             if alias is not None:
@@ -1160,7 +1166,7 @@ def _escape(path: str) -> str:
 
 def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, object] | None = None,
             include_dirs: list[str] = (), sdk_dirs: list[str] = (), name_expressions=(),
-            constexpr_floats: bool = False) -> Prepared:
+            constexpr_floats: bool = False, lacking: frozenset = frozenset()) -> Prepared:
     """Process one translation unit: inline local headers, set host code aside, find the kernels.
 
     ``constexpr_floats`` spells the kept namespace-scope ``const float``/``double`` globals ``constexpr``. nvcc lets
@@ -1168,10 +1174,13 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
     Guide's "Const-qualified variables") and folds ``const float r = -f;`` or ``1.0 / scale`` where f and scale are
     such constants; NVRTC's ``-default-device`` makes them ``__device__`` variables, and ISO C++ does not count a
     const float as a constant, so it reports "dynamic initialization is not supported for a __device__ variable".
-    ``constexpr`` is ISO C++'s way of saying what nvcc does."""
+    ``constexpr`` is ISO C++'s way of saying what nvcc does. ``lacking``: std names a compile with libcu++ standing
+    in still missed (its headers have them for the host only: ``std::function``), whose aliases go with the host
+    code."""
     here = path if path is not None else Path.cwd() / display
     # Pass 1 finds what device code names; pass 2 sets aside the classes it cannot reach.
     first = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs))
+    first.lacking = set(lacking)
     first.process(here, display, text)
     reachable = set(first.kept_ids)
     for expr in name_expressions:        # testKernel<RGBA32> reaches RGBA32
@@ -1189,6 +1198,7 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
                 reachable |= first.macro_uses[name]
                 changed = True
     proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs), constexpr_floats)
+    proc.lacking = set(lacking)
     proc.reachable = reachable
     proc.token_cache = first.token_cache
     proc.result.text = proc.process(here, display, text)
