@@ -32,7 +32,7 @@ from perfmodel import expr as _expr
 from perfmodel.adhoc_args import (  # noqa: F401  (LaunchArgumentError, _dtype_name: re-exported for cli/, api.py)
     _ARRAY, LaunchArgumentError, _array_arg, _check_expression, _components, _dtype_name, _evaluate, _plain,
     _pointee_name, _signature_text, _split_dims, _struct_example, _struct_fields, _struct_text, enumerators)
-from perfmodel.errors import SpecError
+from perfmodel.errors import CompileError, SpecError
 
 
 # --arg NAME=null: a pointer the host passes as NULL
@@ -72,7 +72,23 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     compile_defines = {k: v for k, v in defines.items() if k in macros}
     text_macros = dict(text_macros or {})
     compile_defines.update(text_macros)
-    program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
+    unnamed: list[str] = []      # -D names no #if or #define line names, that the code uses as macros
+    for _ in range(3):
+        try:
+            program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
+            break
+        except CompileError as err:
+            # a name the code uses that only the build line defines (an NVRTC-compiled library's `-DTILE_DIM=32`,
+            # ArrayFire's): given with -D, it goes to the compiler too, and the compile is made again
+            missing = [n for n in re.findall(r'identifier "(\w+)" is undefined', str(err))
+                       if n in defines and n not in compile_defines]
+            if not missing:
+                raise
+            unnamed += missing
+            compile_defines.update({n: defines[n] for n in missing})
+    else:
+        program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
+    macros = tuple(macros) + tuple(unnamed)
     entry = kernel or program.name
     notes = _variables_not_macros(defines, macros, source, file)
     params = list(program.params)
@@ -296,6 +312,8 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
             "include_dirs": list(includes)}
     if text_macros:
         data["macros"] = text_macros
+    if unnamed:
+        data["compile_params"] = unnamed
     if constants:
         data["constants"] = constants
     if device_variables:

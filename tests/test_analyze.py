@@ -497,3 +497,21 @@ def test_a_data_stage_bound_filled_by_global_lines_is_not_called_shared_memory_b
     assert tip.startswith("L1 data-stage bound") and "32.0 lines per load request" in tip, tip
     assert not any(t.startswith("Shared-memory bound") for t in doc["advice"])
     assert doc["hot_lines"][0]["metric"] == "data_stage" and doc["hot_lines"][0]["line"] == 9
+
+
+def test_a_define_the_code_uses_but_no_directive_names_reaches_the_compiler(cli, tmp_path):
+    """A library that compiles its kernels with NVRTC passes their sizes on its own build line (ArrayFire's
+    `-DTILE_DIM=32`): no #if or #define of the file names TILE, so -D TILE=32 stayed a param of the launch's
+    expressions and the compile failed ('identifier "TILE" is undefined'). It goes to the compiler too, and a
+    saved spec keeps it (compile_params). The reversal by numpy."""
+    (tmp_path / "r.cu").write_text("__global__ void rev(float *x) {\n    __shared__ float s[TILE];\n"
+                                   "    s[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n"
+                                   "    x[threadIdx.x] = s[TILE - 1 - threadIdx.x];\n}\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef x(x, **kw):\n    return np.asarray(x)[::-1]\n")
+    doc = analyze_json(cli, str(tmp_path / "r.cu"), "--grid", "1", "--block", "32", "-D", "TILE=32", "--arg",
+                       "x=float32[32]:arange", "--device", "h100", "--check", f"x={tmp_path / 'ref.py'}:x",
+                       "--save-spec", str(tmp_path / "r.yaml"))
+    assert doc["correct"] is True and doc["shared_memory_per_block"] == 128
+    assert "compile_params: [TILE]" in (tmp_path / "r.yaml").read_text()
+    again = analyze_json(cli, str(tmp_path / "r.yaml"), "--device", "h100")
+    assert again["correct"] is True

@@ -48,6 +48,7 @@ class KernelSpec:
                 self._param_exprs[name] = value
         self.source_defines: tuple[str, ...] = macro_names_with_headers(self.source_path, self.source_text,
                                                                         self.include_dirs)
+        self.source_defines += tuple(n for n in model.compile_params if n not in self.source_defines)
         self._check()
         self.params: dict[str, int | float] = self._resolve({})
 

@@ -464,6 +464,9 @@ class SpecModel(_Strict):
     # preprocessor macros whose value is text, not a number (a type: `SCALAR: double`, as a build line's
     # -DMINIFE_SCALAR=double): -D NAME=TEXT for the compile only (params are numbers that expressions use)
     macros: dict[str, str] = Field(default_factory=dict)
+    # params that go to the compiler as -D NAME=VALUE too, though no #if or #define line of the source names them:
+    # what a library that compiles its kernels with NVRTC leaves to its own -D's (ArrayFire's `-DTILE_DIM=32`)
+    compile_params: list[str] = Field(default_factory=list)
 
     @field_validator("macros")
     @classmethod
