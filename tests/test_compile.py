@@ -1528,3 +1528,21 @@ def test_an_alias_of_a_std_name_libcudacxx_gives_the_host_only_goes_with_the_hos
            "using uptr = std::unique_ptr<T[], std::function<void(T[])>>;\n"
            "__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
     assert [k.name for k in compile_cuda("alias.cu", source=src).kernels] == ["k"]
+
+
+def test_a_host_member_naming_a_std_type_goes_whole_with_the_host_code():
+    """HOOMD's BoxDim.h: `explicit BoxDim(const std::array<Scalar, 6>& array)` beside __host__ __device__ members. A
+    host member's declaration is kept where it names nothing of std (glm's functors); one naming std:: goes whole,
+    or the compile - with no std header there - fails ('explicit type is missing')."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    src = ("#include <array>\nstruct Box\n{\n    __host__ __device__ explicit Box(float L) : m_L(L) { }\n"
+           "    explicit Box(const std::array<float, 6>& a) { m_L = a[0]; }\n"
+           "    __host__ __device__ float wrap(float x) const { return x - m_L * floorf(x / m_L); }\n    float m_L;\n};\n"
+           "__global__ void wrap_kernel(float* x, Box box, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < n) x[i] = box.wrap(x[i]);\n}\n")
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    expected = x - np.float32(0.5) * np.floor(x / np.float32(0.5))
+    simulate(load_kernel(source=src, path="box.cu", entry="wrap_kernel"), 1, 64, [x, {"m_L": 0.5}, 64])
+    np.testing.assert_allclose(x, expected, atol=1e-6)

@@ -549,3 +549,23 @@ def test_a_field_of_a_scoped_enum_type_and_enumerators_as_field_values(cli, tmp_
                              "--device", "h100", "--check", f"out={tmp_path / 'ref.py'}:{ref}", "--json")
         assert code == 0, err
         assert json.loads(out)["correct"] is True, value
+
+
+def test_a_field_typed_with_an_alias_of_a_cuda_vector_type(cli, tmp_path):
+    """HOOMD's BoxDim: `typedef double3 Scalar3;` then `Scalar3 m_lo;` - the field was 'Scalar3 perfmodel cannot lay
+    out', which refused every kernel taking the box (neighbour lists, pair potentials, integrators). An alias of a
+    vector type is that vector type; `using` alike. By hand: L = (4, 5, 6), m_lo.x = 1, m_xy = 0.5,
+    m_periodic.z = 1: 4 + 50 + 600 + 1 + 0.5 + 1 = 656.5."""
+    (tmp_path / "b.cu").write_text(
+        "typedef double Scalar;\ntypedef double3 Scalar3;\nusing Byte3 = uchar3;\nstruct BoxDim\n{\n"
+        "    __host__ __device__ Scalar3 getL() const { return m_L; }\n    Scalar3 m_lo;\n    Scalar3 m_L;\n"
+        "    Scalar m_xy;\n    Byte3 m_periodic;\n};\n"
+        "__global__ void box_kernel(double* out, BoxDim box)\n{\n    Scalar3 L = box.getL();\n"
+        "    out[threadIdx.x] = L.x + 10 * L.y + 100 * L.z + box.m_lo.x + box.m_xy + box.m_periodic.z;\n}\n")
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef out(**kw):\n    return np.full(32, 656.5)\n")
+    code, out, err = cli("analyze", str(tmp_path / "b.cu"), "--kernel", "box_kernel", "--grid", "1", "--block", "32",
+                         "--arg", "out=float64[32]", "--arg",
+                         "box={m_lo=(1,2,3), m_L=(4,5,6), m_xy=0.5, m_periodic=(1,1,1)}", "--device", "h100",
+                         "--check", f"out={tmp_path / 'ref.py'}:out", "--json")
+    assert code == 0, err
+    assert json.loads(out)["correct"] is True

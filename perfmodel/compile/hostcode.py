@@ -1028,8 +1028,9 @@ class _FileProcessor:
                     while first + 1 < m.last and toks[first].text in ACCESS_WORDS and toks[first + 1].text == ":":
                         first += 2
                     own = [t.text for t in toks[first:m.body[0]]] if m.kind == "function" and m.body else None
-                    if own and "virtual" not in own and not has_top_level(own, ":") and \
-                            (not names_std_member(own) or self._libcudacxx_has(own)):
+                    # (not one naming std::: no std header may be there for it - HOOMD's `explicit
+                    # BoxDim(const std::array<Scalar, 6>&)` failed a compile that includes none)
+                    if own and "virtual" not in own and not has_top_level(own, ":") and not names_std_member(own):
                         # its declaration stays, its body goes: device code may name it where it is never run
                         # (glm's TMax::operator(), unannotated, passed to a __host__ __device__ template), and a
                         # declared function compiles where a missing one does not; one that runs is an

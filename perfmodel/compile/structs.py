@@ -160,6 +160,7 @@ class Member:
     body: tuple[int, int] | None = None   # token range of an inline struct's braces (struct {...} name;)
     children: list[Member] | None = None  # a nested struct's members, once found
     after_base: bool = False         # the first own member after base classes (may follow their tail padding)
+    vector: str | None = None        # the CUDA vector type an alias of its type names (HOOMD's Scalar3: double3)
 
 
 class _Source:
@@ -349,6 +350,24 @@ def _base_name(ctype: str) -> str:
     return re.sub(r"<.*", "", _bare(ctype)).split("::")[-1].strip()
 
 
+def _aliased_vector(src, type_text: str, typedefs) -> str | None:
+    """The CUDA vector type a typedef or `using` alias of ``type_text`` names, through a few aliases
+    (`typedef double3 Scalar3;`), or None."""
+    from perfmodel.compile.signature import vector_dtype
+
+    name = _base_name(type_text)
+    for _ in range(4):
+        if vector_dtype(name) is not None:
+            return name if name != _base_name(type_text) else None
+        if len((typedefs or {}).get(name, ())) == 1:
+            name = _base_name(typedefs[name][0])
+        elif src.alias(name):
+            name = _base_name(src.alias(name))
+        else:
+            return None
+    return None
+
+
 def _number_type(type_text: str, typedefs) -> bool:
     from perfmodel.compile.signature import dtype_of
 
@@ -465,7 +484,8 @@ def _nest(src: _Source, members: list[Member], typedefs, depth: int) -> str | No
         if m.body is not None:
             inner = src.members(*m.body)
         else:
-            if _number_type(m.type_text, typedefs) or vector_dtype(m.type_text) is not None or \
+            m.vector = _aliased_vector(src, m.type_text, typedefs)
+            if _number_type(m.type_text, typedefs) or vector_dtype(m.type_text) is not None or m.vector or \
                     m.type_text in ("half", "__half", "__nv_bfloat16", "nv_bfloat16", "bool"):
                 continue
             name, found = _find(src, _base_name(m.type_text), typedefs)
@@ -589,7 +609,7 @@ def _level(members, facts, prefix, name_prefix, base, size, align, shape, stride
             dtype = "uint64"
         elif dtype is None:
             base_text = m.type_text.split("::")[-1]
-            vec = vector_dtype(base_text)
+            vec = vector_dtype(m.vector or base_text)
             if base_text in ("half", "__half") and esize == 2:
                 dtype = "float16"
             elif base_text in ("__nv_bfloat16", "nv_bfloat16") and esize == 2:
