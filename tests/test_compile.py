@@ -1546,3 +1546,61 @@ def test_a_host_member_naming_a_std_type_goes_whole_with_the_host_code():
     expected = x - np.float32(0.5) * np.floor(x / np.float32(0.5))
     simulate(load_kernel(source=src, path="box.cu", entry="wrap_kernel"), 1, 64, [x, {"m_L": 0.5}, 64])
     np.testing.assert_allclose(x, expected, atol=1e-6)
+
+
+FFMPEG_LIKE = r"""
+#define DEF_F(N, T) __device__ static inline void N(T *dst, int xo, float param)
+#define DEF_CONVERT_SCALE(fmt, k) \
+struct Convert_##fmt              \
+{                                 \
+    typedef float out_T;          \
+    DEF_F(Convert, out_T)         \
+    {                             \
+        dst[xo] = k * param * xo; \
+    }                             \
+};
+#define DEF_CONVERT_PAIR(a, b) \
+DEF_CONVERT_SCALE(a, 2.0f)     \
+DEF_CONVERT_SCALE(b, 3.0f)
+DEF_CONVERT_PAIR(rgb0, bgr0)
+DEF_CONVERT_SCALE(rgba, 4.0f)
+struct Convert_bgra
+{
+    typedef float out_T;
+    DEF_F(Convert, out_T)
+    {
+        dst[xo] = 5.0f * param * xo;
+    }
+};
+extern "C" {
+#define KERNEL(C) \
+    __global__ void Subsample_##C(Convert_##C::out_T *dst, int width, float param) \
+    {                                                                             \
+        int xo = blockIdx.x * blockDim.x + threadIdx.x;                           \
+        if (xo < width) Convert_##C::Convert(dst, xo, param);                     \
+    }
+KERNEL(rgb0)
+KERNEL(bgr0)
+KERNEL(rgba)
+KERNEL(bgra)
+}
+"""
+
+
+def test_ffmpegs_macro_made_structs_members_and_kernels(tmp_path):
+    """FFmpeg's vf_scale_cuda.cu (416 kernels) was refused: its `struct Convert_nv12_...` are reached only through
+    token pasting (`Convert_##C::Convert`), their members are defined through a macro that holds __device__
+    (DEF_F), some structs come from macros that invoke such macros (DEF_CONVERT_RGB -> DEF_CONVERT_IDENTITY), one
+    follows such an invocation with no `;` between, and the kernels themselves come from a macro. All four
+    kernels are listed with their PTX parameter types, and each scales by its factor (numpy)."""
+    from perfmodel.kernel import load_kernel
+    from perfmodel.sim import simulate
+
+    (tmp_path / "s.cu").write_text(FFMPEG_LIKE)
+    mod = compile_cuda(tmp_path / "s.cu")
+    kernels = {k.expression: [p.dtype.name if p.dtype is not None else p.ctype for p in k.params] for k in mod.kernels}
+    assert kernels == {f"Subsample_{c}": ["void*", "int32", "float32"] for c in ("rgb0", "bgr0", "rgba", "bgra")}
+    for c, factor in (("rgb0", 2), ("bgr0", 3), ("rgba", 4), ("bgra", 5)):
+        out = np.zeros(64, np.float32)
+        simulate(load_kernel(tmp_path / "s.cu", entry=f"Subsample_{c}"), 2, 32, [out, 64, 0.5])
+        np.testing.assert_allclose(out, factor * 0.5 * np.arange(64), rtol=1e-6)

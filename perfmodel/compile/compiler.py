@@ -646,8 +646,17 @@ def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
             dtype, is_ptr = mangled_dtype(t)
             params.append(ParamInfo(f"arg{i}", t, is_ptr, dtype, size, align))
     else:
-        params = [ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None, size, align)
-                  for i, (size, align, _) in enumerate(sizes)]
+        # (an extern "C" kernel's name has no types: a .u64 is taken as a pointer; a .f32, .f64 or 32-bit integer
+        # .param is that number - FFmpeg's macro-made scale kernels' widths and pitches, their float param)
+        params = []
+        for i, (size, align, ptx_type) in enumerate(sizes):
+            number = None if ptx_type in (None, "u64", "b64", "s64") else ptx_scalar_dtype(ptx_type)
+            if number is not None:
+                params.append(ParamInfo(f"arg{i}", {"float32": "float", "float64": "double"}.get(
+                    number.name, number.name.replace("int", "int") + "_t"), False, number, size, align))
+            else:
+                params.append(ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None,
+                                        size, align))
     return KernelInfo(name=expr, expression=expr, mangled=mangled, params=params,
                       registers=res.get("registers", 0), spill_stores=res.get("spill_stores", 0),
                       spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
@@ -726,6 +735,13 @@ def _module(record: "_cache.Record", prepared: Prepared, all_exprs, source: str,
             spill_loads=res.get("spill_loads", 0), local_bytes=res.get("local_bytes", 0),
             static_shared_bytes=res.get("static_shared_bytes", 0), barriers=res.get("barriers", 0),
             is_template=decl.is_template, file=decl.file, line=decl.line))
+    # kernels a macro defines (`#define KERNEL(C) extern "C" __global__ void k_##C(...)`, FFmpeg's 416 scale
+    # kernels): in the PTX, not in the scan - each by its name (an extern "C" one) with its PTX parameters
+    claimed = {k.mangled for k in kernels}
+    for mangled, sizes in entries.items():
+        if mangled in claimed or mangled.startswith("_Z") or any(k.expression == mangled for k in kernels):
+            continue
+        kernels.append(_ptx_only_kernel(mangled, mangled, sizes, resources.get(mangled, {})))
     # an overload set of which one kernel has a body here (the others only declared): its plain name
     named = [k.expression.split("(")[0] for k in kernels if not k.is_template and k.expression.endswith(")")]
     kernels = [dataclasses.replace(k, expression=k.expression.split("(")[0])

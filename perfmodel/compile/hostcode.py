@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfmodel.compile.lexer import (ACCESS_WORDS, CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level,
+from perfmodel.compile.lexer import (ACCESS_WORDS, ATTRIBUTE_WORDS, CLASS_WORDS, Chunk, Tok, class_name, function_name, has_top_level,
                                      head_words, mask, match_close, names_std_member, preprocessor_lines, split_chunks,
                                      template_params, template_prefix_end, tokenize)
 
@@ -459,6 +459,7 @@ class _FileProcessor:
         self.kept_ids: set[str] = set()           # identifiers of kept non-class code (an #if's words name
         # macros, never a class: miniBUDE's `#ifdef IMPL_CLS` before `#define IMPL_CLS ...` and `class IMPL_CLS`)
         self.macro_uses: dict[str, set[str]] = {}   # macro -> the identifiers of its text (and parameters)
+        self.macro_pastes: dict[str, set[str]] = {}  # macro -> the names its text pastes onto (`Convert_` ## C)
         self.class_info: list[tuple[set[str], set[str]]] = []
         self.reachable: set[str] | None = None    # second pass: names device code can reach
         self.launch_words: set[str] = set()         # first pass: the words of launches' template arguments
@@ -703,6 +704,10 @@ class _FileProcessor:
                 dm = re.match(r"define\s+([A-Za-z_]\w*)(.*)", body)
                 if dm:
                     self.macro_uses.setdefault(dm.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", dm.group(2)))
+                    # a name it pastes together (`Convert_##C::run`): every name with that beginning may be it
+                    pasted = re.findall(r"([A-Za-z_]\w*)\s*##", dm.group(2))
+                    if pasted:
+                        self.macro_pastes.setdefault(dm.group(1), set()).update(pasted)
             if word == "define":
                 # object-like only: a function-like macro's invocation (DEFINE_HAS_MEMBER(x), no ';' after it)
                 # stands for declarations of its own, not for words of the declaration the scan joins it to
@@ -721,7 +726,9 @@ class _FileProcessor:
                     self.macro_braces[m.group(1)] = m.group(3).count("{") - m.group(3).count("}")
                 words = set(re.findall(r"[A-Za-z_]\w*", m.group(3))) if m else set()
                 words |= {x for w in words for x in self.macro_words.get(w, ())}
-                if m and words & (DEVICE_WORDS | DEVICE_VAR_WORDS):
+                # (through the function-like macros it invokes too: FFmpeg's DEF_CONVERT_RGB -> DEF_CONVERT_IDENTITY
+                # -> DEF_F, whose text holds __device__)
+                if m and words & (DEVICE_WORDS | DEVICE_VAR_WORDS | self.device_macros):
                     self.device_macros.add(m.group(1))
                 elif m and (HOST_MACRO_BODY.search(m.group(3)) or re.search(r"\)\s*(?:const\s*)?\{", m.group(3))):
                     # host code: it launches a kernel, calls the host runtime, or defines a function none of whose
@@ -895,9 +902,15 @@ class _FileProcessor:
                     keep(Chunk(c.first, close, "decl", None, c.namespace, c.extern_c))
                 c = Chunk(close + 1, c.last, c.kind, c.body, c.namespace, c.extern_c)
                 head = head_words(toks, c)
+                if c.kind == "function" and c.body and _class_head(head):
+                    # what follows the invocation is a class (FFmpeg's `DEF_CONVERT_REORDER(bgra, rgb0)` then
+                    # `struct Convert_bgr0_bgra {...};`): the invocation's parentheses made the chunk a function
+                    c = Chunk(c.first, c.last, "class", c.body, c.namespace, c.extern_c)
             hs = self._words(head)
             if c.kind == "class":
                 classes.append(c)
+                continue
+            if head == [";"]:       # an empty declaration: the `;` after a class the chunking read as a function
                 continue
             if head and head[0] == "template" and (len(head) < 2 or head[1] != "<"):
                 instantiations.append((c, function_name(head[1:])[0]))
@@ -1011,13 +1024,15 @@ class _FileProcessor:
                 funcs = [m for m in members if m.kind == "function" or
                          (function_name(head_words(toks, m))[0] is not None
                           and not has_top_level(head_words(toks, m), "="))]
-                device = any(self._words(head_words(toks, m)) & DEVICE_WORDS for m in members)
+                device = any(self._words(head_words(toks, m)) & DEVICE_WORDS
+                             or set(head_words(toks, m)) & self.device_macros for m in members)
                 if funcs and not device and (name is None or name not in kept_ids):
                     blank.append(span(c))
                     continue
             for m in members:   # host-only member function definitions of a kept class
                 mh = head_words(toks, m)
-                if self._words(mh) & DEVICE_WORDS:
+                # (a member whose head is a function-like macro that holds __device__: FFmpeg's DEF_F(N, T))
+                if self._words(mh) & DEVICE_WORDS or set(mh) & self.device_macros:
                     continue
                 if m.kind == "function" or (function_name(mh)[0] is not None and names_std_member(mh)
                                             and not has_top_level(mh, "=")):
@@ -1132,6 +1147,15 @@ def _scope_tokens(body: str, at: Tok) -> list[Tok] | None:
     return [Tok(t.text, at.start, at.end, t.kind) for t in tokenize(mask(body))]
 
 
+def _class_head(head: list[str]) -> bool:
+    """Whether a declaration's words (before its body) define a class: a class word before any parenthesis."""
+    skip = template_prefix_end(head)
+    cls = next((k for k, w in enumerate(head) if w in CLASS_WORDS and k >= skip), None)
+    paren = next((k for k, w in enumerate(head) if w == "(" and k >= skip and not (k and head[k - 1] in ATTRIBUTE_WORDS)
+                  and not (cls is not None and k > cls)), None)
+    return cls is not None and (paren is None or cls < paren) and not (cls and head[cls - 1] == "enum")
+
+
 def _launches(code: str) -> list[tuple[str, str, int]]:
     """``ns::kernel<float, 256><<<grid, block>>>`` in comment- and string-free code: (name, "float, 256", offset)."""
     out = []
@@ -1198,6 +1222,14 @@ def prepare(text: str, display: str, path: Path | None, *, defines: dict[str, ob
             if not first.macro_uses[name] <= reachable:
                 reachable |= first.macro_uses[name]
                 changed = True
+        # names a reached macro pastes together (FFmpeg's vf_scale_cuda.cu reaches its `struct Convert_nv12_...`
+        # only through `Convert_##C`): the classes whose names begin so
+        prefixes = tuple(p for n, ps in first.macro_pastes.items() if n in reachable for p in ps)
+        if prefixes:
+            for names, inner in first.class_info:
+                if any(n.startswith(prefixes) for n in names) and not (names | inner) <= reachable:
+                    reachable |= names | inner
+                    changed = True
     proc = _FileProcessor(dict(defines or {}), list(include_dirs), list(sdk_dirs), constexpr_floats)
     proc.lacking = set(lacking)
     proc.reachable = reachable
