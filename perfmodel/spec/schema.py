@@ -293,6 +293,14 @@ class ArgSpec(_Strict):
     # a pointer arg the host passes as NULL (an optional array the kernel tests before using): no array at all
     null: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_key(cls, data: Any) -> Any:
+        # `{name: bias, null: true}` as docs/spec.md writes it: YAML reads an unquoted null key as None, not "null"
+        if isinstance(data, dict) and None in data and "null" not in data:
+            data = {("null" if k is None else k): v for k, v in data.items()}
+        return data
+
     @field_validator("name")
     @classmethod
     def _identifier(cls, value: str) -> str:
