@@ -386,7 +386,7 @@ def test_kernels_written_as_shoc_writes_them():
 def test_which_device_branches_every_compile_takes(cond, value):
     """By hand: NVRTC 13 compiles for compute capability 7.5 to 12.1, so __CUDA_ARCH__ is 750 to 1210; a condition
     that holds (or fails) over the whole range is decided, one that depends on where in it, or on other names, not."""
-    from perfmodel.compile.hostcode import _device_condition
+    from perfmodel.compile.conditions import _device_condition
 
     assert _device_condition(cond) is value
 
@@ -402,7 +402,8 @@ def test_which_branches_the_given_defines_decide(cond, value):
     defines or that NVIDIA's headers define (CUDART_VERSION) stays undecided; a reserved one is what NVRTC makes of
     it (asked of NVRTC: _MSC_VER and __GNUC__ undefined, __linux__ defined - the compile's preamble gives it, as
     nvcc's host side does)."""
-    from perfmodel.compile.hostcode import _FileProcessor, _device_condition
+    from perfmodel.compile.conditions import _device_condition
+    from perfmodel.compile.hostcode import _FileProcessor
     from perfmodel.compile.nvrtc import sdk_include_dirs
 
     proc = _FileProcessor({"FLAG": 1, "BLOCK": 256}, [], sdk_include_dirs())
@@ -1468,7 +1469,7 @@ def test_an_ifdef_of_an_underscore_name_nothing_defines_is_decided_as_nvrtc_deci
     #define counted as possibly taken and the parameter read float* where NVRTC compiled double* with -D
     _SINGLE_DOUBLE (and float* without). NVRTC says which such names it defines (here: __linux__, as the preamble
     gives nvcc's, yes; _WIN32 and _SINGLE_DOUBLE, no)."""
-    from perfmodel.compile import hostcode
+    from perfmodel.compile import conditions
     from perfmodel.kernel import load_kernel
 
     src = ("#ifdef _SD\n#define acctyp double\n#endif\n#ifndef acctyp\n#define acctyp float\n#endif\n"
@@ -1479,7 +1480,7 @@ def test_an_ifdef_of_an_underscore_name_nothing_defines_is_decided_as_nvrtc_deci
     without = load_kernel(source=src, path="u.cu", entry="k")
     assert [p.ctype for p in with_define.params] == ["const float*", "double*", "int"]
     assert [p.ctype for p in without.params] == ["const float*", "float*", "int"]
-    assert hostcode._COMPILER_DEFINED["_SD"] is False and hostcode._COMPILER_DEFINED["_WIN32"] is False
+    assert conditions._COMPILER_DEFINED["_SD"] is False and conditions._COMPILER_DEFINED["_WIN32"] is False
 
 
 def test_a_launch_with_spaced_chevrons_is_a_launch(tmp_path):

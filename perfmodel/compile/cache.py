@@ -182,7 +182,7 @@ def scan_fingerprint() -> str:
     (a scan fixed without a bump served its old kernel lists)."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for name in ("hostcode.py", "lexer.py", "signature.py", "structs.py", "compiler.py"):
+    for name in ("hostcode.py", "conditions.py", "lexer.py", "signature.py", "structs.py", "compiler.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:
