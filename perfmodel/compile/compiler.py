@@ -500,6 +500,12 @@ def _variable_layouts(record: "_cache.Record") -> dict:
 def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs_path, defines, include_dirs):
     """The compile, and where it fails for what nvcc's host side would have given, once more: (result, prepared,
     the text compiled)."""
+    scan: dict = {}       # what a second scan of the file is told (each retry below keeps the ones before)
+
+    def rescan():
+        return prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
+                       include_dirs=[str(d) for d in include_dirs], sdk_dirs=nvrtc.sdk_include_dirs(),
+                       name_expressions=exprs, **scan)
     result = _compile_text(text, options, all_exprs, exprs)
     if not result.ok and _STD_MISSING.search(result.log):
         # device code that names the C++ standard library (std::numeric_limits, std::is_same_v, std::sqrt ...),
@@ -514,9 +520,8 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
             # names libcu++ has a header for but gives the host only (std::function): the aliases that name them
             # go with the host code (ArrayFire's `template<typename T> using uptr = std::unique_ptr<T[],
             # std::function<void(T[])>>;`), and the compile is made once more
-            again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
-                            include_dirs=[str(d) for d in include_dirs], sdk_dirs=nvrtc.sdk_include_dirs(),
-                            name_expressions=exprs, lacking=lacking)
+            scan["lacking"] = lacking
+            again = rescan()
             retry = _compile_text(head + line1 + again.text, options, all_exprs, exprs)
             if retry.ok:
                 result, prepared, text = retry, again, head + line1 + again.text
@@ -527,9 +532,8 @@ def _attempt(text, head, line1, prepared, options, all_exprs, exprs, source, abs
         result, text = retry, head + line1 + prepared.text
     if not result.ok and _DYNAMIC_INIT.search(result.log):
         # host `const float` globals that nvcc folds and NVRTC's -default-device cannot initialise: constexpr
-        again = prepare(source, str(abs_path) if abs_path else "kernel.cu", abs_path, defines=defines,
-                        include_dirs=[str(d) for d in include_dirs], sdk_dirs=nvrtc.sdk_include_dirs(),
-                        name_expressions=exprs, constexpr_floats=True)
+        scan["constexpr_floats"] = True
+        again = rescan()
         retry = _compile_text(head + line1 + again.text, options, all_exprs, exprs)
         if retry.ok:
             result, prepared, text = retry, again, head + line1 + again.text
