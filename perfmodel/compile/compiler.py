@@ -657,7 +657,7 @@ def _ptx_only_kernel(expr: str, mangled: str, sizes, res: dict) -> KernelInfo:
             number = None if ptx_type in (None, "u64", "b64", "s64") else ptx_scalar_dtype(ptx_type)
             if number is not None:
                 params.append(ParamInfo(f"arg{i}", {"float32": "float", "float64": "double"}.get(
-                    number.name, number.name.replace("int", "int") + "_t"), False, number, size, align))
+                    number.name, number.name + "_t"), False, number, size, align))
             else:
                 params.append(ParamInfo(f"arg{i}", "void*" if size == 8 else f"b{8 * size}", size == 8, None,
                                         size, align))
@@ -828,9 +828,10 @@ def _statement_expression(prepared: Prepared, file: str, line: int) -> str | Non
 
 def _cccl_hint(namespace: str, name: str) -> str:
     version = nvrtc.cccl_version()
-    text = (f" perfmodel compiles with the CCCL headers of the nvidia-cuda-cccl wheel (CCCL {version or 'version unknown'}"
-            ", as CUDA 13's nvcc does with CCCL 3.x); code written for CUDA 12 (CCCL 2.x) can name what CCCL 3.0 "
-            "removed (its migration guide: https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html)")
+    text = (" perfmodel compiles with the CCCL headers of the nvidia-cuda-cccl wheel (CCCL "
+            f"{version or 'version unknown'}, as CUDA 13's nvcc does with CCCL 3.x); code written for CUDA 12 (CCCL 2.x) "
+            "can name what CCCL 3.0 removed (its migration guide: "
+            "https://nvidia.github.io/cccl/cccl/3.0_migration_guide.html)")
     if namespace == "cub" and name in _CCCL3_REMOVED:
         text += f": cub::{name} is one, {_CCCL3_REMOVED[name]} replaces it"
     return text + "."

@@ -239,8 +239,8 @@ def _libcudacxx_names(sdk_dirs: tuple[str, ...]) -> frozenset[str]:
 
 # what libcu++'s C-library headers declare in cuda::std: types (`using int32_t = signed int;`, `using ::size_t;`) and
 # functions (`_CCCL_API inline float sqrt(float __x)`)
-_LIBCUDACXX_DECLARED = re.compile(rb"^\s*using\s+(?:::)?(\w+)\s*[=;]|_CCCL_(?:HOST_DEVICE_)?API\s+(?:inline\s+|constexpr\s+)*"
-                                  rb"[\w:]+\s+(\w+)\s*\(", re.M)
+_LIBCUDACXX_DECLARED = re.compile(rb"^\s*using\s+(?:::)?(\w+)\s*[=;]"
+                                  rb"|_CCCL_(?:HOST_DEVICE_)?API\s+(?:inline\s+|constexpr\s+)*[\w:]+\s+(\w+)\s*\(", re.M)
 
 
 @functools.lru_cache(maxsize=4)

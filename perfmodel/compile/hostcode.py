@@ -112,8 +112,8 @@ HOST_ONLY_PREFIXES = ("thrust/", "cub/device/", "cub/util_allocator.cuh", "GL/",
                       # libcu++'s runtime parts, host APIs (buffers, memory resources and pools, streams) whose
                       # headers define __host__-only functions NVRTC refuses ("not allowed in JIT mode", CCCL 3.5) and
                       # include CUB's device-wide algorithms: CUB's test_util.h includes them beside its examples
-                      "cuda/buffer", "cuda/memory_pool", "cuda/memory_resource", "cuda/stream", "cuda/__memory_resource/",
-                      "cuda/__memory_pool/", "cuda/__stream/", "cuda/__container/")
+                      "cuda/buffer", "cuda/memory_pool", "cuda/memory_resource", "cuda/stream",
+                      "cuda/__memory_resource/", "cuda/__memory_pool/", "cuda/__stream/", "cuda/__container/")
 # CUB's umbrella header <cub/cub.cuh> stops NVRTC (`#error "Including <cub/cub.cuh> is not supported when compiling
 # with NVRTC. Include the specific device header instead"`). Under nvcc it brings both the block-, warp- and
 # thread-level primitives kernels use (cub::BlockReduce, cub::WarpReduce, cub::BlockScan ...) and the device-wide
@@ -456,7 +456,9 @@ class _FileProcessor:
                 if dm:
                     self.macro_uses.setdefault(dm.group(1), set()).update(re.findall(r"[A-Za-z_]\w*", dm.group(2)))
                     # a name it pastes together (`Convert_##C::run`): every name with that beginning may be it
-                    pasted = re.findall(r"([A-Za-z_]\w*)\s*##", dm.group(2))
+                    params = re.match(r"\(([^)]*)\)", dm.group(2))
+                    params = set(re.findall(r"\w+", params.group(1))) if params else set()
+                    pasted = set(re.findall(r"([A-Za-z_]\w*)\s*##", dm.group(2))) - params   # (text, not `a##b`)
                     if pasted:
                         self.macro_pastes.setdefault(dm.group(1), set()).update(pasted)
             if word == "define":
@@ -902,9 +904,9 @@ def _class_head(head: list[str]) -> bool:
     """Whether a declaration's words (before its body) define a class: a class word before any parenthesis."""
     skip = template_prefix_end(head)
     cls = next((k for k, w in enumerate(head) if w in CLASS_WORDS and k >= skip), None)
-    paren = next((k for k, w in enumerate(head) if w == "(" and k >= skip and not (k and head[k - 1] in ATTRIBUTE_WORDS)
-                  and not (cls is not None and k > cls)), None)
-    return cls is not None and (paren is None or cls < paren) and not (cls and head[cls - 1] == "enum")
+    if cls is None or (cls and head[cls - 1] == "enum"):
+        return False
+    return not any(w == "(" and not (k and head[k - 1] in ATTRIBUTE_WORDS) for k, w in enumerate(head[skip:cls], skip))
 
 
 def _launches(code: str) -> list[tuple[str, str, int]]:
