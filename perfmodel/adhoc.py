@@ -73,7 +73,7 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
     text_macros = dict(text_macros or {})
     compile_defines.update(text_macros)
     unnamed: list[str] = []      # -D names no #if or #define line names, that the code uses as macros
-    for _ in range(3):
+    while True:       # (each round passes one more -D name at least: as many rounds as there are -D's at most)
         try:
             program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
             break
@@ -86,8 +86,6 @@ def command_line_spec(file: str | Path, kernel: str | None, grid: str, block: st
                 raise
             unnamed += missing
             compile_defines.update({n: defines[n] for n in missing})
-    else:
-        program = load_kernel(path, entry=kernel, defines=compile_defines, arch=arch, include_dirs=includes)
     macros = tuple(macros) + tuple(unnamed)
     entry = kernel or program.name
     notes = _variables_not_macros(defines, macros, source, file)

@@ -138,8 +138,8 @@ def advise(analysis) -> list[str]:
                     f"{', '.join(occ.limiters)}) is low for a {kind} kernel.")
     waves = model.waves
     if 0 < waves < 1 and model.active_sms < dev.sm_count:
-        idle = a.launch.total_blocks - round(waves * max(1, occ.blocks_per_sm) * dev.sm_count)
-        if idle > 0:
+        idle = round(float((a.sim.per_block_idle or {}).get("fully_idle_blocks", 0) or 0))
+        if 0 < idle < a.launch.total_blocks:
             # (the launch's waves count every block; these, the ones that work: "waves 0.32" above, 0.02 here)
             tips.append(f"{a.launch.total_blocks - idle:,} of the grid's {a.launch.total_blocks:,} blocks do work "
                         f"(the others are idle): they fill {model.active_sms} of {dev.sm_count} SMs ({waves:.2g} "
