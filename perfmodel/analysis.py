@@ -292,9 +292,10 @@ def _shares_work(program, launch, rep: int, pilot, limits, cc1_counts) -> bool:
 
 
 def _working_block(program, launch, pilot, pilot_counts: dict, rep: int, limits, cc1_counts):
-    """The centre block's run if it loaded anything; else block 0's, where that one loads (grid-stride loops give
-    their work to the first blocks), run alone as the centre one was."""
-    if rep == 0 or float(pilot_counts.get("global", {}).get("loads", 0) or 0) > 0:
+    """The centre block's run, unless its threads all idled (no flop, no memory access); then block 0's, where that
+    one loads (grid-stride loops give their work to the first blocks), run alone as the centre one was."""
+    threads = float(pilot_counts.get("threads", 0) or 0)
+    if rep == 0 or not threads or float(pilot_counts.get("idle_threads", 0) or 0) < threads:
         return pilot
     try:
         first, _ = _run(program, launch, [0], limits, cc1_counts=cc1_counts, outputs=False, first_touch=True)
